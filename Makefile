@@ -1,0 +1,149 @@
+# sente: one binary (bin/sente), one static library of the modules, one
+# Criterion test binary. `make help` lists the targets.
+
+CC      ?= gcc
+BUILD   ?= build
+SAN     ?= 0
+CUDA    ?= auto
+CUDA_HOME ?= /usr/local/cuda
+
+CSTD     = -std=c11 -D_GNU_SOURCE
+WARN     = -Wall -Wextra -Wshadow -Wno-unused-parameter
+OPT      = -O2 -g
+ifeq ($(SAN),1)
+OPT      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+SANFLAGS = -fsanitize=address,undefined
+endif
+CFLAGS  += $(CSTD) $(WARN) $(OPT) -I. -MMD -MP
+LDLIBS   = -ldnnl -lsqlite3 -lz -lm -lpthread
+LDFLAGS += $(SANFLAGS)
+
+# ---- optional dependencies: one line each, found or not -------------------
+NVCC := $(shell command -v nvcc 2>/dev/null || ls $(CUDA_HOME)/bin/nvcc 2>/dev/null)
+CUDNN_H := $(firstword $(wildcard $(CUDA_HOME)/include/cudnn.h /usr/include/cudnn.h /usr/include/x86_64-linux-gnu/cudnn.h))
+NCCL_H  := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
+MPICC   := $(shell command -v mpicc 2>/dev/null)
+
+ifeq ($(CUDA),0)
+USE_CUDA := 0
+else ifeq ($(CUDA),1)
+ifeq ($(NVCC),)
+$(error CUDA=1 but nvcc was not found (looked on PATH and in $(CUDA_HOME)/bin))
+endif
+USE_CUDA := 1
+else
+USE_CUDA := $(if $(NVCC),1,0)
+endif
+
+ifneq ($(MAKELEVEL),0)
+QUIET_DEPS := 1
+endif
+ifndef QUIET_DEPS
+$(info sente: nvcc   $(if $(NVCC),found ($(NVCC)),not found)$(if $(filter 0,$(USE_CUDA)), -- CUDA backend not built,))
+$(info sente: cuDNN  $(if $(CUDNN_H),found ($(CUDNN_H)),not found))
+$(info sente: NCCL   $(if $(NCCL_H),found ($(NCCL_H)),not found))
+$(info sente: MPI    $(if $(MPICC),found ($(MPICC)),not found))
+endif
+
+# ---- sources ---------------------------------------------------------------
+MODULES  = engine search nn nn/cpu nn/cuda selfplay train gtp data
+LIB_SRC  = $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
+CLI_SRC  = $(wildcard cli/*.c)
+TEST_SRC = $(wildcard tests/*.c tests/*/*.c)
+CU_SRC   = $(wildcard nn/cuda/*.cu)
+
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
+
+ifeq ($(USE_CUDA),1)
+NVCCFLAGS = -O2 -g -std=c++17 -I. -Xcompiler -fPIC,-Wall \
+	-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
+CU_OBJ    = $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
+CFLAGS   += -DSENTE_HAVE_CUDA=1 -I$(CUDA_HOME)/include
+LDLIBS   += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -lstdc++
+endif
+
+LIB  = $(BUILD)/libsente.a
+BIN  = bin/sente
+TESTBIN = $(BUILD)/tests/sente_tests
+
+.PHONY: all test test-run asan bench run deps fuzz fuzz-run clean help
+
+all: $(BIN)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ) $(CU_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+
+$(TESTBIN): $(TEST_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(TEST_OBJ) $(LIB) $(LDLIBS) -lcriterion -o $@
+
+# The test binary runs from the repository root so that fixtures under
+# tests/data are found; bin/sente is built too since some tests drive it.
+test:
+	@sh scripts/deps.sh --ensure
+	@$(MAKE) --no-print-directory test-run
+
+test-run: $(TESTBIN) $(BIN)
+	SENTE_BIN=$(abspath $(BIN)) $(TESTBIN) --jobs 2
+
+# Same tests under AddressSanitizer and UndefinedBehaviorSanitizer, in their
+# own build folder and with their own binary.
+asan:
+	@sh scripts/deps.sh --ensure
+	@$(MAKE) --no-print-directory SAN=1 BUILD=build-asan BIN=build-asan/bin/sente test-run
+
+bench: $(BIN)
+	$(BIN) bench board
+
+run:
+	@sh scripts/deps.sh --ensure
+	@$(MAKE) --no-print-directory $(BIN)
+	$(BIN) demo --game connect4
+
+deps:
+	sh scripts/deps.sh --ensure
+
+# libFuzzer targets: every fuzz/*.c built with clang against the sources.
+FUZZ_SRC = $(wildcard fuzz/*.c)
+FUZZ_BIN = $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
+FUZZ_TIME ?= 60
+FUZZ_LIBSRC = $(wildcard engine/*.c gtp/*.c)
+fuzz: $(FUZZ_BIN)
+build-fuzz/%: fuzz/%.c $(FUZZ_LIBSRC)
+	@mkdir -p $(dir $@)
+	clang $(CSTD) -g -O1 -I. -fsanitize=fuzzer,address,undefined $< $(FUZZ_LIBSRC) -lm -lpthread -o $@
+fuzz-run: fuzz
+	@for f in $(FUZZ_BIN); do n=$$(basename $$f | sed 's/^fuzz_//'); \
+	  mkdir -p build-fuzz/corpus-$$n; \
+	  echo "fuzzing $$n for $(FUZZ_TIME) s"; \
+	  $$f -max_total_time=$(FUZZ_TIME) -print_final_stats=0 build-fuzz/corpus-$$n fuzz/corpus/$$n || exit 1; done
+
+clean:
+	rm -rf build build-asan build-fuzz bin
+
+help:
+	@echo "make [all]   build bin/sente (CUDA=0 to skip CUDA, CUDA=1 to insist)"
+	@echo "make test    install missing packages, build, run the Criterion suite"
+	@echo "make asan    the same suite under ASan + UBSan (build-asan/)"
+	@echo "make bench   benchmarks as JSON lines"
+	@echo "make run     the main job on the embedded default"
+	@echo "make fuzz    build libFuzzer targets; make fuzz-run FUZZ_TIME=60 runs them"
+	@echo "make deps    install what is missing (apt-get, as root)"
+	@echo "make clean   remove build outputs"
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

@@ -1,0 +1,98 @@
+/* main.c: `sente <command> [options]`, dispatching through a table. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+
+static const cli_command commands[] = {
+	{ "bench", cli_bench, "measure speed, one JSON line per figure (board, ...)" },
+	{ "gtp", cli_gtp, "speak GTP v2 on stdin/stdout (for GUIs and match tools)" },
+	{ "demo", cli_demo, "play a short demonstration game (random legal moves)" },
+};
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void print_help(FILE *f)
+{
+	fprintf(f, "sente %s: an AlphaZero-style engine for Go and Connect Four\n\n", SENTE_VERSION);
+	fprintf(f, "usage: sente <command> [options]\n       sente <command> --help\n\ncommands:\n");
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\noptions:\n  -h, --help     this help\n  --version      print the version\n");
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "sente %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see 'sente %s --help')\n", cmd);
+	return 2;
+}
+
+bool cli_wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	return false;
+}
+
+bool cli_parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end != '\0' || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+bool cli_parse_double(const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end != '\0')
+		return false;
+	*out = v;
+	return true;
+}
+
+double cli_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		print_help(stderr);
+		return 2;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		print_help(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+		printf("sente %s\n", SENTE_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(cmd, commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	if (cmd[0] == '-')
+		fprintf(stderr, "sente: unknown option '%s' (see 'sente --help')\n", cmd);
+	else
+		fprintf(stderr, "sente: unknown command '%s' (see 'sente --help')\n", cmd);
+	return 2;
+}

@@ -1,0 +1,121 @@
+/* connect4.c: Connect Four on bitboards (see connect4.h for the layout). */
+#include "engine/connect4.h"
+
+#include <assert.h>
+#include <string.h>
+
+#define C4_COL_BITS (C4_HEIGHT + 1)
+
+static uint64_t c4_splitmix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* True when the bitboard holds four in a row in any direction: vertical (1),
+ * horizontal (7), and the two diagonals (6, 8). The sentinel row keeps the
+ * shifts from joining discs of different columns. */
+static bool c4_four(uint64_t s)
+{
+	static const int dirs[4] = { 1, C4_COL_BITS, C4_COL_BITS - 1, C4_COL_BITS + 1 };
+	for (int i = 0; i < 4; i++) {
+		uint64_t m = s & (s >> dirs[i]);
+		if (m & (m >> (2 * dirs[i])))
+			return true;
+	}
+	return false;
+}
+
+void c4_init(c4_board *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->winner = -1;
+	b->resigned = -1;
+}
+
+int c4_to_move(const c4_board *b) { return b->n_moves & 1; }
+
+bool c4_is_over(const c4_board *b)
+{
+	return b->winner >= 0 || b->resigned >= 0 || b->n_moves == C4_CELLS;
+}
+
+bool c4_is_legal(const c4_board *b, int col)
+{
+	return col >= 0 && col < C4_WIDTH && !c4_is_over(b) && b->height[col] < C4_HEIGHT;
+}
+
+int c4_legal_moves(const c4_board *b, int *out)
+{
+	int n = 0;
+	for (int c = 0; c < C4_WIDTH; c++)
+		if (c4_is_legal(b, c))
+			out[n++] = c;
+	return n;
+}
+
+int c4_play(c4_board *b, int col)
+{
+	if (!c4_is_legal(b, col))
+		return -1;
+	int p = c4_to_move(b);
+	b->stones[p] |= 1ULL << (col * C4_COL_BITS + b->height[col]);
+	b->height[col]++;
+	b->moves[b->n_moves++] = (int8_t)col;
+	if (c4_four(b->stones[p]))
+		b->winner = p;
+	return 0;
+}
+
+bool c4_undo(c4_board *b)
+{
+	if (b->resigned >= 0) {
+		/* A resignation is not a move: taking it back reopens the game. */
+		b->resigned = -1;
+		return true;
+	}
+	if (b->n_moves == 0)
+		return false;
+	int col = b->moves[--b->n_moves];
+	int p = b->n_moves & 1;
+	b->height[col]--;
+	b->stones[p] &= ~(1ULL << (col * C4_COL_BITS + b->height[col]));
+	b->winner = -1; /* the position before a win had no winner */
+	return true;
+}
+
+void c4_resign(c4_board *b, int player)
+{
+	if (!c4_is_over(b))
+		b->resigned = player;
+}
+
+int c4_result(const c4_board *b)
+{
+	int w = b->winner;
+	if (w < 0 && b->resigned >= 0)
+		w = 1 - b->resigned;
+	if (w < 0)
+		return 0;
+	return w == 0 ? 1 : -1;
+}
+
+int c4_cell(const c4_board *b, int col, int row)
+{
+	assert(col >= 0 && col < C4_WIDTH && row >= 0 && row < C4_HEIGHT);
+	uint64_t bit = 1ULL << (col * C4_COL_BITS + row);
+	if (b->stones[0] & bit)
+		return 0;
+	if (b->stones[1] & bit)
+		return 1;
+	return -1;
+}
+
+/* The two bitboards determine the position (and the side to move), so a
+ * strong mix of them is as good as a Zobrist table and needs none. */
+uint64_t c4_hash(const c4_board *b)
+{
+	return c4_splitmix(b->stones[0] ^ c4_splitmix(b->stones[1] + 0x51ed27u));
+}

@@ -1,0 +1,19 @@
+/* fallback.c: the CUDA entry points of a binary built without CUDA: no
+ * devices, so callers take the CPU path. */
+#ifndef SENTE_HAVE_CUDA
+#include "nn/cuda/cuda.h"
+
+#include <stdio.h>
+
+int nn_cuda_built(void) { return 0; }
+int nn_cuda_device_count(void) { return 0; }
+
+int nn_cuda_selftest(int device, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "built without CUDA (make CUDA=1 needs nvcc)");
+	return 1;
+}
+#else
+/* Built with CUDA: the entry points live in probe.cu. */
+typedef int nn_cuda_fallback_unused;
+#endif

@@ -1,0 +1,112 @@
+/* GTP: the parser, and golden sessions (tests/data/gtp/NAME.in answered
+ * exactly as NAME.out). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gtp/engine.h"
+#include "gtp/parse.h"
+
+static gtp_command cmd;
+
+Test(gtp_parse, id_name_args)
+{
+	const char *l = "12 play  b\tD4  # a comment\n";
+	cr_assert(gtp_parse_line(l, strlen(l), &cmd));
+	cr_assert_eq(cmd.id, 12);
+	cr_assert_str_eq(cmd.name, "play");
+	cr_assert_eq(cmd.argc, 2);
+	cr_assert_str_eq(cmd.argv[0], "b");
+	cr_assert_str_eq(cmd.argv[1], "D4");
+}
+
+Test(gtp_parse, empty_comment_and_control)
+{
+	cr_assert(!gtp_parse_line("", 0, &cmd));
+	cr_assert(!gtp_parse_line("   \t \n", 6, &cmd));
+	cr_assert(!gtp_parse_line("# only a comment\n", 17, &cmd));
+	const char l[] = "na\x01me\r\n";
+	cr_assert(gtp_parse_line(l, sizeof(l) - 1, &cmd));
+	cr_assert_str_eq(cmd.name, "name", "control characters are removed");
+	cr_assert_eq(cmd.id, -1);
+	const char z[] = "list\0_commands\n"; /* an embedded NUL is dropped too */
+	cr_assert(gtp_parse_line(z, sizeof(z) - 1, &cmd));
+	cr_assert_str_eq(cmd.name, "list_commands");
+}
+
+Test(gtp_parse, id_only_and_huge_id)
+{
+	cr_assert(gtp_parse_line("7", 1, &cmd));
+	cr_assert_eq(cmd.id, 7);
+	cr_assert_str_eq(cmd.name, "");
+	const char *l = "99999999999999999999 name";
+	cr_assert(gtp_parse_line(l, strlen(l), &cmd));
+	cr_assert_eq(cmd.id, -1, "an id that overflows is not an id");
+	cr_assert_str_eq(cmd.name, "99999999999999999999");
+}
+
+Test(gtp_parse, long_lines_are_flagged)
+{
+	size_t n = GTP_MAX_LINE * 2;
+	char *l = malloc(n);
+	memset(l, 'a', n);
+	cr_assert(gtp_parse_line(l, n, &cmd));
+	cr_assert(cmd.too_long);
+	for (size_t i = 0; i + 1 < n; i += 2)
+		l[i + 1] = ' ';
+	cr_assert(gtp_parse_line(l, 400, &cmd));
+	cr_assert(cmd.too_many_args);
+	free(l);
+}
+
+/* Runs tests/data/gtp/NAME.in through a fresh engine and compares the whole
+ * output with NAME.out. */
+static void golden(const char *name, game_kind kind, int size)
+{
+	char path[256], *expect = NULL, *got = NULL;
+	size_t got_len = 0;
+	snprintf(path, sizeof(path), "tests/data/gtp/%s.in", name);
+	FILE *in = fopen(path, "r");
+	cr_assert(in, "cannot open %s (tests run from the repository root)", path);
+	snprintf(path, sizeof(path), "tests/data/gtp/%s.out", name);
+	FILE *ef = fopen(path, "r");
+	cr_assert(ef, "cannot open %s", path);
+	fseek(ef, 0, SEEK_END);
+	long elen = ftell(ef);
+	rewind(ef);
+	expect = calloc(1, (size_t)elen + 1);
+	cr_assert_eq(fread(expect, 1, (size_t)elen, ef), (size_t)elen);
+	fclose(ef);
+
+	gtp_options opt = { .game = game_params_default(kind) };
+	if (kind == GAME_KIND_GO)
+		opt.game.size = size;
+	char err[128];
+	gtp_engine *e = gtp_engine_new(&opt, err, sizeof(err));
+	cr_assert(e, "%s", err);
+	FILE *out = open_memstream(&got, &got_len);
+	gtp_engine_run(e, in, out);
+	fclose(out);
+	fclose(in);
+	gtp_engine_free(e);
+	if (strcmp(got, expect) != 0) {
+		/* Show the first difference, line by line. */
+		int line = 1;
+		size_t i = 0;
+		while (got[i] && got[i] == expect[i]) {
+			if (got[i] == '\n')
+				line++;
+			i++;
+		}
+		cr_assert_fail("%s: output differs from %s.out at line %d:\n--- got ---\n%.200s\n"
+			       "--- expected ---\n%.200s", name, name, line, got + i, expect + i);
+	}
+	free(got);
+	free(expect);
+}
+
+Test(gtp_golden, basic) { golden("basic", GAME_KIND_GO, 19); }
+Test(gtp_golden, errors) { golden("errors", GAME_KIND_GO, 19); }
+Test(gtp_golden, handicap) { golden("handicap", GAME_KIND_GO, 19); }
+Test(gtp_golden, connect4) { golden("connect4", GAME_KIND_CONNECT4, 7); }
