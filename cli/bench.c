@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "engine/game.h"
+#include "nn/bench.h"
 
 static const char bench_help[] =
 	"usage: sente bench <what> [options]\n"
@@ -13,6 +14,8 @@ static const char bench_help[] =
 	"what:\n"
 	"  board        random games per second on one core (Go playouts with\n"
 	"               simple ko; Connect Four random games)\n"
+	"  nn           network evaluations per second and GFLOP/s per batch\n"
+	"               size (see 'sente bench nn --help')\n"
 	"\n"
 	"options for board:\n"
 	"  --sizes LIST   Go board sizes, comma-separated (default 9,19)\n"
@@ -122,5 +125,7 @@ int cli_bench(int argc, char **argv)
 	if (!strcmp(argv[1], "board"))
 		return cli_wants_help(argc - 1, argv + 1) ? (fputs(bench_help, stdout), 0)
 							  : bench_board(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "nn"))
+		return nn_bench_main(argc - 1, argv + 1);
 	return cli_usage_error("bench", "unknown benchmark '%s'", argv[1]);
 }

@@ -1,0 +1,85 @@
+/* backend.h: the one interface every inference backend fills (CPU/oneDNN
+ * now, CUDA later): a table of function pointers and an opaque context.
+ *
+ * A context is created once per (network, max batch): all primitives and
+ * buffers are made then, so forward allocates nothing. One context serves
+ * one thread at a time (the evaluation queue's server thread); make one
+ * context per device or per server thread.
+ *
+ * forward() takes planes [batch][in_planes][H][W] (nn/encode.h) for
+ * 1 <= batch <= max_batch and writes:
+ *   policy_logits [batch][policy_outputs]: raw logits; softmax (over the
+ *       legal moves, at whatever temperature) is left to the caller;
+ *   value [batch]: in [-1, 1] for the side to move; for a WDL net win - loss;
+ *   wdl [batch][3] (may be NULL): win, draw, loss probabilities for the side
+ *       to move; for a 1-output net (1 + v) / 2, 0, (1 - v) / 2.
+ * It returns 0, or -1 on a backend failure (which a caller may treat as
+ * fatal for that context).
+ */
+#ifndef SENTE_NN_BACKEND_H
+#define SENTE_NN_BACKEND_H
+
+#include <stddef.h>
+
+#include "nn/net.h"
+
+typedef enum nn_precision {
+	NN_PRECISION_FP32 = 0,
+	NN_PRECISION_BF16 = 1, /* tower in bfloat16 (needs AVX-512 BF16 on CPU) */
+	NN_PRECISION_INT8 = 2, /* not implemented yet: refused at create */
+} nn_precision;
+
+typedef enum nn_conv_algo {
+	NN_CONV_AUTO = 0,     /* time Winograd and direct per layer, keep the faster */
+	NN_CONV_DIRECT = 1,   /* direct only */
+	NN_CONV_WINOGRAD = 2, /* Winograd where supported, else direct */
+} nn_conv_algo;
+
+typedef struct nn_backend_options {
+	int threads;            /* compute threads; 0 = the runtime's default */
+	nn_precision precision; /* arithmetic of the tower */
+	nn_conv_algo algo;      /* convolution algorithm choice */
+	int device;             /* device index (CUDA); ignored by the CPU */
+	int verbose;            /* 1: describe the chosen primitives on stderr */
+} nn_backend_options;
+
+typedef struct nn_backend_ops {
+	const char *name; /* "cpu", "cuda" */
+	/* Builds a context for `net` (the net may be freed afterwards: the
+	 * context keeps its own copy of the weights). 0, or -1 with a message. */
+	int (*create)(const nn_net *net, int max_batch, const nn_backend_options *opt, void **ctx,
+		      char *err, size_t errlen);
+	/* See above. */
+	int (*forward)(void *ctx, int batch, const float *planes, float *policy_logits,
+		       float *value, float *wdl_or_null);
+	/* Frees a context; NULL is fine. */
+	void (*destroy)(void *ctx);
+	/* One line on what the context chose (algorithms, layouts), into buf. */
+	void (*describe)(void *ctx, char *buf, size_t len);
+} nn_backend_ops;
+
+/* The CPU backend (nn/cpu/cpu_backend.c), always built. */
+extern const nn_backend_ops nn_backend_cpu;
+
+const char *nn_precision_name(nn_precision p); /* "fp32", "bf16", "int8" */
+bool nn_precision_from_name(const char *name, nn_precision *out);
+/* Defaults: threads 0, fp32, auto algorithm, device 0. */
+nn_backend_options nn_backend_options_default(void);
+
+/* A backend bound to its context, for callers that do not want to carry
+ * the pair around. */
+typedef struct nn_backend {
+	const nn_backend_ops *ops; /* the table */
+	void *ctx;                 /* its context */
+	int max_batch;             /* largest batch forward accepts */
+	nn_arch arch;              /* shapes of the net it runs */
+} nn_backend;
+
+/* NULL with a message on failure. */
+nn_backend *nn_backend_new(const nn_backend_ops *ops, const nn_net *net, int max_batch,
+			   const nn_backend_options *opt, char *err, size_t errlen);
+void nn_backend_free(nn_backend *be);
+int nn_backend_forward(nn_backend *be, int batch, const float *planes, float *policy_logits,
+		       float *value, float *wdl_or_null);
+
+#endif

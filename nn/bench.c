@@ -1,0 +1,250 @@
+/* bench.c: `sente bench nn` (see bench.h). */
+#include "nn/bench.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char bench_nn_help[] =
+	"usage: sente bench nn [options]\n"
+	"\n"
+	"Measures network evaluations per second on the CPU backend and prints one\n"
+	"JSON line per batch size.\n"
+	"\n"
+	"options:\n"
+	"  -w, --weights FILE  model to run (.sente, or Leela Zero v1 text/gzip);\n"
+	"                      without it a random network is built\n"
+	"  --blocks B          random network: residual blocks (default 6)\n"
+	"  --channels C        random network: channels (default 64)\n"
+	"  --game NAME         random network: go or connect4 (default go)\n"
+	"  --size N            random network: Go board size (default 19)\n"
+	"  --batch LIST        batch sizes, comma-separated (default 1,8,32)\n"
+	"  --threads N         compute threads (default 0: the runtime's choice)\n"
+	"  --precision P       fp32 or bf16 (int8: not implemented yet)\n"
+	"  --algo A            auto, direct or winograd (default auto: timed per layer)\n"
+	"  --seconds S         measuring time per batch size (default 2)\n"
+	"  --seed N            seed of the random network and inputs (default 1)\n"
+	"  -v, --verbose       describe the chosen primitives on stderr\n";
+
+nn_bench_options nn_bench_options_default(void)
+{
+	nn_bench_options o;
+	memset(&o, 0, sizeof(o));
+	o.blocks = 6;
+	o.channels = 64;
+	o.game = game_params_default(GAME_KIND_GO);
+	o.batches[0] = 1;
+	o.batches[1] = 8;
+	o.batches[2] = 32;
+	o.n_batches = 3;
+	o.seconds = 2.0;
+	o.backend = nn_backend_options_default();
+	o.seed = 1;
+	return o;
+}
+
+static double bench_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
+{
+	int rc = -1;
+	nn_net *net = NULL;
+	nn_backend *be = NULL;
+	float *planes = NULL, *policy = NULL, *value = NULL;
+	int max_batch = 1;
+	for (int i = 0; i < o->n_batches; i++)
+		if (o->batches[i] > max_batch)
+			max_batch = o->batches[i];
+	if (o->weights) {
+		net = nn_net_load_any(o->weights, NULL, err, errlen);
+		if (!net)
+			goto out;
+	} else {
+		nn_arch a = nn_arch_default(&o->game, o->blocks, o->channels);
+		net = nn_net_new(&a, err, errlen);
+		if (!net)
+			goto out;
+		nn_net_init_random(net, o->seed);
+	}
+	const nn_arch *a = &net->arch;
+	be = nn_backend_new(&nn_backend_cpu, net, max_batch, &o->backend, err, errlen);
+	if (!be)
+		goto out;
+	size_t in_n = (size_t)a->in_planes * a->board_w * a->board_h;
+	planes = malloc(sizeof(float) * in_n * (size_t)max_batch);
+	policy = malloc(sizeof(float) * (size_t)a->policy_outputs * (size_t)max_batch);
+	value = malloc(sizeof(float) * (size_t)max_batch);
+	if (!planes || !policy || !value) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	uint64_t s = o->seed ? o->seed : 1;
+	for (size_t i = 0; i < in_n * (size_t)max_batch; i++) {
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		planes[i] = (float)(s & 1);
+	}
+	double flops = nn_net_flops(net);
+	for (int bi = 0; bi < o->n_batches; bi++) {
+		int b = o->batches[bi];
+		/* Warm up: first runs touch fresh memory and JIT caches. */
+		for (int w = 0; w < 2; w++)
+			if (nn_backend_forward(be, b, planes, policy, value, NULL) < 0)
+				goto fwd_fail;
+		long runs = 0;
+		double t0 = bench_now(), t;
+		do {
+			if (nn_backend_forward(be, b, planes, policy, value, NULL) < 0)
+				goto fwd_fail;
+			runs++;
+			t = bench_now() - t0;
+		} while (t < o->seconds);
+		double evals = (double)runs * b / t;
+		printf("{\"bench\":\"nn\",\"backend\":\"%s\",\"precision\":\"%s\",\"game\":\"%s\","
+		       "\"blocks\":%d,\"channels\":%d,\"size\":%d,\"batch\":%d,\"threads\":%d,"
+		       "\"evals_per_s\":%.1f,\"ms_per_batch\":%.3f,\"gflops\":%.2f}\n",
+		       be->ops->name, nn_precision_name(o->backend.precision),
+		       game_kind_name(a->game), a->blocks, a->channels, a->board_w, b,
+		       o->backend.threads, evals, 1e3 * t / runs, evals * flops * 1e-9);
+		fflush(stdout);
+	}
+	rc = 0;
+	goto out;
+fwd_fail:
+	snprintf(err, errlen, "the backend failed during the benchmark");
+out:
+	nn_backend_free(be);
+	nn_net_free(net);
+	free(planes);
+	free(policy);
+	free(value);
+	return rc;
+}
+
+/* Parses a whole decimal int in [lo, hi]. */
+static bool bench_int(const char *s, int lo, int hi, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return false;
+	*out = (int)v;
+	return true;
+}
+
+static bool bench_batches(const char *s, nn_bench_options *o)
+{
+	char buf[256];
+	if (strlen(s) >= sizeof(buf))
+		return false;
+	strcpy(buf, s);
+	o->n_batches = 0;
+	for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (o->n_batches == NN_BENCH_MAX_BATCHES ||
+		    !bench_int(tok, 1, 4096, &o->batches[o->n_batches]))
+			return false;
+		o->n_batches++;
+	}
+	return o->n_batches > 0;
+}
+
+int nn_bench_main(int argc, char **argv)
+{
+	nn_bench_options o = nn_bench_options_default();
+	char err[512];
+	int size = 19;
+	/* argv[0] is "nn". */
+	for (int i = 1; i < argc; i++) {
+		const char *f = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		bool ok = true;
+		if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
+			fputs(bench_nn_help, stdout);
+			return 0;
+		}
+		if (!strcmp(f, "-v") || !strcmp(f, "--verbose")) {
+			o.backend.verbose = 1;
+			continue;
+		}
+		static const char *const valued[] = { "-w", "--weights", "--blocks", "--channels",
+						      "--size", "--game", "--batch", "--threads",
+						      "--precision", "--algo", "--seconds", "--seed" };
+		bool known = false;
+		for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
+			known |= !strcmp(f, valued[k]);
+		if (f[0] == '-' && !known) {
+			fprintf(stderr, "sente bench nn: unknown option %s (see --help)\n", f);
+			return 2;
+		}
+		if (f[0] != '-') {
+			fprintf(stderr, "sente bench nn: unexpected argument '%s' (see --help)\n", f);
+			return 2;
+		}
+		if (!v) {
+			fprintf(stderr, "sente bench nn: %s needs a value (see --help)\n", f);
+			return 2;
+		}
+		i++;
+		if (!strcmp(f, "-w") || !strcmp(f, "--weights"))
+			o.weights = v;
+		else if (!strcmp(f, "--blocks"))
+			ok = bench_int(v, 0, NN_MAX_BLOCKS, &o.blocks);
+		else if (!strcmp(f, "--channels"))
+			ok = bench_int(v, 1, NN_MAX_CHANNELS, &o.channels);
+		else if (!strcmp(f, "--size"))
+			ok = bench_int(v, GO_MIN_SIZE, GO_MAX_SIZE, &size);
+		else if (!strcmp(f, "--game")) {
+			game_kind k;
+			ok = game_kind_from_name(v, &k);
+			if (ok)
+				o.game = game_params_default(k);
+		} else if (!strcmp(f, "--batch"))
+			ok = bench_batches(v, &o);
+		else if (!strcmp(f, "--threads"))
+			ok = bench_int(v, 0, 1024, &o.backend.threads);
+		else if (!strcmp(f, "--precision"))
+			ok = nn_precision_from_name(v, &o.backend.precision);
+		else if (!strcmp(f, "--algo")) {
+			if (!strcmp(v, "auto"))
+				o.backend.algo = NN_CONV_AUTO;
+			else if (!strcmp(v, "direct"))
+				o.backend.algo = NN_CONV_DIRECT;
+			else if (!strcmp(v, "winograd"))
+				o.backend.algo = NN_CONV_WINOGRAD;
+			else
+				ok = false;
+		} else if (!strcmp(f, "--seconds")) {
+			char *end;
+			o.seconds = strtod(v, &end);
+			ok = end != v && !*end && o.seconds > 0 && o.seconds <= 3600;
+		} else if (!strcmp(f, "--seed")) {
+			char *end;
+			errno = 0;
+			o.seed = strtoull(v, &end, 10);
+			ok = !errno && end != v && !*end;
+		} else {
+			fprintf(stderr, "sente bench nn: unknown option %s (see --help)\n", f);
+			return 2;
+		}
+		if (!ok) {
+			fprintf(stderr, "sente bench nn: bad value '%s' for %s (see --help)\n", v, f);
+			return 2;
+		}
+	}
+	if (o.game.kind == GAME_KIND_GO)
+		o.game.size = size;
+	if (nn_bench_run(&o, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sente bench nn: %s\n", err);
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,126 @@
+/* encode.c: input planes; the layouts are documented in encode.h. */
+#include "nn/encode.h"
+
+#include <assert.h>
+#include <string.h>
+
+static const struct {
+	const char *name; /* as written in files and on the command line */
+	int planes;       /* plane count */
+	game_kind game;   /* the game it encodes */
+} encodings[NN_ENC_COUNT] = {
+	[NN_ENC_LZ18] = { "lz18", 18, GAME_KIND_GO },
+	[NN_ENC_GO_NATIVE] = { "go_native", 27, GAME_KIND_GO },
+	[NN_ENC_C4] = { "c4", 3, GAME_KIND_CONNECT4 },
+};
+
+int nn_encoding_planes(nn_encoding enc)
+{
+	return (unsigned)enc < NN_ENC_COUNT ? encodings[enc].planes : 0;
+}
+
+const char *nn_encoding_name(nn_encoding enc)
+{
+	return (unsigned)enc < NN_ENC_COUNT ? encodings[enc].name : "?";
+}
+
+bool nn_encoding_from_name(const char *name, nn_encoding *out)
+{
+	for (int i = 0; i < NN_ENC_COUNT; i++)
+		if (strcmp(name, encodings[i].name) == 0) {
+			*out = (nn_encoding)i;
+			return true;
+		}
+	return false;
+}
+
+game_kind nn_encoding_game(nn_encoding enc)
+{
+	assert((unsigned)enc < NN_ENC_COUNT);
+	return encodings[enc].game;
+}
+
+/* Where point (x, y) goes under symmetry sym, as a plane index. Connect
+ * Four's symmetry is defined on columns (its moves), so rows stay. */
+static int encode_sym_point(const game *g, int sym, int w, int x, int y)
+{
+	if (g->params.kind == GAME_KIND_CONNECT4)
+		return y * w + game_symmetry_move(g, sym, x);
+	return game_symmetry_move(g, sym, y * w + x);
+}
+
+static void encode_go(const game *g, nn_encoding enc, int sym, float *planes)
+{
+	const go_board *b = &g->u.go;
+	int n = b->size, area = n * n;
+	int me = go_to_move(b), opp = 1 - me;
+	int n_planes = nn_encoding_planes(enc);
+	memset(planes, 0, sizeof(float) * (size_t)n_planes * (size_t)area);
+	for (int y = 0; y < n; y++)
+		for (int x = 0; x < n; x++) {
+			int q = encode_sym_point(g, sym, n, x, y);
+			for (int k = 0; k < GO_PAST_POSITIONS; k++) {
+				int c = go_color_at_past(b, k, x, y);
+				if (c == me)
+					planes[k * area + q] = 1.0f;
+				else if (c == opp)
+					planes[(8 + k) * area + q] = 1.0f;
+			}
+			if (enc == NN_ENC_GO_NATIVE) {
+				int c = go_color_at(b, x, y);
+				if (c != GO_EMPTY) {
+					int libs = go_liberties_at(b, x, y);
+					int l = libs >= 4 ? 3 : libs - 1;
+					assert(l >= 0);
+					planes[((c == me ? 16 : 20) + l) * area + q] = 1.0f;
+				}
+			}
+		}
+	float *p;
+	if (enc == NN_ENC_LZ18) {
+		p = planes + (me == GO_BLACK ? 16 : 17) * area;
+		for (int i = 0; i < area; i++)
+			p[i] = 1.0f;
+		return;
+	}
+	float komi = (float)(b->komi / 15.0) * (me == GO_BLACK ? -1.0f : 1.0f);
+	for (int i = 0; i < area; i++) {
+		planes[24 * area + i] = komi;
+		planes[25 * area + i] = me == GO_BLACK ? 1.0f : 0.0f;
+		planes[26 * area + i] = 1.0f;
+	}
+}
+
+static void encode_c4(const game *g, int sym, float *planes)
+{
+	const int area = C4_CELLS;
+	int me = game_to_move(g);
+	memset(planes, 0, sizeof(float) * 3 * area);
+	for (int y = 0; y < C4_HEIGHT; y++)
+		for (int x = 0; x < C4_WIDTH; x++) {
+			int c = c4_cell(&g->u.c4, x, y);
+			if (c < 0)
+				continue;
+			planes[(c == me ? 0 : 1) * area + encode_sym_point(g, sym, C4_WIDTH, x, y)] = 1.0f;
+		}
+	if (me == GAME_BLACK)
+		for (int i = 0; i < area; i++)
+			planes[2 * area + i] = 1.0f;
+}
+
+int nn_encode_sym(const game *g, nn_encoding enc, int sym, float *planes)
+{
+	if ((unsigned)enc >= NN_ENC_COUNT || encodings[enc].game != g->params.kind)
+		return -1;
+	assert(sym >= 0 && sym < game_num_symmetries(g));
+	if (g->params.kind == GAME_KIND_GO)
+		encode_go(g, enc, sym, planes);
+	else
+		encode_c4(g, sym, planes);
+	return encodings[enc].planes;
+}
+
+int nn_encode(const game *g, nn_encoding enc, float *planes)
+{
+	return nn_encode_sym(g, enc, 0, planes);
+}

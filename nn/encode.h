@@ -1,0 +1,64 @@
+/* encode.h: a position (plus its history) as network input planes.
+ *
+ * Planes are float, NCHW for one position: C planes of H x W, the plane
+ * index of point (x, y) being y * W + x with y = 0 the bottom row (the same
+ * indexing as engine/game.h moves, and as Leela Zero's NN input). "Own" and
+ * "opponent" always mean the side to move NOW, also in the history planes.
+ *
+ * NN_ENC_LZ18 (Go, 18 planes): exactly Leela Zero's layout.
+ *    0..7   own stones now, 1, ..., 7 positions ago
+ *    8..15  opponent's stones, same times
+ *    16     all ones when Black is to move
+ *    17     all ones when White is to move
+ *   A position before the first one has no stones (all zeros).
+ *
+ * NN_ENC_GO_NATIVE (Go, 27 planes): sente's own encoding.
+ *    0..7   own stones now, 1, ..., 7 positions ago (as LZ)
+ *    8..15  opponent's stones, same times (as LZ)
+ *    16..19 own stones whose group has 1, 2, 3, >= 4 liberties (now)
+ *    20..23 opponent stones whose group has 1, 2, 3, >= 4 liberties (now)
+ *    24     komi / 15 from the side to move's view: -komi/15 when Black is
+ *           to move, +komi/15 when White is (constant plane)
+ *    25     all ones when Black is to move
+ *    26     all ones (on board): lets the convolutions see the edge, since
+ *           they pad with zeros
+ *
+ * NN_ENC_C4 (Connect Four, 3 planes, 7 wide x 6 high, y = 0 the bottom row):
+ *    0      discs of the side to move
+ *    1      discs of the opponent
+ *    2      all ones when the first player is to move
+ *
+ * Symmetries: nn_encode_sym(g, enc, s, planes) writes the encoding of the
+ * position transformed by symmetry s of engine/game.h: the value that
+ * nn_encode puts at point p lands at point game_symmetry_move(g, s, p). The
+ * policy of the transformed position at action a therefore belongs to action
+ * game_symmetry_move(g, game_symmetry_inverse(g, s), a) of the original.
+ */
+#ifndef SENTE_NN_ENCODE_H
+#define SENTE_NN_ENCODE_H
+
+#include "engine/game.h"
+
+typedef enum nn_encoding {
+	NN_ENC_LZ18 = 0,      /* Go, Leela Zero's 18 planes */
+	NN_ENC_GO_NATIVE = 1, /* Go, sente's 27 planes */
+	NN_ENC_C4 = 2,        /* Connect Four, 3 planes */
+	NN_ENC_COUNT
+} nn_encoding;
+
+/* Number of planes of an encoding, 0 for an unknown one. */
+int nn_encoding_planes(nn_encoding enc);
+/* "lz18", "go_native", "c4"; "?" when unknown. */
+const char *nn_encoding_name(nn_encoding enc);
+/* Name -> encoding; false when unknown. */
+bool nn_encoding_from_name(const char *name, nn_encoding *out);
+/* The game kind an encoding is for. */
+game_kind nn_encoding_game(nn_encoding enc);
+
+/* Writes the planes of g (room for planes * width * height floats); returns
+ * the plane count, or -1 when the encoding is not for g's game. */
+int nn_encode(const game *g, nn_encoding enc, float *planes);
+/* Same, for the position transformed by symmetry sym (see above). */
+int nn_encode_sym(const game *g, nn_encoding enc, int sym, float *planes);
+
+#endif

@@ -1,0 +1,398 @@
+/* model_file.c: .sente model files (format in net.h) and format sniffing. */
+#include "nn/net.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "model files are written as the host's floats: a big-endian port needs byte swaps"
+#endif
+
+#define MF_MAGIC "SENTENET"
+#define MF_MAGIC_LEN 8
+#define MF_N_U32 14 /* u32 fields at the start of the header */
+/* Fixed part of the header: u32 fields, step, time, parent, name. */
+#define MF_FIXED (MF_N_U32 * 4 + 8 + 8 + 2 * NN_ID_LEN)
+#define MF_FLAG_FOLDED 1u
+
+/* A growing byte buffer for the header. */
+typedef struct mf_buf {
+	uint8_t *p;  /* bytes */
+	size_t n;    /* used */
+	size_t cap;  /* allocated */
+} mf_buf;
+
+static int mf_put(mf_buf *b, const void *src, size_t n)
+{
+	if (b->n + n > b->cap) {
+		size_t cap = (b->cap + n) * 2;
+		uint8_t *p = realloc(b->p, cap);
+		if (!p)
+			return -1;
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, src, n);
+	b->n += n;
+	return 0;
+}
+
+static int mf_put_u32(mf_buf *b, uint32_t v)
+{
+	return mf_put(b, &v, 4);
+}
+
+static uint32_t mf_get_u32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uint64_t mf_get_u64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* The header bytes (after magic, version and length) of a net. */
+static int mf_header(const nn_net *net, mf_buf *b)
+{
+	const nn_arch *a = &net->arch;
+	uint32_t f[MF_N_U32] = {
+		(uint32_t)a->game, (uint32_t)a->board_w, (uint32_t)a->board_h,
+		(uint32_t)a->encoding, (uint32_t)a->in_planes, (uint32_t)a->blocks,
+		(uint32_t)a->channels, (uint32_t)a->se_channels, (uint32_t)a->policy_channels,
+		(uint32_t)a->policy_outputs, (uint32_t)a->value_channels,
+		(uint32_t)a->value_hidden, (uint32_t)a->value_outputs,
+		net->bn_folded ? MF_FLAG_FOLDED : 0u,
+	};
+	char id[NN_ID_LEN];
+	int rc = 0;
+	for (int i = 0; i < MF_N_U32; i++)
+		rc |= mf_put_u32(b, f[i]);
+	rc |= mf_put(b, &net->meta.train_step, 8);
+	rc |= mf_put(b, &net->meta.created, 8);
+	/* NUL-padded, so equal ids give equal bytes (and checksums). */
+	memset(id, 0, sizeof(id));
+	memcpy(id, net->meta.parent, strnlen(net->meta.parent, NN_ID_LEN - 1));
+	rc |= mf_put(b, id, NN_ID_LEN);
+	memset(id, 0, sizeof(id));
+	memcpy(id, net->meta.name, strnlen(net->meta.name, NN_ID_LEN - 1));
+	rc |= mf_put(b, id, NN_ID_LEN);
+	rc |= mf_put(b, a->block_kind, (size_t)a->blocks);
+	return rc ? -1 : 0;
+}
+
+static int mf_write_all(FILE *f, const void *p, size_t n, uLong *crc)
+{
+	*crc = crc32(*crc, p, (uInt)n);
+	return fwrite(p, 1, n, f) == n ? 0 : -1;
+}
+
+int nn_net_save(const nn_net *net, const char *path, char *err, size_t errlen)
+{
+	int rc = -1;
+	mf_buf hdr = { 0 };
+	FILE *f = NULL;
+	char *tmp = NULL;
+	uLong crc = crc32(0L, Z_NULL, 0);
+	for (size_t i = 0; i < net->n_floats; i++)
+		if (!isfinite(net->data[i])) {
+			snprintf(err, errlen, "refusing to save %s: weight %zu is %g", path, i,
+				 (double)net->data[i]);
+			goto out;
+		}
+	if (mf_header(net, &hdr) < 0) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	size_t plen = strlen(path);
+	tmp = malloc(plen + 5);
+	if (!tmp) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	memcpy(tmp, path, plen);
+	memcpy(tmp + plen, ".tmp", 5);
+	f = fopen(tmp, "wb");
+	if (!f) {
+		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	uint32_t version = NN_FILE_VERSION, hlen = (uint32_t)hdr.n;
+	uint64_t count = net->n_floats;
+	if (mf_write_all(f, MF_MAGIC, MF_MAGIC_LEN, &crc) < 0 ||
+	    mf_write_all(f, &version, 4, &crc) < 0 || mf_write_all(f, &hlen, 4, &crc) < 0 ||
+	    mf_write_all(f, hdr.p, hdr.n, &crc) < 0 || mf_write_all(f, &count, 8, &crc) < 0)
+		goto write_err;
+	/* crc32 takes a uInt length: feed the weights in chunks. */
+	const uint8_t *w = (const uint8_t *)net->data;
+	size_t left = net->n_floats * sizeof(float);
+	while (left) {
+		size_t n = left < (1u << 30) ? left : (1u << 30);
+		if (mf_write_all(f, w, n, &crc) < 0)
+			goto write_err;
+		w += n;
+		left -= n;
+	}
+	uint32_t c32 = (uint32_t)crc;
+	if (fwrite(&c32, 4, 1, f) != 1 || fflush(f) != 0 || fsync(fileno(f)) != 0)
+		goto write_err;
+	if (fclose(f) != 0) {
+		f = NULL;
+		goto write_err;
+	}
+	f = NULL;
+	if (rename(tmp, path) != 0) {
+		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+		unlink(tmp);
+		goto out;
+	}
+	rc = 0;
+	goto out;
+write_err:
+	snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+	if (f)
+		fclose(f);
+	f = NULL;
+	unlink(tmp);
+out:
+	if (f)
+		fclose(f);
+	free(tmp);
+	free(hdr.p);
+	return rc;
+}
+
+/* What a file that is not ours may be, as a hint. */
+static const char *mf_foreign_hint(const uint8_t *p, size_t len)
+{
+	if (len >= 2 && p[0] == 0x1f && p[1] == 0x8b)
+		return " (gzip data: if this is a Leela Zero network, load it with "
+		       "nn_lz_import / `sente import`, or let -w detect it)";
+	if (len >= 2 && (p[0] == '1' || p[0] == '2') && (p[1] == '\n' || p[1] == '\r'))
+		return " (text starting with a version line: if this is a Leela Zero network, "
+		       "load it with nn_lz_import / `sente import`, or let -w detect it)";
+	return "";
+}
+
+nn_net *nn_net_load_mem(const void *vbuf, size_t len, const nn_expect *expect, char *err,
+			size_t errlen)
+{
+	const uint8_t *p = vbuf;
+	nn_net *net = NULL;
+	nn_arch a;
+	char desc[160];
+	if (len < MF_MAGIC_LEN || memcmp(p, MF_MAGIC, MF_MAGIC_LEN) != 0) {
+		snprintf(err, errlen, "not a sente model: bad magic%s", mf_foreign_hint(p, len));
+		goto fail;
+	}
+	if (len < MF_MAGIC_LEN + 8) {
+		snprintf(err, errlen, "truncated model: %zu bytes, the header alone needs more", len);
+		goto fail;
+	}
+	uint32_t version = mf_get_u32(p + 8), hlen = mf_get_u32(p + 12);
+	if (version != NN_FILE_VERSION) {
+		snprintf(err, errlen, "model file version %u, this build reads version %u: %s",
+			 version, NN_FILE_VERSION,
+			 version > NN_FILE_VERSION ? "update sente" :
+						     "re-export it with the sente that wrote it");
+		goto fail;
+	}
+	size_t off = MF_MAGIC_LEN + 8;
+	if (hlen < MF_FIXED || hlen > MF_FIXED + NN_MAX_BLOCKS) {
+		snprintf(err, errlen, "corrupt model: header length %u out of range", hlen);
+		goto fail;
+	}
+	if (len < off + hlen + 8 + 4) {
+		snprintf(err, errlen, "truncated model: %zu bytes, header and counts need %zu", len,
+			 off + hlen + 12);
+		goto fail;
+	}
+	const uint8_t *h = p + off;
+	uint32_t f[MF_N_U32];
+	for (int i = 0; i < MF_N_U32; i++)
+		f[i] = mf_get_u32(h + 4 * i);
+	memset(&a, 0, sizeof(a));
+	/* Range-check before the int casts so a flipped high bit cannot turn
+	 * into a plausible negative. */
+	for (int i = 0; i < MF_N_U32 - 1; i++)
+		if (f[i] > 1u << 20) {
+			snprintf(err, errlen, "corrupt model: header field %d is %u", i, f[i]);
+			goto fail;
+		}
+	a.game = (game_kind)f[0];
+	a.board_w = (int)f[1];
+	a.board_h = (int)f[2];
+	a.encoding = (nn_encoding)f[3];
+	a.in_planes = (int)f[4];
+	a.blocks = (int)f[5];
+	a.channels = (int)f[6];
+	a.se_channels = (int)f[7];
+	a.policy_channels = (int)f[8];
+	a.policy_outputs = (int)f[9];
+	a.value_channels = (int)f[10];
+	a.value_hidden = (int)f[11];
+	a.value_outputs = (int)f[12];
+	uint32_t flags = f[13];
+	if (a.blocks > NN_MAX_BLOCKS || hlen != MF_FIXED + (uint32_t)a.blocks) {
+		snprintf(err, errlen, "corrupt model: %d blocks do not match header length %u",
+			 a.blocks, hlen);
+		goto fail;
+	}
+	memcpy(a.block_kind, h + MF_FIXED, (size_t)a.blocks);
+	uint64_t count = mf_get_u64(p + off + hlen);
+	size_t want = off + hlen + 8;
+	if (count > (SIZE_MAX - want - 4) / 4) {
+		snprintf(err, errlen, "corrupt model: %llu floats", (unsigned long long)count);
+		goto fail;
+	}
+	want += (size_t)count * 4 + 4;
+	if (len < want) {
+		snprintf(err, errlen, "truncated model: %zu bytes of %zu", len, want);
+		goto fail;
+	}
+	if (len > want) {
+		snprintf(err, errlen, "corrupt model: %zu bytes after the checksum", len - want);
+		goto fail;
+	}
+	uLong crc = crc32(0L, Z_NULL, 0);
+	for (size_t done = 0; done < len - 4;) {
+		size_t n = len - 4 - done < (1u << 30) ? len - 4 - done : (1u << 30);
+		crc = crc32(crc, p + done, (uInt)n);
+		done += n;
+	}
+	if ((uint32_t)crc != mf_get_u32(p + len - 4)) {
+		snprintf(err, errlen, "corrupt model: checksum mismatch (file damaged or "
+			 "incompletely copied)");
+		goto fail;
+	}
+	char aerr[200];
+	if (nn_arch_check(&a, aerr, sizeof(aerr)) < 0) {
+		snprintf(err, errlen, "unusable model: %s", aerr);
+		goto fail;
+	}
+	if (expect && ((expect->game >= 0 && expect->game != (int)a.game) ||
+		       (expect->board_w > 0 && expect->board_w != a.board_w) ||
+		       (expect->board_h > 0 && expect->board_h != a.board_h))) {
+		snprintf(err, errlen, "model is for %s, but %s %dx%d was asked for",
+			 nn_arch_describe(&a, desc, sizeof(desc)),
+			 expect->game >= 0 ? game_kind_name((game_kind)expect->game) : "any game",
+			 expect->board_w, expect->board_h);
+		goto fail;
+	}
+	net = nn_net_new(&a, aerr, sizeof(aerr));
+	if (!net) {
+		snprintf(err, errlen, "%s", aerr);
+		goto fail;
+	}
+	if (net->n_floats != count) {
+		snprintf(err, errlen, "corrupt model: %llu floats, the architecture %s needs %zu",
+			 (unsigned long long)count, nn_arch_describe(&a, desc, sizeof(desc)),
+			 net->n_floats);
+		goto fail;
+	}
+	memcpy(net->data, p + off + hlen + 8, (size_t)count * 4);
+	for (size_t i = 0; i < net->n_floats; i++)
+		if (!isfinite(net->data[i])) {
+			snprintf(err, errlen, "corrupt model: weight %zu is %g", i,
+				 (double)net->data[i]);
+			goto fail;
+		}
+	net->bn_folded = (flags & MF_FLAG_FOLDED) != 0;
+	h += MF_N_U32 * 4;
+	net->meta.train_step = mf_get_u64(h);
+	net->meta.created = mf_get_u64(h + 8);
+	memcpy(net->meta.parent, h + 16, NN_ID_LEN);
+	memcpy(net->meta.name, h + 16 + NN_ID_LEN, NN_ID_LEN);
+	net->meta.parent[NN_ID_LEN - 1] = 0;
+	net->meta.name[NN_ID_LEN - 1] = 0;
+	return net;
+fail:
+	nn_net_free(net);
+	return NULL;
+}
+
+/* Reads a whole file; NULL with a message. */
+static uint8_t *mf_slurp(const char *path, size_t *len, char *err, size_t errlen)
+{
+	uint8_t *buf = NULL;
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fseek(f, 0, SEEK_END) != 0)
+		goto io;
+	long n = ftell(f);
+	if (n < 0 || fseek(f, 0, SEEK_SET) != 0)
+		goto io;
+	buf = malloc(n ? (size_t)n : 1);
+	if (!buf) {
+		snprintf(err, errlen, "out of memory reading %s (%ld bytes)", path, n);
+		fclose(f);
+		return NULL;
+	}
+	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+		goto io;
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+io:
+	snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+	free(buf);
+	fclose(f);
+	return NULL;
+}
+
+nn_net *nn_net_load(const char *path, const nn_expect *expect, char *err, size_t errlen)
+{
+	size_t len;
+	char e[400];
+	uint8_t *buf = mf_slurp(path, &len, err, errlen);
+	if (!buf)
+		return NULL;
+	nn_net *net = nn_net_load_mem(buf, len, expect, e, sizeof(e));
+	if (!net)
+		snprintf(err, errlen, "%s: %s", path, e);
+	free(buf);
+	return net;
+}
+
+nn_net *nn_net_load_any(const char *path, const nn_expect *expect, char *err, size_t errlen)
+{
+	uint8_t head[8] = { 0 };
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	size_t n = fread(head, 1, sizeof(head), f);
+	fclose(f);
+	if (n == sizeof(head) && memcmp(head, MF_MAGIC, MF_MAGIC_LEN) == 0)
+		return nn_net_load(path, expect, err, errlen);
+	if (*mf_foreign_hint(head, n) == 0) {
+		snprintf(err, errlen, "%s: neither a sente model nor a Leela Zero network", path);
+		return NULL;
+	}
+	nn_net *net = nn_lz_import(path, err, errlen);
+	if (net && expect &&
+	    ((expect->game >= 0 && expect->game != (int)net->arch.game) ||
+	     (expect->board_w > 0 && expect->board_w != net->arch.board_w) ||
+	     (expect->board_h > 0 && expect->board_h != net->arch.board_h))) {
+		snprintf(err, errlen, "%s: a Leela Zero network plays Go 19x19 only", path);
+		nn_net_free(net);
+		return NULL;
+	}
+	return net;
+}

@@ -1,0 +1,362 @@
+/* net.c: architecture checks, the weight block and its layout, random
+ * initialisation, BN folding. Files are in model_file.c. */
+#include "nn/net.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+nn_arch nn_arch_lz(int size, int blocks, int channels)
+{
+	nn_arch a;
+	memset(&a, 0, sizeof(a));
+	a.game = GAME_KIND_GO;
+	a.board_w = a.board_h = size;
+	a.encoding = NN_ENC_LZ18;
+	a.in_planes = nn_encoding_planes(a.encoding);
+	a.blocks = blocks;
+	a.channels = channels;
+	a.se_channels = 0;
+	a.policy_channels = 2;
+	a.policy_outputs = size * size + 1;
+	a.value_channels = 1;
+	a.value_hidden = 256;
+	a.value_outputs = 1;
+	return a;
+}
+
+nn_arch nn_arch_default(const game_params *p, int blocks, int channels)
+{
+	nn_arch a;
+	if (p->kind == GAME_KIND_GO) {
+		a = nn_arch_lz(p->size, blocks, channels);
+		a.encoding = NN_ENC_GO_NATIVE;
+		a.in_planes = nn_encoding_planes(a.encoding);
+		a.value_channels = 2;
+		return a;
+	}
+	memset(&a, 0, sizeof(a));
+	a.game = GAME_KIND_CONNECT4;
+	a.board_w = C4_WIDTH;
+	a.board_h = C4_HEIGHT;
+	a.encoding = NN_ENC_C4;
+	a.in_planes = nn_encoding_planes(a.encoding);
+	a.blocks = blocks;
+	a.channels = channels;
+	a.policy_channels = 2;
+	a.policy_outputs = C4_WIDTH;
+	a.value_channels = 2;
+	a.value_hidden = 64;
+	a.value_outputs = 3;
+	return a;
+}
+
+#define ARCH_FAIL(...)                                  \
+	do {                                            \
+		snprintf(err, errlen, __VA_ARGS__);     \
+		return -1;                              \
+	} while (0)
+
+int nn_arch_check(const nn_arch *a, char *err, size_t errlen)
+{
+	if (a->game != GAME_KIND_GO && a->game != GAME_KIND_CONNECT4)
+		ARCH_FAIL("unknown game kind %d", (int)a->game);
+	if ((unsigned)a->encoding >= NN_ENC_COUNT)
+		ARCH_FAIL("unknown input encoding %d", (int)a->encoding);
+	if (nn_encoding_game(a->encoding) != a->game)
+		ARCH_FAIL("encoding %s is not for %s", nn_encoding_name(a->encoding),
+			  game_kind_name(a->game));
+	if (a->in_planes != nn_encoding_planes(a->encoding))
+		ARCH_FAIL("encoding %s has %d planes, not %d", nn_encoding_name(a->encoding),
+			  nn_encoding_planes(a->encoding), a->in_planes);
+	if (a->game == GAME_KIND_GO) {
+		if (a->board_w != a->board_h || a->board_w < GO_MIN_SIZE || a->board_w > GO_MAX_SIZE)
+			ARCH_FAIL("Go board %dx%d is not a square of %d..%d", a->board_w, a->board_h,
+				  GO_MIN_SIZE, GO_MAX_SIZE);
+		if (a->policy_outputs != a->board_w * a->board_h + 1)
+			ARCH_FAIL("Go %dx%d needs %d policy outputs, not %d", a->board_w, a->board_h,
+				  a->board_w * a->board_h + 1, a->policy_outputs);
+	} else {
+		if (a->board_w != C4_WIDTH || a->board_h != C4_HEIGHT)
+			ARCH_FAIL("Connect Four is %dx%d, not %dx%d", C4_WIDTH, C4_HEIGHT, a->board_w,
+				  a->board_h);
+		if (a->policy_outputs != C4_WIDTH)
+			ARCH_FAIL("Connect Four needs %d policy outputs, not %d", C4_WIDTH,
+				  a->policy_outputs);
+	}
+	if (a->blocks < 0 || a->blocks > NN_MAX_BLOCKS)
+		ARCH_FAIL("%d blocks: must be 0..%d", a->blocks, NN_MAX_BLOCKS);
+	if (a->channels < 1 || a->channels > NN_MAX_CHANNELS)
+		ARCH_FAIL("%d channels: must be 1..%d", a->channels, NN_MAX_CHANNELS);
+	int se = 0;
+	for (int i = 0; i < a->blocks; i++) {
+		if (a->block_kind[i] == NN_BLOCK_SE)
+			se = 1;
+		else if (a->block_kind[i] != NN_BLOCK_PLAIN)
+			ARCH_FAIL("block %d has kind %d, which this version does not know "
+				  "(only plain and SE blocks)", i, a->block_kind[i]);
+	}
+	if (se && (a->se_channels < 1 || a->se_channels > NN_MAX_CHANNELS))
+		ARCH_FAIL("SE blocks need 1..%d SE channels, not %d", NN_MAX_CHANNELS,
+			  a->se_channels);
+	if (a->policy_channels < 1 || a->policy_channels > NN_MAX_CHANNELS)
+		ARCH_FAIL("%d policy channels: must be 1..%d", a->policy_channels, NN_MAX_CHANNELS);
+	if (a->value_channels < 1 || a->value_channels > NN_MAX_CHANNELS)
+		ARCH_FAIL("%d value channels: must be 1..%d", a->value_channels, NN_MAX_CHANNELS);
+	if (a->value_hidden < 1 || a->value_hidden > 4096)
+		ARCH_FAIL("value hidden width %d: must be 1..4096", a->value_hidden);
+	if (a->value_outputs != 1 && a->value_outputs != 3)
+		ARCH_FAIL("value head has %d outputs: must be 1 (tanh) or 3 (WDL)",
+			  a->value_outputs);
+	return 0;
+}
+
+/* Points the tensor pointers of `net` into `base` in file order, or only
+ * counts when base is NULL; returns the float count. The single place that
+ * defines the layout. */
+static size_t net_carve(nn_net *net, float *base)
+{
+	const nn_arch *a = &net->arch;
+	size_t n = 0;
+	int hw = a->board_w * a->board_h;
+#define TAKE(ptr, count)                                  \
+	do {                                              \
+		(ptr) = base ? base + n : NULL;           \
+		n += (size_t)(count);                     \
+	} while (0)
+#define CONV(c, cin, cout, kk)                                    \
+	do {                                                      \
+		(c).c_in = (cin);                                 \
+		(c).c_out = (cout);                               \
+		(c).k = (kk);                                     \
+		TAKE((c).w, (size_t)(cout) * (cin) * (kk) * (kk)); \
+		TAKE((c).b, (cout));                              \
+		TAKE((c).bn_mean, (cout));                        \
+		TAKE((c).bn_var, (cout));                         \
+		TAKE((c).bn_gamma, (cout));                       \
+		TAKE((c).bn_beta, (cout));                        \
+	} while (0)
+#define FC(f, nin, nout)                                  \
+	do {                                              \
+		(f).n_in = (nin);                         \
+		(f).n_out = (nout);                       \
+		TAKE((f).w, (size_t)(nin) * (nout));      \
+		TAKE((f).b, (nout));                      \
+	} while (0)
+	CONV(net->input, a->in_planes, a->channels, 3);
+	for (int i = 0; i < a->blocks; i++) {
+		nn_block *b = &net->block[i];
+		CONV(b->conv1, a->channels, a->channels, 3);
+		CONV(b->conv2, a->channels, a->channels, 3);
+		if (a->block_kind[i] == NN_BLOCK_SE) {
+			FC(b->se1, a->channels, a->se_channels);
+			FC(b->se2, a->se_channels, 2 * a->channels);
+		} else {
+			memset(&b->se1, 0, sizeof(b->se1));
+			memset(&b->se2, 0, sizeof(b->se2));
+		}
+	}
+	CONV(net->policy_conv, a->channels, a->policy_channels, 1);
+	FC(net->policy_fc, a->policy_channels * hw, a->policy_outputs);
+	CONV(net->value_conv, a->channels, a->value_channels, 1);
+	FC(net->value_fc1, a->value_channels * hw, a->value_hidden);
+	FC(net->value_fc2, a->value_hidden, a->value_outputs);
+#undef TAKE
+#undef CONV
+#undef FC
+	return n;
+}
+
+/* Calls fn on every conv of the net. */
+static void net_each_conv(nn_net *net, void (*fn)(nn_net *, nn_conv *))
+{
+	fn(net, &net->input);
+	for (int i = 0; i < net->arch.blocks; i++) {
+		fn(net, &net->block[i].conv1);
+		fn(net, &net->block[i].conv2);
+	}
+	fn(net, &net->policy_conv);
+	fn(net, &net->value_conv);
+}
+
+static void conv_bn_identity(nn_net *net, nn_conv *c)
+{
+	for (int o = 0; o < c->c_out; o++) {
+		c->bn_var[o] = 1.0f - NN_BN_EPS;
+		c->bn_gamma[o] = 1.0f;
+	}
+}
+
+nn_net *nn_net_new(const nn_arch *a, char *err, size_t errlen)
+{
+	if (nn_arch_check(a, err, errlen) < 0)
+		return NULL;
+	nn_net *net = calloc(1, sizeof(*net));
+	if (!net)
+		goto oom;
+	net->arch = *a;
+	net->n_floats = net_carve(net, NULL);
+	net->data = calloc(net->n_floats, sizeof(float));
+	if (!net->data)
+		goto oom;
+	net_carve(net, net->data);
+	net_each_conv(net, conv_bn_identity);
+	return net;
+oom:
+	snprintf(err, errlen, "out of memory for a network");
+	nn_net_free(net);
+	return NULL;
+}
+
+void nn_net_free(nn_net *net)
+{
+	if (!net)
+		return;
+	free(net->data);
+	free(net);
+}
+
+nn_net *nn_net_clone(const nn_net *net)
+{
+	char err[256];
+	nn_net *c = nn_net_new(&net->arch, err, sizeof(err));
+	if (!c)
+		return NULL;
+	memcpy(c->data, net->data, net->n_floats * sizeof(float));
+	c->meta = net->meta;
+	c->bn_folded = net->bn_folded;
+	return c;
+}
+
+/* splitmix64: a small, good, seedable generator. */
+static uint64_t net_rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi). */
+static float net_rng_uniform(uint64_t *s, float lo, float hi)
+{
+	double u = (double)(net_rng_next(s) >> 11) * (1.0 / 9007199254740992.0);
+	return (float)(lo + (hi - lo) * u);
+}
+
+/* Uniform weights with variance 1/fan_in keep activations of order one. */
+static void rng_fill(uint64_t *s, float *p, size_t n, int fan_in)
+{
+	float a = sqrtf(3.0f / (float)fan_in);
+	for (size_t i = 0; i < n; i++)
+		p[i] = net_rng_uniform(s, -a, a);
+}
+
+static void rng_conv(uint64_t *s, nn_conv *c)
+{
+	rng_fill(s, c->w, (size_t)c->c_out * c->c_in * c->k * c->k, c->c_in * c->k * c->k);
+	for (int o = 0; o < c->c_out; o++) {
+		c->b[o] = net_rng_uniform(s, -0.1f, 0.1f);
+		c->bn_mean[o] = net_rng_uniform(s, -0.2f, 0.2f);
+		c->bn_var[o] = net_rng_uniform(s, 0.5f, 1.5f);
+		c->bn_gamma[o] = net_rng_uniform(s, 0.7f, 1.2f);
+		c->bn_beta[o] = net_rng_uniform(s, -0.1f, 0.2f);
+	}
+}
+
+static void rng_fc(uint64_t *s, nn_fc *f)
+{
+	rng_fill(s, f->w, (size_t)f->n_in * f->n_out, f->n_in);
+	for (int o = 0; o < f->n_out; o++)
+		f->b[o] = net_rng_uniform(s, -0.1f, 0.1f);
+}
+
+void nn_net_init_random(nn_net *net, uint64_t seed)
+{
+	uint64_t s = seed ^ 0x5e47e5e47ull;
+	rng_conv(&s, &net->input);
+	for (int i = 0; i < net->arch.blocks; i++) {
+		nn_block *b = &net->block[i];
+		rng_conv(&s, &b->conv1);
+		rng_conv(&s, &b->conv2);
+		/* Shrink the second conv so the residual sum stays of order
+		 * one over deep towers. */
+		for (int o = 0; o < b->conv2.c_out; o++)
+			b->conv2.bn_gamma[o] *= 0.5f;
+		if (b->se1.w) {
+			rng_fc(&s, &b->se1);
+			rng_fc(&s, &b->se2);
+		}
+	}
+	rng_conv(&s, &net->policy_conv);
+	rng_fc(&s, &net->policy_fc);
+	rng_conv(&s, &net->value_conv);
+	rng_fc(&s, &net->value_fc1);
+	rng_fc(&s, &net->value_fc2);
+	net->bn_folded = 0;
+}
+
+void nn_conv_folded(const nn_net *net, const nn_conv *c, float *w, float *b)
+{
+	size_t per_out = (size_t)c->c_in * c->k * c->k;
+	for (int o = 0; o < c->c_out; o++) {
+		double scale = 1.0, shift = c->b[o];
+		if (!net->bn_folded) {
+			scale = c->bn_gamma[o] / sqrt((double)c->bn_var[o] + NN_BN_EPS);
+			shift = (c->b[o] - (double)c->bn_mean[o]) * scale + c->bn_beta[o];
+		}
+		for (size_t i = 0; i < per_out; i++)
+			w[o * per_out + i] = (float)(c->w[o * per_out + i] * scale);
+		b[o] = (float)shift;
+	}
+}
+
+static void conv_fold(nn_net *net, nn_conv *c)
+{
+	/* In place is safe: each output element depends only on its own
+	 * input element and per-channel scalars. */
+	nn_conv_folded(net, c, c->w, c->b);
+	for (int o = 0; o < c->c_out; o++) {
+		c->bn_mean[o] = 0.0f;
+		c->bn_beta[o] = 0.0f;
+		c->bn_gamma[o] = 1.0f;
+		c->bn_var[o] = 1.0f - NN_BN_EPS;
+	}
+}
+
+void nn_net_fold_bn(nn_net *net)
+{
+	if (net->bn_folded)
+		return;
+	net_each_conv(net, conv_fold);
+	net->bn_folded = 1;
+}
+
+double nn_net_flops(const nn_net *net)
+{
+	const nn_arch *a = &net->arch;
+	double hw = (double)a->board_w * a->board_h, macs = 0;
+	macs += hw * 9.0 * a->in_planes * a->channels;
+	macs += a->blocks * 2.0 * hw * 9.0 * a->channels * a->channels;
+	for (int i = 0; i < a->blocks; i++)
+		if (a->block_kind[i] == NN_BLOCK_SE)
+			macs += 3.0 * (double)a->channels * a->se_channels;
+	macs += hw * a->channels * (a->policy_channels + a->value_channels);
+	macs += hw * a->policy_channels * a->policy_outputs;
+	macs += hw * a->value_channels * a->value_hidden;
+	macs += (double)a->value_hidden * a->value_outputs;
+	return 2.0 * macs;
+}
+
+const char *nn_arch_describe(const nn_arch *a, char *buf, size_t len)
+{
+	int se = 0;
+	for (int i = 0; i < a->blocks; i++)
+		se += a->block_kind[i] == NN_BLOCK_SE;
+	snprintf(buf, len, "%s %dx%d %s %dx%d (se blocks %d, value outputs %d)",
+		 game_kind_name(a->game), a->board_w, a->board_h, nn_encoding_name(a->encoding),
+		 a->blocks, a->channels, se, a->value_outputs);
+	return buf;
+}

@@ -1,0 +1,412 @@
+/* eval.c: evaluation queue, server threads and NN cache (see eval.h). */
+#include "search/eval.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/encode.h"
+
+/* Largest input of one position: 32 planes of 19x19 covers every encoding. */
+#define EVAL_MAX_INPUT (32 * GO_MAX_SIZE * GO_MAX_SIZE)
+#define EVAL_QUEUE_CAP 4096
+#define EVAL_CACHE_STRIPES 256
+
+/* One pending position. It lives on the waiting thread's stack: the server
+ * must not touch it after it has signalled done (under the queue lock). */
+typedef struct eval_request {
+	const float *planes;  /* encoded input, as the backend takes it */
+	const int *legal;     /* legal actions of the original position */
+	const int *logit_idx; /* for each legal action, its index in the logits */
+	int n_legal;          /* entries in legal[] and logit_idx[] */
+	int n_actions;        /* size of policy[] */
+	uint64_t key;         /* cache key */
+	float *policy;        /* answer: [n_actions] */
+	float *value;         /* answer */
+	int status;           /* 0 pending, 1 done, -1 backend failure */
+	pthread_cond_t done;  /* signalled when status changes */
+} eval_request;
+
+typedef struct eval_server {
+	struct evaluator *ev; /* owner */
+	nn_backend *be;       /* its backend */
+	pthread_t thread;     /* the server thread */
+	int started;          /* thread was created */
+	float *planes;        /* [max_batch][input] */
+	float *logits;        /* [max_batch][policy_outputs] */
+	float *values;        /* [max_batch] */
+} eval_server;
+
+typedef struct eval_cache {
+	size_t n;                 /* entries */
+	int n_actions;            /* policy floats per entry */
+	uint64_t *keys;           /* 0 = empty */
+	float *values;            /* [n] */
+	float *policies;          /* [n][n_actions] */
+	pthread_mutex_t stripe[EVAL_CACHE_STRIPES]; /* lock of index % stripes */
+} eval_cache;
+
+struct evaluator {
+	nn_encoding enc;          /* input encoding */
+	eval_options opt;         /* as given, max_batch clamped */
+	int input_floats;         /* floats per encoded position */
+	int n_servers;            /* 0: uniform evaluator */
+	eval_server *servers;     /* [n_servers] */
+	pthread_mutex_t mu;       /* guards the queue and stop */
+	pthread_cond_t not_empty; /* a request was posted, or stop */
+	pthread_cond_t not_full;  /* room in the queue */
+	eval_request *queue[EVAL_QUEUE_CAP]; /* ring of pending requests */
+	int q_head, q_count;      /* ring position and fill */
+	int stop;                 /* servers must exit */
+	eval_cache *cache;        /* NULL when off */
+	atomic_uint_fast64_t sym_counter; /* symmetry draws so far */
+	atomic_uint_fast64_t n_requests, n_hits, n_evals, n_batches, n_failures;
+};
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+eval_options eval_options_default(void)
+{
+	eval_options o = { .max_batch = 16, .cache_bytes = 64u << 20, .random_symmetry = 1, .seed = 1 };
+	return o;
+}
+
+uint64_t eval_key(const game *g, nn_encoding enc)
+{
+	uint64_t k = mix64(game_hash(g) ^ (uint64_t)enc << 56);
+	if (g->params.kind != GAME_KIND_GO)
+		return k | 1;
+	/* Go encodings see the last 8 positions: fold in their hashes. */
+	const go_board *b = &g->u.go;
+	for (int i = 1; i < GO_PAST_POSITIONS && b->n_history - i >= 0; i++)
+		k = mix64(k ^ b->past_hash[b->n_history - i]);
+	if (enc == NN_ENC_GO_NATIVE)
+		k = mix64(k ^ (uint64_t)(int64_t)(b->komi * 2));
+	return k | 1; /* 0 marks an empty cache slot */
+}
+
+/* ---- cache ---------------------------------------------------------------- */
+
+static void cache_free(eval_cache *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < EVAL_CACHE_STRIPES; i++)
+		pthread_mutex_destroy(&c->stripe[i]);
+	free(c->keys);
+	free(c->values);
+	free(c->policies);
+	free(c);
+}
+
+static eval_cache *cache_new(size_t bytes, int n_actions)
+{
+	size_t per = sizeof(uint64_t) + sizeof(float) * (size_t)(n_actions + 1);
+	size_t n = bytes / per;
+	if (n < 16)
+		return NULL;
+	eval_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->n = n;
+	c->n_actions = n_actions;
+	c->keys = calloc(n, sizeof(uint64_t));
+	c->values = malloc(n * sizeof(float));
+	c->policies = malloc(n * (size_t)n_actions * sizeof(float));
+	for (int i = 0; i < EVAL_CACHE_STRIPES; i++)
+		pthread_mutex_init(&c->stripe[i], NULL);
+	if (!c->keys || !c->values || !c->policies) {
+		cache_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static bool cache_get(eval_cache *c, uint64_t key, float *policy, int n_actions, float *value)
+{
+	size_t i = key % c->n;
+	bool hit = false;
+	pthread_mutex_lock(&c->stripe[i % EVAL_CACHE_STRIPES]);
+	if (c->keys[i] == key && n_actions == c->n_actions) {
+		memcpy(policy, c->policies + i * (size_t)c->n_actions, sizeof(float) * (size_t)n_actions);
+		*value = c->values[i];
+		hit = true;
+	}
+	pthread_mutex_unlock(&c->stripe[i % EVAL_CACHE_STRIPES]);
+	return hit;
+}
+
+static void cache_put(eval_cache *c, uint64_t key, const float *policy, int n_actions, float value)
+{
+	if (n_actions != c->n_actions)
+		return;
+	size_t i = key % c->n;
+	pthread_mutex_lock(&c->stripe[i % EVAL_CACHE_STRIPES]);
+	c->keys[i] = key;
+	c->values[i] = value;
+	memcpy(c->policies + i * (size_t)c->n_actions, policy, sizeof(float) * (size_t)n_actions);
+	pthread_mutex_unlock(&c->stripe[i % EVAL_CACHE_STRIPES]);
+}
+
+void eval_clear_cache(evaluator *ev)
+{
+	eval_cache *c = ev->cache;
+	if (!c)
+		return;
+	for (int s = 0; s < EVAL_CACHE_STRIPES; s++)
+		pthread_mutex_lock(&c->stripe[s]);
+	memset(c->keys, 0, c->n * sizeof(uint64_t));
+	for (int s = EVAL_CACHE_STRIPES - 1; s >= 0; s--)
+		pthread_mutex_unlock(&c->stripe[s]);
+}
+
+/* ---- server --------------------------------------------------------------- */
+
+/* Softmax of the logits over the request's legal moves, into its policy. */
+static void answer_request(eval_request *r, const float *logits, float value)
+{
+	float mx = -INFINITY;
+	for (int i = 0; i < r->n_legal; i++)
+		if (logits[r->logit_idx[i]] > mx)
+			mx = logits[r->logit_idx[i]];
+	memset(r->policy, 0, sizeof(float) * (size_t)r->n_actions);
+	double sum = 0;
+	for (int i = 0; i < r->n_legal; i++) {
+		float e = expf(logits[r->logit_idx[i]] - mx);
+		r->policy[r->legal[i]] = e;
+		sum += e;
+	}
+	/* A NaN from a broken network must not poison the tree: fall back to
+	 * uniform over the legal moves. */
+	if (!(sum > 0) || !isfinite(sum)) {
+		for (int i = 0; i < r->n_legal; i++)
+			r->policy[r->legal[i]] = 1.0f / (float)r->n_legal;
+	} else {
+		for (int i = 0; i < r->n_legal; i++)
+			r->policy[r->legal[i]] = (float)(r->policy[r->legal[i]] / sum);
+	}
+	if (!isfinite(value))
+		value = 0;
+	*r->value = value < -1 ? -1 : value > 1 ? 1 : value;
+}
+
+static void *server_main(void *arg)
+{
+	eval_server *s = arg;
+	evaluator *ev = s->ev;
+	int outs = s->be->arch.policy_outputs;
+	eval_request *batch[EVAL_QUEUE_CAP];
+
+	pthread_mutex_lock(&ev->mu);
+	for (;;) {
+		while (ev->q_count == 0 && !ev->stop)
+			pthread_cond_wait(&ev->not_empty, &ev->mu);
+		if (ev->q_count == 0)
+			break; /* stopping, and every request is answered */
+		int k = ev->q_count < ev->opt.max_batch ? ev->q_count : ev->opt.max_batch;
+		for (int i = 0; i < k; i++) {
+			batch[i] = ev->queue[ev->q_head];
+			ev->q_head = (ev->q_head + 1) % EVAL_QUEUE_CAP;
+		}
+		ev->q_count -= k;
+		pthread_cond_broadcast(&ev->not_full);
+		pthread_mutex_unlock(&ev->mu);
+
+		for (int i = 0; i < k; i++)
+			memcpy(s->planes + (size_t)i * (size_t)ev->input_floats, batch[i]->planes,
+			       sizeof(float) * (size_t)ev->input_floats);
+		int rc = nn_backend_forward(s->be, k, s->planes, s->logits, s->values, NULL);
+		atomic_fetch_add(&ev->n_batches, 1);
+		atomic_fetch_add(&ev->n_evals, (uint64_t)k);
+		if (rc != 0)
+			atomic_fetch_add(&ev->n_failures, 1);
+		for (int i = 0; i < k && rc == 0; i++) {
+			answer_request(batch[i], s->logits + (size_t)i * (size_t)outs, s->values[i]);
+			if (ev->cache)
+				cache_put(ev->cache, batch[i]->key, batch[i]->policy, batch[i]->n_actions,
+					  *batch[i]->value);
+		}
+
+		pthread_mutex_lock(&ev->mu);
+		for (int i = 0; i < k; i++) {
+			batch[i]->status = rc == 0 ? 1 : -1;
+			pthread_cond_signal(&batch[i]->done);
+		}
+	}
+	pthread_mutex_unlock(&ev->mu);
+	return NULL;
+}
+
+/* ---- public --------------------------------------------------------------- */
+
+evaluator *eval_new(nn_backend **backends, int n_backends, nn_encoding enc,
+		    const eval_options *opt, char *err, size_t errlen)
+{
+	evaluator *ev = calloc(1, sizeof(*ev));
+	if (!ev) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	ev->enc = enc;
+	ev->opt = opt ? *opt : eval_options_default();
+	if (ev->opt.max_batch < 1)
+		ev->opt.max_batch = 1;
+	pthread_mutex_init(&ev->mu, NULL);
+	pthread_cond_init(&ev->not_empty, NULL);
+	pthread_cond_init(&ev->not_full, NULL);
+	if (n_backends == 0)
+		return ev;
+
+	const nn_arch *a = &backends[0]->arch;
+	ev->input_floats = a->in_planes * a->board_w * a->board_h;
+	if (a->encoding != enc || ev->input_floats > EVAL_MAX_INPUT) {
+		snprintf(err, errlen, "the network expects encoding %s, not %s",
+			 nn_encoding_name(a->encoding), nn_encoding_name(enc));
+		goto fail;
+	}
+	for (int i = 0; i < n_backends; i++) {
+		if (backends[i]->max_batch < ev->opt.max_batch)
+			ev->opt.max_batch = backends[i]->max_batch;
+		if (backends[i]->arch.policy_outputs != a->policy_outputs ||
+		    backends[i]->arch.in_planes != a->in_planes) {
+			snprintf(err, errlen, "backends run different networks");
+			goto fail;
+		}
+	}
+	if (ev->opt.cache_bytes)
+		ev->cache = cache_new(ev->opt.cache_bytes, a->policy_outputs);
+	ev->servers = calloc((size_t)n_backends, sizeof(eval_server));
+	if (!ev->servers) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	ev->n_servers = n_backends;
+	for (int i = 0; i < n_backends; i++) {
+		eval_server *s = &ev->servers[i];
+		size_t mb = (size_t)ev->opt.max_batch;
+		s->ev = ev;
+		s->be = backends[i];
+		s->planes = malloc(mb * (size_t)ev->input_floats * sizeof(float));
+		s->logits = malloc(mb * (size_t)a->policy_outputs * sizeof(float));
+		s->values = malloc(mb * sizeof(float));
+		if (!s->planes || !s->logits || !s->values) {
+			snprintf(err, errlen, "out of memory for batch buffers");
+			goto fail;
+		}
+		if (pthread_create(&s->thread, NULL, server_main, s) != 0) {
+			snprintf(err, errlen, "cannot start the evaluation thread");
+			goto fail;
+		}
+		s->started = 1;
+	}
+	return ev;
+fail:
+	eval_free(ev);
+	return NULL;
+}
+
+void eval_free(evaluator *ev)
+{
+	if (!ev)
+		return;
+	pthread_mutex_lock(&ev->mu);
+	ev->stop = 1;
+	pthread_cond_broadcast(&ev->not_empty);
+	pthread_mutex_unlock(&ev->mu);
+	for (int i = 0; i < ev->n_servers; i++) {
+		eval_server *s = &ev->servers[i];
+		if (s->started)
+			pthread_join(s->thread, NULL);
+		free(s->planes);
+		free(s->logits);
+		free(s->values);
+	}
+	free(ev->servers);
+	cache_free(ev->cache);
+	pthread_cond_destroy(&ev->not_full);
+	pthread_cond_destroy(&ev->not_empty);
+	pthread_mutex_destroy(&ev->mu);
+	free(ev);
+}
+
+int eval_has_network(const evaluator *ev) { return ev->n_servers > 0; }
+
+static void uniform(const game *g, const int *legal, int n_legal, float *policy, float *value)
+{
+	memset(policy, 0, sizeof(float) * (size_t)game_num_actions(g));
+	for (int i = 0; i < n_legal; i++)
+		policy[legal[i]] = 1.0f / (float)n_legal;
+	*value = 0;
+}
+
+int eval_position(evaluator *ev, const game *g, float *policy, float *value)
+{
+	int legal[GAME_MAX_ACTIONS], idx[GAME_MAX_ACTIONS];
+	int n_legal = game_legal_moves(g, legal);
+	int n_actions = game_num_actions(g);
+	atomic_fetch_add(&ev->n_requests, 1);
+	if (ev->n_servers == 0 || n_legal == 0) {
+		uniform(g, legal, n_legal, policy, value);
+		return 0;
+	}
+	uint64_t key = eval_key(g, ev->enc);
+	if (ev->cache && cache_get(ev->cache, key, policy, n_actions, value)) {
+		atomic_fetch_add(&ev->n_hits, 1);
+		return 0;
+	}
+
+	int sym = 0;
+	if (ev->opt.random_symmetry) {
+		uint64_t draw = atomic_fetch_add(&ev->sym_counter, 1);
+		sym = (int)(mix64(ev->opt.seed ^ mix64(draw)) % (uint64_t)game_num_symmetries(g));
+	}
+	/* The transformed position's logit for its action sym(a) belongs to
+	 * our action a (nn/encode.h). */
+	for (int i = 0; i < n_legal; i++)
+		idx[i] = game_symmetry_move(g, sym, legal[i]);
+	float planes[EVAL_MAX_INPUT];
+	if (nn_encode_sym(g, ev->enc, sym, planes) < 0) {
+		uniform(g, legal, n_legal, policy, value);
+		return -1;
+	}
+	eval_request r = {
+		.planes = planes, .legal = legal, .logit_idx = idx, .n_legal = n_legal,
+		.n_actions = n_actions, .key = key, .policy = policy, .value = value,
+	};
+	pthread_cond_init(&r.done, NULL);
+	pthread_mutex_lock(&ev->mu);
+	while (ev->q_count == EVAL_QUEUE_CAP)
+		pthread_cond_wait(&ev->not_full, &ev->mu);
+	ev->queue[(ev->q_head + ev->q_count) % EVAL_QUEUE_CAP] = &r;
+	ev->q_count++;
+	pthread_cond_signal(&ev->not_empty);
+	while (r.status == 0)
+		pthread_cond_wait(&r.done, &ev->mu);
+	pthread_mutex_unlock(&ev->mu);
+	pthread_cond_destroy(&r.done);
+	if (r.status < 0) {
+		uniform(g, legal, n_legal, policy, value);
+		return -1;
+	}
+	return 0;
+}
+
+void eval_get_stats(const evaluator *ev, eval_stats *out)
+{
+	evaluator *e = (evaluator *)ev; /* atomics loads need a non-const pointer */
+	out->requests = atomic_load(&e->n_requests);
+	out->cache_hits = atomic_load(&e->n_hits);
+	out->evals = atomic_load(&e->n_evals);
+	out->batches = atomic_load(&e->n_batches);
+	out->failures = atomic_load(&e->n_failures);
+}

@@ -1,0 +1,69 @@
+/* eval.h: the evaluation queue between search threads and the network.
+ *
+ * Search threads never call the network: eval_position() encodes the
+ * position in the calling thread, posts it to a queue and sleeps; one server
+ * thread per backend (device) drains the queue greedily into one batch (up
+ * to max_batch), runs the backend, turns logits into a policy over the
+ * legal moves, and wakes each waiter with its own answer. An NN cache keyed
+ * by the position (with the history the encoding sees) answers
+ * transpositions without a network call.
+ *
+ * Without a backend the evaluator answers a uniform policy over the legal
+ * moves and a neutral value, at once.
+ */
+#ifndef SENTE_SEARCH_EVAL_H
+#define SENTE_SEARCH_EVAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/game.h"
+#include "nn/backend.h"
+
+typedef struct eval_options {
+	int max_batch;         /* largest batch per forward call (<= each backend's) */
+	size_t cache_bytes;    /* NN cache memory; 0 turns the cache off */
+	int random_symmetry;   /* 1: evaluate under a random board symmetry */
+	uint64_t seed;         /* for the symmetry choice */
+} eval_options;
+
+typedef struct eval_stats {
+	uint64_t requests;   /* eval_position calls */
+	uint64_t cache_hits; /* answered from the cache */
+	uint64_t evals;      /* positions sent to a backend */
+	uint64_t batches;    /* forward calls */
+	uint64_t failures;   /* backend errors */
+} eval_stats;
+
+typedef struct evaluator evaluator;
+
+/* Defaults: batch 16, 64 MB cache, random symmetry on, seed 1. */
+eval_options eval_options_default(void);
+
+/* An evaluator over n_backends backends (one server thread each; the caller
+ * keeps ownership of the backends and frees them after eval_free), using
+ * `enc` to encode positions. n_backends = 0 gives the uniform evaluator.
+ * NULL with a message on failure. */
+evaluator *eval_new(nn_backend **backends, int n_backends, nn_encoding enc,
+		    const eval_options *opt, char *err, size_t errlen);
+/* Stops the server threads (waiters are answered first) and frees. */
+void eval_free(evaluator *ev);
+
+/* Evaluates g for its side to move. policy[game_num_actions(g)] gets a
+ * probability per action (0 for illegal ones, summing to 1 over the legal
+ * ones); *value the expected result in [-1, 1] for the side to move.
+ * Thread-safe; blocks until answered. 0, or -1 when the backend failed
+ * (policy uniform, value 0 then). The game must not be over. */
+int eval_position(evaluator *ev, const game *g, float *policy, float *value);
+
+/* The key the cache uses for g: its position, the side to move, and as much
+ * history (and komi) as the encoding sees. */
+uint64_t eval_key(const game *g, nn_encoding enc);
+
+void eval_get_stats(const evaluator *ev, eval_stats *out);
+/* Empties the NN cache (GTP clear_cache). */
+void eval_clear_cache(evaluator *ev);
+/* True when a backend answers (false for the uniform evaluator). */
+int eval_has_network(const evaluator *ev);
+
+#endif

@@ -1,0 +1,785 @@
+/* mcts.c: tree-parallel PUCT search (see mcts.h). */
+#include "search/mcts.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MCTS_MAX_DEPTH 2048
+#define MCTS_MAX_THREADS 256
+#define MCTS_NONE UINT32_MAX
+
+enum { NODE_LEAF = 0, NODE_EXPANDING = 1, NODE_EXPANDED = 2, NODE_TERMINAL = 3 };
+
+typedef struct mcts_node {
+	_Atomic int32_t visits;       /* completed playouts through the node */
+	_Atomic int32_t vloss;        /* descents in flight through the node */
+	_Atomic uint64_t wsum;        /* double bits: sum of values, mover's view */
+	_Atomic uint64_t w2sum;       /* double bits: sum of squared values */
+	float prior;                  /* policy prior of the move into the node */
+	float terminal_value;         /* mover's view, when NODE_TERMINAL */
+	uint32_t first_child;         /* pool index of the first child */
+	uint16_t n_children;          /* children, contiguous from first_child */
+	int16_t move;                 /* the move into the node */
+	_Atomic uint8_t state;        /* NODE_* */
+} mcts_node;
+
+/* One arena of nodes; the tree lives in one, the other takes the subtree
+ * kept on tree reuse. */
+typedef struct mcts_arena {
+	mcts_node *nodes;             /* [capacity] */
+	_Atomic uint32_t used;        /* bump pointer */
+} mcts_arena;
+
+typedef struct mcts_thread {
+	struct mcts *m;               /* owner */
+	pthread_t thread;             /* the search thread */
+	game game;                    /* scratch position for descents */
+	float policy[GAME_MAX_ACTIONS]; /* scratch network answer */
+	uint32_t path[MCTS_MAX_DEPTH]; /* nodes of the current descent */
+} mcts_thread;
+
+struct mcts {
+	evaluator *ev;                /* leaf evaluation (not owned) */
+	mcts_options opt;             /* limits and parameters */
+	mcts_arena arena[2];          /* the tree and the spare */
+	int cur;                      /* arena holding the tree */
+	uint32_t capacity;            /* nodes per arena */
+	uint32_t root;                /* root node index, MCTS_NONE when empty */
+	game root_game;               /* position at the root */
+	bool have_root_game;          /* root_game is set */
+	bool root_noised;             /* noise already mixed into the root */
+	mcts_thread *threads;         /* [n_threads] */
+	int n_threads;                /* allocated thread contexts */
+	int running_threads;          /* started by mcts_start */
+	atomic_int stop;              /* threads must stop */
+	atomic_int pool_full;         /* an expansion found no room */
+	_Atomic int64_t started;      /* playouts begun this search */
+	int64_t budget;               /* playouts allowed this search */
+	atomic_uint_fast64_t completed, collisions; /* this search */
+	double t_start, deadline;     /* monotonic seconds; deadline 0 = none */
+	double t_end;                 /* when the last search ended */
+	uint64_t rng;                 /* noise and move choice (caller's thread) */
+};
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t x = (*s += 0x9e3779b97f4a7c15ULL);
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
+
+static double rng_normal(uint64_t *s)
+{
+	double u1 = rng_uniform(s), u2 = rng_uniform(s);
+	if (u1 < 1e-300)
+		u1 = 1e-300;
+	return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+}
+
+/* Gamma(alpha, 1) by Marsaglia and Tsang; alpha < 1 through the boost. */
+static double rng_gamma(uint64_t *s, double alpha)
+{
+	if (alpha < 1) {
+		double u = rng_uniform(s);
+		return rng_gamma(s, alpha + 1) * pow(u > 1e-300 ? u : 1e-300, 1 / alpha);
+	}
+	double d = alpha - 1.0 / 3, c = 1 / sqrt(9 * d);
+	for (;;) {
+		double x = rng_normal(s), v = 1 + c * x;
+		if (v <= 0)
+			continue;
+		v = v * v * v;
+		double u = rng_uniform(s);
+		if (log(u > 1e-300 ? u : 1e-300) < 0.5 * x * x + d - d * v + d * log(v))
+			return d * v;
+	}
+}
+
+static double load_d(_Atomic uint64_t *a)
+{
+	uint64_t bits = atomic_load_explicit(a, memory_order_relaxed);
+	double d;
+	memcpy(&d, &bits, sizeof(d));
+	return d;
+}
+
+static void add_d(_Atomic uint64_t *a, double x)
+{
+	uint64_t old = atomic_load_explicit(a, memory_order_relaxed), new;
+	do {
+		double d;
+		memcpy(&d, &old, sizeof(d));
+		d += x;
+		memcpy(&new, &d, sizeof(d));
+	} while (!atomic_compare_exchange_weak_explicit(a, &old, new, memory_order_relaxed,
+							memory_order_relaxed));
+}
+
+static void store_d(_Atomic uint64_t *a, double x)
+{
+	uint64_t bits;
+	memcpy(&bits, &x, sizeof(bits));
+	atomic_store_explicit(a, bits, memory_order_relaxed);
+}
+
+static inline mcts_node *node_at(mcts *m, uint32_t i) { return &m->arena[m->cur].nodes[i]; }
+
+static void node_reset(mcts_node *n, int move, float prior)
+{
+	atomic_store_explicit(&n->visits, 0, memory_order_relaxed);
+	atomic_store_explicit(&n->vloss, 0, memory_order_relaxed);
+	store_d(&n->wsum, 0);
+	store_d(&n->w2sum, 0);
+	n->prior = prior;
+	n->terminal_value = 0;
+	n->first_child = 0;
+	n->n_children = 0;
+	n->move = (int16_t)move;
+	atomic_store_explicit(&n->state, NODE_LEAF, memory_order_relaxed);
+}
+
+/* Takes k contiguous nodes from the current arena; MCTS_NONE when full. */
+static uint32_t alloc_nodes(mcts *m, uint32_t k)
+{
+	mcts_arena *a = &m->arena[m->cur];
+	uint32_t at = atomic_fetch_add(&a->used, k);
+	if (at > m->capacity - k || k > m->capacity) {
+		atomic_store(&m->pool_full, 1);
+		return MCTS_NONE;
+	}
+	return at;
+}
+
+/* ---- options -------------------------------------------------------------- */
+
+mcts_options mcts_options_default(void)
+{
+	mcts_options o = {
+		.threads = 2,
+		.max_visits = 800,
+		.cpuct = 1.1f,
+		.cpuct_base = 19652.0f,
+		.cpuct_log = 0.45f,
+		.fpu_reduction = 0.25f,
+		.fpu_root = 0.25f,
+		.virtual_loss = 3,
+		.noise = false,
+		.noise_alpha_sum = 10.83f,
+		.noise_eps = 0.25f,
+		.max_memory = (size_t)512 << 20,
+		.seed = 1,
+	};
+	return o;
+}
+
+/* ---- lifetime ------------------------------------------------------------- */
+
+static int ensure_threads(mcts *m, int n)
+{
+	if (n <= m->n_threads)
+		return 0;
+	mcts_thread *t = realloc(m->threads, sizeof(mcts_thread) * (size_t)n);
+	if (!t)
+		return -1;
+	m->threads = t;
+	for (int i = m->n_threads; i < n; i++)
+		m->threads[i].m = m;
+	m->n_threads = n;
+	return 0;
+}
+
+mcts *mcts_new(evaluator *ev, const mcts_options *opt, char *err, size_t errlen)
+{
+	mcts *m = calloc(1, sizeof(*m));
+	if (!m) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	m->ev = ev;
+	m->opt = opt ? *opt : mcts_options_default();
+	if (m->opt.threads < 1)
+		m->opt.threads = 1;
+	if (m->opt.threads > MCTS_MAX_THREADS)
+		m->opt.threads = MCTS_MAX_THREADS;
+	size_t cap = m->opt.max_memory / 2 / sizeof(mcts_node);
+	if (cap < 1024)
+		cap = 1024;
+	if (cap > UINT32_MAX - 1024)
+		cap = UINT32_MAX - 1024;
+	m->capacity = (uint32_t)cap;
+	/* calloc of a large block maps zero pages lazily: memory is touched
+	 * only as the tree grows. */
+	for (int i = 0; i < 2; i++) {
+		m->arena[i].nodes = calloc(cap, sizeof(mcts_node));
+		if (!m->arena[i].nodes) {
+			snprintf(err, errlen, "cannot allocate %zu MB for the search tree",
+				 cap * sizeof(mcts_node) >> 20);
+			mcts_free(m);
+			return NULL;
+		}
+	}
+	m->root = MCTS_NONE;
+	m->rng = m->opt.seed * 0x2545f4914f6cdd1dULL + 1;
+	if (ensure_threads(m, m->opt.threads) != 0) {
+		snprintf(err, errlen, "out of memory");
+		mcts_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void mcts_free(mcts *m)
+{
+	if (!m)
+		return;
+	mcts_stop(m);
+	free(m->arena[0].nodes);
+	free(m->arena[1].nodes);
+	free(m->threads);
+	free(m);
+}
+
+void mcts_set_options(mcts *m, const mcts_options *opt)
+{
+	mcts_stop(m);
+	size_t old_mem = m->opt.max_memory;
+	m->opt = *opt;
+	m->opt.max_memory = old_mem; /* the pool keeps its size */
+	if (m->opt.threads < 1)
+		m->opt.threads = 1;
+	if (m->opt.threads > MCTS_MAX_THREADS)
+		m->opt.threads = MCTS_MAX_THREADS;
+	if (ensure_threads(m, m->opt.threads) != 0)
+		m->opt.threads = m->n_threads;
+}
+
+void mcts_clear(mcts *m)
+{
+	mcts_stop(m);
+	atomic_store(&m->arena[m->cur].used, 0);
+	atomic_store(&m->pool_full, 0);
+	m->root = MCTS_NONE;
+	m->root_noised = false;
+}
+
+/* ---- tree reuse ----------------------------------------------------------- */
+
+/* Copies the subtree at `from` (current arena) into the other arena and
+ * makes it the tree. Children stay contiguous. */
+static void keep_subtree(mcts *m, uint32_t from)
+{
+	mcts_arena *src = &m->arena[m->cur], *dst = &m->arena[1 - m->cur];
+	uint32_t used = 0;
+	/* Breadth-first: each copied node's children are copied as one block
+	 * when the node is visited; dst itself serves as the queue. */
+	dst->nodes[used++] = src->nodes[from];
+	for (uint32_t q = 0; q < used; q++) {
+		mcts_node *n = &dst->nodes[q];
+		uint8_t st = atomic_load(&n->state);
+		if (st != NODE_EXPANDED || n->n_children == 0) {
+			if (st == NODE_EXPANDING)
+				atomic_store(&n->state, NODE_LEAF);
+			n->n_children = 0;
+			continue;
+		}
+		uint32_t first = used;
+		memcpy(&dst->nodes[first], &src->nodes[n->first_child],
+		       sizeof(mcts_node) * n->n_children);
+		n->first_child = first;
+		used += n->n_children;
+	}
+	atomic_store(&dst->used, used);
+	atomic_store(&src->used, 0);
+	m->cur = 1 - m->cur;
+	m->root = 0;
+}
+
+static bool same_setup(const game *a, const game *b)
+{
+	return a->params.kind == b->params.kind && a->params.size == b->params.size &&
+	       (a->params.kind != GAME_KIND_GO || a->u.go.komi == b->u.go.komi);
+}
+
+void mcts_set_position(mcts *m, const game *g)
+{
+	mcts_stop(m);
+	uint32_t keep = MCTS_NONE;
+	if (m->have_root_game && m->root != MCTS_NONE && same_setup(&m->root_game, g)) {
+		int n0 = game_move_count(&m->root_game), n1 = game_move_count(g);
+		bool prefix = n1 >= n0;
+		for (int i = 0; prefix && i < n0; i++)
+			prefix = game_history_move(&m->root_game, i) == game_history_move(g, i);
+		if (prefix) {
+			/* Walk the tree along the new moves, checking that playing
+			 * them reproduces g. */
+			game *tmp = &m->threads[0].game;
+			*tmp = m->root_game;
+			uint32_t at = m->root;
+			for (int i = n0; i < n1 && at != MCTS_NONE; i++) {
+				int mv = game_history_move(g, i);
+				mcts_node *n = node_at(m, at);
+				uint32_t next = MCTS_NONE;
+				if (atomic_load(&n->state) == NODE_EXPANDED)
+					for (uint32_t c = 0; c < n->n_children; c++)
+						if (node_at(m, n->first_child + c)->move == mv)
+							next = n->first_child + c;
+				if (game_play(tmp, mv) != GAME_OK)
+					next = MCTS_NONE;
+				at = next;
+			}
+			if (at != MCTS_NONE && game_hash(tmp) == game_hash(g) &&
+			    game_to_move(tmp) == game_to_move(g))
+				keep = at;
+		}
+	}
+	m->root_game = *g;
+	m->have_root_game = true;
+	m->root_noised = false;
+	atomic_store(&m->pool_full, 0);
+	if (keep != MCTS_NONE && keep != m->root) {
+		keep_subtree(m, keep);
+	} else if (keep == MCTS_NONE) {
+		atomic_store(&m->arena[m->cur].used, 0);
+		m->root = MCTS_NONE;
+	}
+	/* The root's prior is meaningless; its statistics stay. */
+}
+
+/* ---- selection, expansion, backup ---------------------------------------- */
+
+/* Mean value of a node for the player who moved into it, with `vl`
+ * in-flight descents counted as losses. */
+static inline double node_q(mcts_node *n, int vl_weight, double fpu, int *n_eff)
+{
+	int v = atomic_load_explicit(&n->visits, memory_order_relaxed);
+	int vl = atomic_load_explicit(&n->vloss, memory_order_relaxed) * vl_weight;
+	*n_eff = v + vl;
+	if (v + vl == 0)
+		return fpu;
+	return (load_d(&n->wsum) - vl) / (double)(v + vl);
+}
+
+static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root)
+{
+	mcts_node *p = node_at(m, parent_idx);
+	int pv = atomic_load_explicit(&p->visits, memory_order_relaxed);
+	int pvl = atomic_load_explicit(&p->vloss, memory_order_relaxed);
+	/* The parent's value for the player to move there is minus its own
+	 * (which is kept for the player who moved into it). */
+	double parent_q = pv > 0 ? -load_d(&p->wsum) / pv : 0;
+	double visited_prior = 0;
+	for (uint32_t c = 0; c < p->n_children; c++) {
+		mcts_node *ch = node_at(m, p->first_child + c);
+		if (atomic_load_explicit(&ch->visits, memory_order_relaxed) > 0)
+			visited_prior += ch->prior;
+	}
+	float red = is_root ? m->opt.fpu_root : m->opt.fpu_reduction;
+	double fpu = parent_q - red * sqrt(visited_prior);
+	double total = (double)pv + pvl;
+	double c = m->opt.cpuct +
+		   m->opt.cpuct_log * log((total + m->opt.cpuct_base + 1) / m->opt.cpuct_base);
+	double explore = c * sqrt(total > 1 ? total : 1);
+	double best = -1e300;
+	uint32_t best_i = MCTS_NONE;
+	for (uint32_t k = 0; k < p->n_children; k++) {
+		mcts_node *ch = node_at(m, p->first_child + k);
+		int n_eff;
+		double q = node_q(ch, m->opt.virtual_loss, fpu, &n_eff);
+		double s = q + explore * ch->prior / (1.0 + n_eff);
+		if (s > best) {
+			best = s;
+			best_i = p->first_child + k;
+		}
+	}
+	return best_i;
+}
+
+/* Expands node `idx` at position g: evaluates it, creates its children.
+ * Returns the value for the player to move at g. */
+static float expand(mcts *m, mcts_thread *t, uint32_t idx, const game *g)
+{
+	float value;
+	eval_position(m->ev, g, t->policy, &value);
+	int legal[GAME_MAX_ACTIONS];
+	int n = game_legal_moves(g, legal);
+	mcts_node *node = node_at(m, idx);
+	uint32_t first = n > 0 ? alloc_nodes(m, (uint32_t)n) : MCTS_NONE;
+	if (first == MCTS_NONE) {
+		/* No room (or no move): the node stays a leaf whose value is
+		 * its evaluation. */
+		atomic_store_explicit(&node->state, NODE_LEAF, memory_order_release);
+		return value;
+	}
+	for (int i = 0; i < n; i++)
+		node_reset(node_at(m, first + (uint32_t)i), legal[i], t->policy[legal[i]]);
+	node->first_child = first;
+	node->n_children = (uint16_t)n;
+	atomic_store_explicit(&node->state, NODE_EXPANDED, memory_order_release);
+	return value;
+}
+
+/* The value of a finished game for the player who made its last move. */
+static float terminal_value(const game *g)
+{
+	int r = game_result(g); /* +1: Black won */
+	int mover = 1 - game_to_move(g);
+	return (float)(mover == GAME_BLACK ? r : -r);
+}
+
+enum { PLAYOUT_DONE = 0, PLAYOUT_COLLISION = 1 };
+
+static int playout(mcts *m, mcts_thread *t)
+{
+	game *g = &t->game;
+	*g = m->root_game;
+	int depth = 0;
+	uint32_t idx = m->root;
+	float v; /* value for the player who moved into path[depth-1] */
+	t->path[depth++] = idx;
+	atomic_fetch_add_explicit(&node_at(m, idx)->vloss, 1, memory_order_relaxed);
+	for (;;) {
+		mcts_node *n = node_at(m, idx);
+		uint8_t st = atomic_load_explicit(&n->state, memory_order_acquire);
+		if (st == NODE_TERMINAL) {
+			v = n->terminal_value;
+			break;
+		}
+		if (st == NODE_LEAF) {
+			uint8_t expect = NODE_LEAF;
+			if (atomic_compare_exchange_strong(&n->state, &expect, NODE_EXPANDING)) {
+				v = -expand(m, t, idx, g);
+				break;
+			}
+			st = expect;
+		}
+		if (st != NODE_EXPANDED || depth == MCTS_MAX_DEPTH) {
+			/* Another thread is expanding this node: take back the
+			 * virtual losses and let the caller retry. */
+			for (int i = 0; i < depth; i++)
+				atomic_fetch_sub_explicit(&node_at(m, t->path[i])->vloss, 1,
+							  memory_order_relaxed);
+			return PLAYOUT_COLLISION;
+		}
+		uint32_t c = select_child(m, idx, depth == 1);
+		mcts_node *ch = node_at(m, c);
+		game_play(g, ch->move);
+		if (game_is_over(g) &&
+		    atomic_load_explicit(&ch->state, memory_order_acquire) == NODE_LEAF) {
+			uint8_t expect = NODE_LEAF;
+			ch->terminal_value = terminal_value(g);
+			if (!atomic_compare_exchange_strong(&ch->state, &expect, NODE_TERMINAL))
+				(void)0; /* someone else marked it first: same value */
+		}
+		idx = c;
+		t->path[depth++] = idx;
+		atomic_fetch_add_explicit(&ch->vloss, 1, memory_order_relaxed);
+	}
+	for (int i = depth - 1; i >= 0; i--) {
+		mcts_node *n = node_at(m, t->path[i]);
+		add_d(&n->wsum, v);
+		add_d(&n->w2sum, (double)v * v);
+		atomic_fetch_add_explicit(&n->visits, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&n->vloss, 1, memory_order_relaxed);
+		v = -v;
+	}
+	return PLAYOUT_DONE;
+}
+
+/* ---- threads and limits -------------------------------------------------- */
+
+static void *search_main(void *arg)
+{
+	mcts_thread *t = arg;
+	mcts *m = t->m;
+	while (!atomic_load_explicit(&m->stop, memory_order_relaxed)) {
+		if (atomic_fetch_add(&m->started, 1) >= m->budget) {
+			atomic_fetch_sub(&m->started, 1);
+			break;
+		}
+		if (playout(m, t) == PLAYOUT_COLLISION) {
+			atomic_fetch_sub(&m->started, 1);
+			atomic_fetch_add(&m->collisions, 1);
+			sched_yield();
+			continue;
+		}
+		atomic_fetch_add(&m->completed, 1);
+		if (atomic_load_explicit(&m->pool_full, memory_order_relaxed) ||
+		    (m->deadline > 0 && now() >= m->deadline))
+			atomic_store(&m->stop, 1);
+	}
+	return NULL;
+}
+
+/* Mixes Dirichlet noise into the root's priors. */
+static void add_noise(mcts *m)
+{
+	mcts_node *r = node_at(m, m->root);
+	int n = r->n_children;
+	if (n < 1)
+		return;
+	double alpha = m->opt.noise_alpha_sum / n, sum = 0;
+	double eta[GAME_MAX_ACTIONS];
+	for (int i = 0; i < n; i++)
+		sum += eta[i] = rng_gamma(&m->rng, alpha);
+	if (!(sum > 0))
+		return;
+	for (int i = 0; i < n; i++) {
+		mcts_node *c = node_at(m, r->first_child + (uint32_t)i);
+		c->prior = (float)((1 - m->opt.noise_eps) * c->prior + m->opt.noise_eps * eta[i] / sum);
+	}
+	m->root_noised = true;
+}
+
+/* Prepares a search: root node, its expansion, noise, limits. Returns
+ * false when there is nothing to search (game over or no position). */
+static bool prepare(mcts *m)
+{
+	if (!m->have_root_game || game_is_over(&m->root_game))
+		return false;
+	if (m->root == MCTS_NONE) {
+		uint32_t r = alloc_nodes(m, 1);
+		if (r == MCTS_NONE)
+			return false;
+		node_reset(node_at(m, r), GAME_MOVE_NONE, 1);
+		m->root = r;
+	}
+	atomic_store(&m->stop, 0);
+	atomic_store(&m->started, 0);
+	atomic_store(&m->completed, 0);
+	atomic_store(&m->collisions, 0);
+	m->t_start = now();
+	m->deadline = m->opt.max_seconds > 0 ? m->t_start + m->opt.max_seconds : 0;
+	int64_t budget = INT64_MAX;
+	if (m->opt.max_playouts > 0)
+		budget = m->opt.max_playouts;
+	if (m->opt.max_visits > 0) {
+		int64_t left = (int64_t)m->opt.max_visits - mcts_root_visits(m);
+		if (left < budget)
+			budget = left > 0 ? left : 0;
+	}
+	m->budget = budget;
+	/* The root must be expanded before noise can be mixed in. */
+	mcts_node *r = node_at(m, m->root);
+	if (atomic_load(&r->state) != NODE_EXPANDED && m->budget > 0) {
+		mcts_thread *t = &m->threads[0];
+		atomic_fetch_add(&m->started, 1);
+		if (playout(m, t) == PLAYOUT_DONE)
+			atomic_fetch_add(&m->completed, 1);
+		else
+			atomic_fetch_sub(&m->started, 1);
+	}
+	if (m->opt.noise && !m->root_noised && atomic_load(&r->state) == NODE_EXPANDED)
+		add_noise(m);
+	return true;
+}
+
+void mcts_start(mcts *m)
+{
+	mcts_stop(m);
+	if (!prepare(m))
+		return;
+	int started = 0;
+	for (int i = 0; i < m->opt.threads; i++) {
+		if (pthread_create(&m->threads[i].thread, NULL, search_main, &m->threads[i]) != 0)
+			break;
+		started++;
+	}
+	if (started == 0) /* no thread could start: search on this one */
+		search_main(&m->threads[0]);
+	m->running_threads = started;
+}
+
+void mcts_stop(mcts *m)
+{
+	if (m->running_threads == 0)
+		return;
+	atomic_store(&m->stop, 1);
+	for (int i = 0; i < m->running_threads; i++)
+		pthread_join(m->threads[i].thread, NULL);
+	m->running_threads = 0;
+	m->t_end = now();
+}
+
+bool mcts_running(const mcts *m)
+{
+	if (m->running_threads == 0)
+		return false;
+	/* Threads exit by themselves at a limit; report running until then. */
+	mcts *mm = (mcts *)m;
+	return !atomic_load(&mm->stop) && atomic_load(&mm->started) < m->budget;
+}
+
+void mcts_search(mcts *m)
+{
+	mcts_stop(m);
+	if (!prepare(m))
+		return;
+	if (m->opt.threads == 1) {
+		search_main(&m->threads[0]);
+		m->t_end = now();
+		return;
+	}
+	mcts_start(m);
+	for (int i = 0; i < m->running_threads; i++)
+		pthread_join(m->threads[i].thread, NULL);
+	m->running_threads = 0;
+	m->t_end = now();
+}
+
+/* ---- results -------------------------------------------------------------- */
+
+int mcts_root_visits(mcts *m)
+{
+	if (m->root == MCTS_NONE)
+		return 0;
+	return atomic_load(&node_at(m, m->root)->visits);
+}
+
+float mcts_root_value(mcts *m)
+{
+	if (m->root == MCTS_NONE)
+		return 0;
+	mcts_node *r = node_at(m, m->root);
+	int v = atomic_load(&r->visits);
+	return v > 0 ? (float)(-load_d(&r->wsum) / v) : 0;
+}
+
+static int cmp_info(const void *a, const void *b)
+{
+	const mcts_child_info *x = a, *y = b;
+	if (x->visits != y->visits)
+		return x->visits > y->visits ? -1 : 1;
+	if (x->prior != y->prior)
+		return x->prior > y->prior ? -1 : 1;
+	return x->move - y->move;
+}
+
+int mcts_root_children(mcts *m, mcts_child_info *out, int max)
+{
+	if (m->root == MCTS_NONE)
+		return 0;
+	mcts_node *r = node_at(m, m->root);
+	if (atomic_load(&r->state) != NODE_EXPANDED)
+		return 0;
+	int n = 0;
+	for (uint32_t c = 0; c < r->n_children && n < max; c++) {
+		mcts_node *ch = node_at(m, r->first_child + c);
+		int v = atomic_load(&ch->visits);
+		mcts_child_info *ci = &out[n++];
+		ci->move = ch->move;
+		ci->visits = v;
+		ci->prior = ch->prior;
+		if (v > 0) {
+			double q = load_d(&ch->wsum) / v;
+			double var = load_d(&ch->w2sum) / v - q * q;
+			if (var < 0)
+				var = 0;
+			/* A prior variance keeps few-visit children from looking
+			 * certain. */
+			double se = sqrt((var * v + 1.0) / (v + 1.0) / v);
+			ci->q = (float)q;
+			ci->lcb = (float)(q - 1.96 * se);
+		} else {
+			ci->q = 0;
+			ci->lcb = -2;
+		}
+	}
+	qsort(out, (size_t)n, sizeof(*out), cmp_info);
+	return n;
+}
+
+int mcts_pv(mcts *m, int move, int *pv, int max)
+{
+	if (m->root == MCTS_NONE || max < 1)
+		return 0;
+	uint32_t at = m->root;
+	int len = 0;
+	int want = move;
+	while (len < max) {
+		mcts_node *n = node_at(m, at);
+		if (atomic_load(&n->state) != NODE_EXPANDED)
+			break;
+		uint32_t best = MCTS_NONE;
+		int best_v = 0;
+		for (uint32_t c = 0; c < n->n_children; c++) {
+			mcts_node *ch = node_at(m, n->first_child + c);
+			int v = atomic_load(&ch->visits);
+			if (want != GAME_MOVE_NONE ? ch->move == want : v > best_v) {
+				best = n->first_child + c;
+				best_v = v;
+				if (want != GAME_MOVE_NONE)
+					break;
+			}
+		}
+		if (best == MCTS_NONE || (want == GAME_MOVE_NONE && best_v == 0))
+			break;
+		pv[len++] = node_at(m, best)->move;
+		want = GAME_MOVE_NONE;
+		at = best;
+	}
+	return len;
+}
+
+int mcts_choose_move(mcts *m, float temperature, bool use_lcb)
+{
+	mcts_child_info ci[GAME_MAX_ACTIONS];
+	int n = mcts_root_children(m, ci, GAME_MAX_ACTIONS);
+	if (n == 0)
+		return GAME_MOVE_NONE;
+	if (ci[0].visits == 0)
+		return ci[0].move; /* no search: the highest prior */
+	if (temperature > 0) {
+		double w[GAME_MAX_ACTIONS], sum = 0;
+		for (int i = 0; i < n; i++)
+			sum += w[i] = ci[i].visits > 0 ? pow((double)ci[i].visits / ci[0].visits,
+							     1.0 / temperature) : 0;
+		double r = rng_uniform(&m->rng) * sum;
+		for (int i = 0; i < n; i++) {
+			if (r < w[i])
+				return ci[i].move;
+			r -= w[i];
+		}
+		return ci[0].move;
+	}
+	if (use_lcb) {
+		int best = 0;
+		for (int i = 1; i < n; i++)
+			if (ci[i].visits * 10 >= ci[0].visits && ci[i].visits >= 2 &&
+			    ci[i].lcb > ci[best].lcb)
+				best = i;
+		return ci[best].move;
+	}
+	return ci[0].move;
+}
+
+void mcts_get_stats(const mcts *m, mcts_stats *out)
+{
+	mcts *mm = (mcts *)m;
+	out->playouts = atomic_load(&mm->completed);
+	out->collisions = atomic_load(&mm->collisions);
+	out->nodes = atomic_load(&mm->arena[m->cur].used);
+	if (out->nodes > m->capacity)
+		out->nodes = m->capacity;
+	out->node_capacity = m->capacity;
+	out->pool_full = atomic_load(&mm->pool_full);
+	double end = m->running_threads ? now() : m->t_end;
+	out->seconds = end > m->t_start ? end - m->t_start : 0;
+}

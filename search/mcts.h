@@ -1,0 +1,105 @@
+/* mcts.h: tree-parallel Monte Carlo tree search with PUCT and virtual loss.
+ *
+ * N threads descend one shared tree. Each descent adds a virtual loss to
+ * every node on its path so that the other threads spread out, and removes
+ * it on backup. Node statistics are atomics; a node is expanded once (a
+ * thread that finds a node being expanded backs off and retries). Leaves are
+ * evaluated through the evaluator's queue (search/eval.h), so the threads'
+ * leaves reach the network in batches. Nodes come from a preallocated pool;
+ * when the pool is full the search stops expanding and says so in its stats.
+ *
+ * Values are in [-1, 1]. A node's value sum is kept from the view of the
+ * player who moved into it, so a parent picks the child with the best Q.
+ */
+#ifndef SENTE_SEARCH_MCTS_H
+#define SENTE_SEARCH_MCTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/game.h"
+#include "search/eval.h"
+
+typedef struct mcts_options {
+	int threads;            /* search threads (>= 1) */
+	int max_visits;         /* stop when the root has this many visits; 0: no limit */
+	int max_playouts;       /* stop after this many playouts of this search; 0: no limit */
+	double max_seconds;     /* stop after this long; 0: no limit */
+	float cpuct;            /* exploration constant at the start */
+	float cpuct_base;       /* visits at which the log term adds cpuct_log once */
+	float cpuct_log;        /* growth: c = cpuct + cpuct_log * ln((N + base + 1) / base) */
+	float fpu_reduction;    /* unvisited child: parent Q minus this * sqrt(visited prior) */
+	float fpu_root;         /* the same at the root (0 when noise is on, as LZ) */
+	int virtual_loss;       /* visits counted as losses per in-flight descent */
+	bool noise;             /* Dirichlet noise at the root (self-play) */
+	float noise_alpha_sum;  /* alpha times the number of legal moves (AlphaZero Go: 10.83) */
+	float noise_eps;        /* weight of the noise */
+	size_t max_memory;      /* bytes for the node pool (twice when reusing trees) */
+	uint64_t seed;          /* noise and move choice */
+} mcts_options;
+
+/* Figures of the last search. */
+typedef struct mcts_stats {
+	uint64_t playouts;      /* completed this search */
+	uint64_t collisions;    /* descents that met a node being expanded and retried */
+	uint64_t nodes;         /* nodes in use */
+	uint64_t node_capacity; /* nodes the pool holds */
+	bool pool_full;         /* expansion was refused for lack of nodes */
+	double seconds;         /* wall time of the search */
+} mcts_stats;
+
+/* One child of the root, for move choice and analysis output. */
+typedef struct mcts_child_info {
+	int move;       /* action */
+	int visits;     /* N */
+	float q;        /* mean value for the player to move at the root */
+	float prior;    /* network prior (after noise) */
+	float lcb;      /* lower confidence bound of q */
+} mcts_child_info;
+
+typedef struct mcts mcts;
+
+mcts_options mcts_options_default(void);
+
+/* A search over `ev` (not owned). NULL with a message when memory is short. */
+mcts *mcts_new(evaluator *ev, const mcts_options *opt, char *err, size_t errlen);
+void mcts_free(mcts *m);
+
+/* Sets the position to search from. Keeps the subtree when the new
+ * position follows the old root by one or two moves (tree reuse). */
+void mcts_set_position(mcts *m, const game *g);
+/* Drops the tree. */
+void mcts_clear(mcts *m);
+/* Changes limits and parameters between searches. */
+void mcts_set_options(mcts *m, const mcts_options *opt);
+
+/* Searches synchronously until a limit is reached. */
+void mcts_search(mcts *m);
+/* Starts searching in the background (for pondering and analysis);
+ * mcts_stop() ends it. Limits still apply; a background search without
+ * limits runs until stopped or the pool is full. */
+void mcts_start(mcts *m);
+/* Asks the background search to stop and waits for its threads. */
+void mcts_stop(mcts *m);
+/* True while a background search is running. */
+bool mcts_running(const mcts *m);
+
+/* Root children sorted best first (by visits, then prior); returns the count. */
+int mcts_root_children(mcts *m, mcts_child_info *out, int max);
+/* The principal variation from the root's child `move`: moves into pv[],
+ * returns its length (pv[0] == move). */
+int mcts_pv(mcts *m, int move, int *pv, int max);
+/* Root visits and mean value (for the player to move at the root). */
+int mcts_root_visits(mcts *m);
+float mcts_root_value(mcts *m);
+
+/* The move to play: with temperature > 0, drawn with probability
+ * proportional to visits^(1/temperature); else the most visited child, or
+ * with use_lcb the best lower confidence bound among children with at least
+ * 10% of the top visits. GAME_MOVE_NONE when the root has no child. */
+int mcts_choose_move(mcts *m, float temperature, bool use_lcb);
+
+void mcts_get_stats(const mcts *m, mcts_stats *out);
+
+#endif

@@ -1,0 +1,248 @@
+/* The oneDNN backend against the plain reference; BN folding. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/backend.h"
+
+static uint64_t cpu_rng(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Encodes n random positions (random legal play, 0..max_moves moves; Go
+ * passes are rare so boards fill up). */
+static void random_positions(const game_params *gp, nn_encoding enc, int n, int max_moves,
+			     uint64_t seed, float *planes)
+{
+	static game g; /* large: keep off the stack */
+	int moves[GAME_MAX_ACTIONS];
+	uint64_t s = seed | 1;
+	cr_assert_eq(game_init(&g, gp), GAME_OK);
+	size_t in_n = (size_t)nn_encoding_planes(enc) * game_width(&g) * game_height(&g);
+	for (int i = 0; i < n; i++) {
+		cr_assert_eq(game_init(&g, gp), GAME_OK);
+		int len = (int)(cpu_rng(&s) % (uint64_t)(max_moves + 1));
+		for (int m = 0; m < len; m++) {
+			int k = game_legal_moves(&g, moves);
+			if (k == 0)
+				break;
+			int mv = moves[cpu_rng(&s) % (uint64_t)k];
+			if (mv == game_pass_move(&g) && k > 1)
+				mv = moves[0];
+			cr_assert_eq(game_play(&g, mv), GAME_OK);
+		}
+		cr_assert_gt(nn_encode(&g, enc, planes + (size_t)i * in_n), 0);
+	}
+}
+
+/* |got - want| <= tol * max(1, |want|) for every element. */
+static void assert_close(const float *got, const float *want, size_t n, double tol,
+			 const char *what)
+{
+	for (size_t i = 0; i < n; i++)
+		cr_assert(fabs((double)got[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])),
+			  "%s[%zu]: backend %.8g, reference %.8g", what, i, (double)got[i],
+			  (double)want[i]);
+}
+
+/* Builds a random net for (game, blocks, channels), runs the backend at
+ * batch sizes 1, 7 and 32 (max 32) and compares with the reference. At
+ * batch 32 only a few positions are recomputed by the (slow) reference:
+ * positions are independent, so that is enough to catch batch mixing. */
+static void check_backend(const game_params *gp, nn_encoding enc, int value_outputs, int blocks,
+			  int channels, nn_precision prec, double tol, uint64_t seed)
+{
+	enum { MAXB = 32 };
+	char err[512];
+	nn_arch a = nn_arch_default(gp, blocks, channels);
+	if (gp->kind == GAME_KIND_GO && enc == NN_ENC_LZ18) {
+		a = nn_arch_lz(gp->size, blocks, channels);
+		a.value_hidden = 32;
+	}
+	a.value_outputs = value_outputs;
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, seed);
+	size_t in_n = (size_t)a.in_planes * a.board_w * a.board_h;
+	size_t np = (size_t)a.policy_outputs;
+	float *planes = malloc(sizeof(float) * in_n * MAXB);
+	float *pol = malloc(sizeof(float) * np * MAXB), *ref_pol = malloc(sizeof(float) * np);
+	float val[MAXB], wdl[3 * MAXB], ref_val[1], ref_wdl[3];
+	cr_assert(planes && pol && ref_pol);
+	random_positions(gp, a.encoding, MAXB, gp->kind == GAME_KIND_GO ? 60 : 30, seed * 7 + 1,
+			 planes);
+	nn_backend_options opt = nn_backend_options_default();
+	opt.threads = 2;
+	opt.precision = prec;
+	/* Alternate the algorithms by seed; auto (which times both at
+	 * create) is covered by the LZ test and costs time here. */
+	opt.algo = seed % 2 ? NN_CONV_WINOGRAD : NN_CONV_DIRECT;
+	nn_backend *be = nn_backend_new(&nn_backend_cpu, net, MAXB, &opt, err, sizeof(err));
+	if (!be && prec != NN_PRECISION_FP32) {
+		cr_log_warn("skipping %s: %s", nn_precision_name(prec), err);
+		goto out;
+	}
+	cr_assert(be, "%s", err);
+	static const int batches[] = { 1, 7, 32 };
+	for (int bi = 0; bi < 3; bi++) {
+		int b = batches[bi];
+		cr_assert_eq(nn_backend_forward(be, b, planes, pol, val, wdl), 0);
+		for (int n = 0; n < b; n++) {
+			if (b == 32 && n != 0 && n != 13 && n != 31)
+				continue;
+			nn_reference_forward(net, 1, planes + n * in_n, ref_pol, ref_val, ref_wdl);
+			assert_close(pol + n * np, ref_pol, np, tol, "policy");
+			assert_close(val + n, ref_val, 1, tol, "value");
+			double sum = wdl[3 * n] + wdl[3 * n + 1] + wdl[3 * n + 2];
+			cr_assert(fabs(sum - 1.0) < 1e-5, "wdl sums to %g", sum);
+			if (value_outputs == 3)
+				assert_close(wdl + 3 * n, ref_wdl, 3, tol, "wdl");
+		}
+	}
+out:
+	nn_backend_free(be);
+	nn_net_free(net);
+	free(planes);
+	free(pol);
+	free(ref_pol);
+}
+
+Test(nn_cpu, go9_2x16_matches_reference)
+{
+	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 16, NN_PRECISION_FP32, 1e-4, 1);
+}
+
+Test(nn_cpu, go19_3x32_matches_reference)
+{
+	game_params gp = { .kind = GAME_KIND_GO, .size = 19, .komi = 7.5 };
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 3, 32, NN_PRECISION_FP32, 1e-4, 2);
+}
+
+Test(nn_cpu, go19_lz18_1x8_matches_reference)
+{
+	game_params gp = { .kind = GAME_KIND_GO, .size = 19, .komi = 7.5 };
+	check_backend(&gp, NN_ENC_LZ18, 1, 1, 8, NN_PRECISION_FP32, 1e-4, 3);
+}
+
+Test(nn_cpu, go9_wdl_and_no_blocks_matches_reference)
+{
+	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	check_backend(&gp, NN_ENC_GO_NATIVE, 3, 0, 24, NN_PRECISION_FP32, 1e-4, 4);
+}
+
+Test(nn_cpu, connect4_2x16_wdl_matches_reference)
+{
+	game_params gp = game_params_default(GAME_KIND_CONNECT4);
+	check_backend(&gp, NN_ENC_C4, 3, 2, 16, NN_PRECISION_FP32, 1e-4, 5);
+}
+
+Test(nn_cpu, connect4_3x32_tanh_matches_reference)
+{
+	game_params gp = game_params_default(GAME_KIND_CONNECT4);
+	check_backend(&gp, NN_ENC_C4, 1, 3, 32, NN_PRECISION_FP32, 1e-4, 6);
+}
+
+/* bf16 keeps 8 bits of mantissa: only a loose agreement is expected. Skips
+ * itself on CPUs without AVX-512 BF16. */
+Test(nn_cpu, bf16_roughly_matches_reference)
+{
+	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 32, NN_PRECISION_BF16, 0.1, 7);
+}
+
+Test(nn_cpu, int8_is_refused_clearly)
+{
+	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	nn_arch a = nn_arch_default(&gp, 1, 8);
+	char err[512] = "";
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_backend_options opt = nn_backend_options_default();
+	opt.precision = NN_PRECISION_INT8;
+	cr_assert_null(nn_backend_new(&nn_backend_cpu, net, 4, &opt, err, sizeof(err)));
+	cr_assert(strstr(err, "int8"), "message: %s", err);
+	nn_net_free(net);
+}
+
+Test(nn_cpu, direct_and_winograd_choices_agree)
+{
+	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	nn_arch a = nn_arch_default(&gp, 2, 32);
+	char err[512];
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 11);
+	size_t in_n = (size_t)a.in_planes * 81, np = (size_t)a.policy_outputs;
+	float planes[4 * 27 * 81], pol[2][4 * 82], val[2][4];
+	random_positions(&gp, a.encoding, 4, 40, 5, planes);
+	(void)in_n;
+	for (int k = 0; k < 2; k++) {
+		nn_backend_options opt = nn_backend_options_default();
+		opt.algo = k ? NN_CONV_WINOGRAD : NN_CONV_DIRECT;
+		nn_backend *be = nn_backend_new(&nn_backend_cpu, net, 4, &opt, err, sizeof(err));
+		cr_assert(be, "%s", err);
+		cr_assert_eq(nn_backend_forward(be, 4, planes, pol[k], val[k], NULL), 0);
+		nn_backend_free(be);
+	}
+	assert_close(pol[1], pol[0], 4 * np, 1e-4, "policy");
+	assert_close(val[1], val[0], 4, 1e-4, "value");
+	nn_net_free(net);
+}
+
+Test(nn_cpu, se_blocks_are_refused_clearly)
+{
+	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	nn_arch a = nn_arch_default(&gp, 2, 8);
+	a.block_kind[1] = NN_BLOCK_SE;
+	a.se_channels = 4;
+	char err[512] = "";
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	cr_assert_null(nn_backend_new(&nn_backend_cpu, net, 4, NULL, err, sizeof(err)));
+	cr_assert(strstr(err, "squeeze"), "message: %s", err);
+	nn_net_free(net);
+}
+
+Test(nn_cpu, bn_folding_keeps_the_outputs)
+{
+	game_params gps[2] = { { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 },
+			       game_params_default(GAME_KIND_CONNECT4) };
+	for (int gi = 0; gi < 2; gi++) {
+		nn_arch a = nn_arch_default(&gps[gi], 2, 12);
+		char err[512];
+		if (gi == 0) {
+			a.block_kind[1] = NN_BLOCK_SE; /* the reference runs SE */
+			a.se_channels = 4;
+		}
+		nn_net *net = nn_net_new(&a, err, sizeof(err));
+		cr_assert(net, "%s", err);
+		nn_net_init_random(net, 21 + gi);
+		nn_net *folded = nn_net_clone(net);
+		cr_assert(folded);
+		nn_net_fold_bn(folded);
+		cr_assert(folded->bn_folded);
+		nn_net_fold_bn(folded); /* idempotent */
+		size_t in_n = (size_t)a.in_planes * a.board_w * a.board_h, np = (size_t)a.policy_outputs;
+		float *planes = malloc(sizeof(float) * in_n * 3);
+		float *p0 = malloc(sizeof(float) * np * 3), *p1 = malloc(sizeof(float) * np * 3);
+		float v0[3], v1[3], w0[9], w1[9];
+		random_positions(&gps[gi], a.encoding, 3, 30, 9, planes);
+		nn_reference_forward(net, 3, planes, p0, v0, w0);
+		nn_reference_forward(folded, 3, planes, p1, v1, w1);
+		assert_close(p1, p0, 3 * np, 1e-5, "policy");
+		assert_close(v1, v0, 3, 1e-5, "value");
+		/* And the weights really changed: folding is not a no-op. */
+		cr_assert(memcmp(net->input.w, folded->input.w, sizeof(float) * 9) != 0);
+		nn_net_free(net);
+		nn_net_free(folded);
+		free(planes);
+		free(p0);
+		free(p1);
+	}
+}

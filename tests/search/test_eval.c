@@ -1,0 +1,202 @@
+/* The evaluation queue: every waiter gets its own answer, batches form,
+ * the cache answers repeats, the uniform evaluator and failures. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "search/eval.h"
+#include "tests/search/fake_net.h"
+
+static uint64_t xs(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* A random Connect Four position that is not over. */
+static void random_c4(game *g, uint64_t *rng)
+{
+	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	for (;;) {
+		game_init(g, &p);
+		int plies = (int)(xs(rng) % 20), moves[7];
+		for (int i = 0; i < plies && !game_is_over(g); i++) {
+			int n = game_legal_moves(g, moves);
+			game_play(g, moves[xs(rng) % (uint64_t)n]);
+		}
+		if (!game_is_over(g))
+			return;
+	}
+}
+
+typedef struct worker {
+	evaluator *ev;
+	int id;
+	int n;
+	int errors;
+} worker;
+
+static void *eval_worker(void *arg)
+{
+	worker *w = arg;
+	uint64_t rng = 0x1234567ULL * (uint64_t)(w->id + 1);
+	game g;
+	for (int i = 0; i < w->n; i++) {
+		random_c4(&g, &rng);
+		float policy[GAME_MAX_ACTIONS], value, logits[7], want_v;
+		if (eval_position(w->ev, &g, policy, &value) != 0) {
+			w->errors++;
+			continue;
+		}
+		fake_c4_expect(&g, logits, &want_v);
+		int legal[7], nl = game_legal_moves(&g, legal);
+		double mx = -1e9, sum = 0;
+		for (int k = 0; k < nl; k++)
+			mx = fmax(mx, logits[legal[k]]);
+		for (int k = 0; k < nl; k++)
+			sum += exp(logits[legal[k]] - mx);
+		bool ok = fabsf(value - want_v) < 1e-6f;
+		for (int k = 0; k < nl; k++)
+			ok = ok && fabs(policy[legal[k]] - exp(logits[legal[k]] - mx) / sum) < 1e-5;
+		if (!ok)
+			w->errors++;
+	}
+	return NULL;
+}
+
+Test(eval, every_waiter_gets_its_own_answer)
+{
+	fake_net f;
+	fake_c4_init(&f, 16, 300);
+	nn_backend *be = &f.be;
+	eval_options o = eval_options_default();
+	o.cache_bytes = 0; /* every request must go through the queue */
+	o.random_symmetry = 0;
+	o.max_batch = 16;
+	char err[128];
+	evaluator *ev = eval_new(&be, 1, NN_ENC_C4, &o, err, sizeof(err));
+	cr_assert(ev, "%s", err);
+	enum { T = 24, N = 150 };
+	pthread_t th[T];
+	worker w[T];
+	for (int i = 0; i < T; i++) {
+		w[i] = (worker){ .ev = ev, .id = i, .n = N };
+		pthread_create(&th[i], NULL, eval_worker, &w[i]);
+	}
+	int errors = 0;
+	for (int i = 0; i < T; i++) {
+		pthread_join(th[i], NULL);
+		errors += w[i].errors;
+	}
+	eval_stats st;
+	eval_get_stats(ev, &st);
+	eval_free(ev);
+	cr_assert_eq(errors, 0, "%d answers went to the wrong waiter or were wrong", errors);
+	cr_assert_eq(st.evals, (uint64_t)T * N);
+	cr_assert_eq(atomic_load(&f.positions), T * N);
+	cr_assert(atomic_load(&f.max_batch_seen) > 1, "24 waiting threads must form batches");
+	cr_assert(atomic_load(&f.max_batch_seen) <= 16, "never above max_batch");
+	cr_assert(st.batches < st.evals / 2, "mean batch %.2f: batching does not work",
+		  (double)st.evals / st.batches);
+}
+
+Test(eval, symmetry_maps_policy_back)
+{
+	/* Column counts are mirror-symmetric functions, so under the mirror
+	 * symmetry the answer must still be the unmirrored one. */
+	fake_net f;
+	fake_c4_init(&f, 8, 0);
+	nn_backend *be = &f.be;
+	eval_options o = eval_options_default();
+	o.cache_bytes = 0;
+	o.random_symmetry = 1;
+	char err[128];
+	evaluator *ev = eval_new(&be, 1, NN_ENC_C4, &o, err, sizeof(err));
+	cr_assert(ev, "%s", err);
+	worker w = { .ev = ev, .id = 7, .n = 200 };
+	eval_worker(&w);
+	eval_free(ev);
+	cr_assert_eq(w.errors, 0, "%d answers were not mapped back", w.errors);
+}
+
+Test(eval, cache_answers_repeats)
+{
+	fake_net f;
+	fake_c4_init(&f, 8, 0);
+	nn_backend *be = &f.be;
+	eval_options o = eval_options_default();
+	o.cache_bytes = 1 << 20;
+	char err[128];
+	evaluator *ev = eval_new(&be, 1, NN_ENC_C4, &o, err, sizeof(err));
+	cr_assert(ev, "%s", err);
+	game g;
+	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	game_init(&g, &p);
+	game_play(&g, 3);
+	float pol1[GAME_MAX_ACTIONS], pol2[GAME_MAX_ACTIONS], v1, v2;
+	cr_assert_eq(eval_position(ev, &g, pol1, &v1), 0);
+	cr_assert_eq(eval_position(ev, &g, pol2, &v2), 0);
+	eval_stats st;
+	eval_get_stats(ev, &st);
+	cr_assert_eq(st.cache_hits, 1);
+	cr_assert_eq(st.evals, 1);
+	cr_assert_eq(memcmp(pol1, pol2, sizeof(float) * 7), 0);
+	cr_assert_eq(v1, v2);
+	eval_clear_cache(ev);
+	cr_assert_eq(eval_position(ev, &g, pol2, &v2), 0);
+	eval_get_stats(ev, &st);
+	cr_assert_eq(st.evals, 2, "cleared cache: evaluated again");
+	eval_free(ev);
+}
+
+Test(eval, uniform_without_network)
+{
+	char err[128];
+	evaluator *ev = eval_new(NULL, 0, NN_ENC_C4, NULL, err, sizeof(err));
+	cr_assert(ev);
+	game g;
+	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	game_init(&g, &p);
+	float pol[GAME_MAX_ACTIONS], v = 5;
+	cr_assert_eq(eval_position(ev, &g, pol, &v), 0);
+	for (int a = 0; a < 7; a++)
+		cr_assert_float_eq(pol[a], 1.0f / 7, 1e-7);
+	cr_assert_eq(v, 0);
+	cr_assert(!eval_has_network(ev));
+	eval_free(ev);
+}
+
+Test(eval, backend_failure_is_reported)
+{
+	fake_net f;
+	fake_c4_init(&f, 8, 0);
+	atomic_store(&f.fail, 1);
+	nn_backend *be = &f.be;
+	char err[128];
+	evaluator *ev = eval_new(&be, 1, NN_ENC_C4, NULL, err, sizeof(err));
+	cr_assert(ev, "%s", err);
+	game g;
+	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	game_init(&g, &p);
+	float pol[GAME_MAX_ACTIONS], v;
+	cr_assert_eq(eval_position(ev, &g, pol, &v), -1);
+	cr_assert_float_eq(pol[0], 1.0f / 7, 1e-7, "a failure answers uniform, not garbage");
+	eval_stats st;
+	eval_get_stats(ev, &st);
+	cr_assert_eq(st.failures, 1);
+	eval_free(ev);
+}
+
+Test(eval, wrong_encoding_refused)
+{
+	fake_net f;
+	fake_c4_init(&f, 8, 0);
+	nn_backend *be = &f.be;
+	char err[128] = "";
+	evaluator *ev = eval_new(&be, 1, NN_ENC_LZ18, NULL, err, sizeof(err));
+	cr_assert_null(ev);
+	cr_assert(strstr(err, "encoding"), "%s", err);
+}

@@ -1,0 +1,182 @@
+/* Search: tactics found by the uniform-policy search, exact visit limits,
+ * determinism, virtual loss spreading threads, tree reuse. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "search/mcts.h"
+#include "tests/search/fake_net.h"
+
+static game g;
+
+static void c4_position(const char *cols)
+{
+	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	game_init(&g, &p);
+	for (const char *c = cols; *c; c++)
+		cr_assert_eq(game_play(&g, *c - '1'), GAME_OK);
+}
+
+static int search_move(evaluator *ev, int threads, int visits, uint64_t seed)
+{
+	mcts_options o = mcts_options_default();
+	o.threads = threads;
+	o.max_visits = visits;
+	o.seed = seed;
+	o.max_memory = 64 << 20;
+	char err[128];
+	mcts *m = mcts_new(ev, &o, err, sizeof(err));
+	cr_assert(m, "%s", err);
+	mcts_set_position(m, &g);
+	mcts_search(m);
+	cr_assert_eq(mcts_root_visits(m), visits, "-v is honoured exactly");
+	int mv = mcts_choose_move(m, 0, false);
+	mcts_free(m);
+	return mv;
+}
+
+Test(mcts, connect4_takes_the_win)
+{
+	/* First player has discs in columns 1, 2, 3 of the bottom row and
+	 * is to move: column 4 wins at once. */
+	c4_position("172737");
+	evaluator *ev = eval_new(NULL, 0, NN_ENC_C4, NULL, NULL, 0);
+	cr_assert_eq(search_move(ev, 1, 400, 1), 3);
+	cr_assert_eq(search_move(ev, 4, 400, 2), 3);
+	eval_free(ev);
+}
+
+Test(mcts, connect4_blocks_the_threat)
+{
+	/* X holds columns 5, 6, 7 of the bottom row; O (column 1 twice) is
+	 * to move and must block at column 4 or lose at once. */
+	c4_position("51617");
+	cr_assert_eq(game_to_move(&g), GAME_WHITE);
+	evaluator *ev = eval_new(NULL, 0, NN_ENC_C4, NULL, NULL, 0);
+	cr_assert_eq(search_move(ev, 2, 3000, 3), 3);
+	eval_free(ev);
+}
+
+Test(mcts, deterministic_with_one_thread)
+{
+	c4_position("44");
+	fake_net f;
+	fake_c4_init(&f, 8, 0);
+	nn_backend *be = &f.be;
+	eval_options eo = eval_options_default();
+	eo.seed = 9;
+	mcts_child_info a[8], b[8];
+	int na = 0, nb = 0;
+	for (int run = 0; run < 2; run++) {
+		evaluator *ev = eval_new(&be, 1, NN_ENC_C4, &eo, NULL, 0);
+		mcts_options o = mcts_options_default();
+		o.threads = 1;
+		o.max_visits = 500;
+		o.noise = true;
+		o.seed = 5;
+		o.max_memory = 16 << 20;
+		mcts *m = mcts_new(ev, &o, NULL, 0);
+		mcts_set_position(m, &g);
+		mcts_search(m);
+		if (run == 0)
+			na = mcts_root_children(m, a, 8);
+		else
+			nb = mcts_root_children(m, b, 8);
+		mcts_free(m);
+		eval_free(ev);
+	}
+	cr_assert_eq(na, nb);
+	for (int i = 0; i < na; i++) {
+		cr_assert_eq(a[i].move, b[i].move);
+		cr_assert_eq(a[i].visits, b[i].visits);
+		cr_assert_eq(memcmp(&a[i].q, &b[i].q, sizeof(float)), 0, "bit for bit");
+		cr_assert_eq(memcmp(&a[i].prior, &b[i].prior, sizeof(float)), 0);
+	}
+}
+
+Test(mcts, threads_form_batches_and_spread)
+{
+	game_params p = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	game_init(&g, &p);
+	fake_net f;
+	fake_go_init(&f, 9, 8, 500);
+	nn_backend *be = &f.be;
+	eval_options eo = eval_options_default();
+	eo.max_batch = 8;
+	eo.cache_bytes = 0;
+	evaluator *ev = eval_new(&be, 1, NN_ENC_LZ18, &eo, NULL, 0);
+	mcts_options o = mcts_options_default();
+	o.threads = 8;
+	o.max_visits = 400;
+	o.max_memory = 64 << 20;
+	mcts *m = mcts_new(ev, &o, NULL, 0);
+	mcts_set_position(m, &g);
+	mcts_search(m);
+	mcts_stats st;
+	mcts_get_stats(m, &st);
+	eval_stats es;
+	eval_get_stats(ev, &es);
+	cr_assert_eq(mcts_root_visits(m), 400);
+	/* Every playout reached a distinct new leaf: one evaluation each
+	 * (the root's included), so virtual loss kept threads apart. */
+	cr_assert_eq(es.evals, 400, "evals %llu", (unsigned long long)es.evals);
+	double mean = (double)es.evals / (double)es.batches;
+	cr_assert(mean > 3, "mean batch %.2f with 8 threads", mean);
+	cr_assert(st.collisions < 400, "collisions %llu", (unsigned long long)st.collisions);
+	mcts_free(m);
+	eval_free(ev);
+}
+
+Test(mcts, tree_reuse_keeps_the_subtree)
+{
+	c4_position("");
+	evaluator *ev = eval_new(NULL, 0, NN_ENC_C4, NULL, NULL, 0);
+	mcts_options o = mcts_options_default();
+	o.threads = 2;
+	o.max_visits = 2000;
+	o.max_memory = 64 << 20;
+	mcts *m = mcts_new(ev, &o, NULL, 0);
+	mcts_set_position(m, &g);
+	mcts_search(m);
+	int mv = mcts_choose_move(m, 0, false);
+	/* The visits of the grandchild we will reach: follow the PV. */
+	int pv[4];
+	cr_assert(mcts_pv(m, mv, pv, 4) >= 2);
+	cr_assert_eq(game_play(&g, pv[0]), GAME_OK);
+	mcts_set_position(m, &g);
+	int kept1 = mcts_root_visits(m);
+	cr_assert(kept1 > 100, "one move on: the subtree is kept (%d visits)", kept1);
+	cr_assert_eq(game_play(&g, pv[1]), GAME_OK);
+	mcts_set_position(m, &g);
+	int kept2 = mcts_root_visits(m);
+	cr_assert(kept2 > 10 && kept2 < kept1, "two moves on: %d visits kept", kept2);
+	mcts_search(m);
+	cr_assert_eq(mcts_root_visits(m), 2000, "the search tops up to the limit");
+	/* An unrelated position drops the tree. */
+	c4_position("7");
+	mcts_set_position(m, &g);
+	cr_assert_eq(mcts_root_visits(m), 0);
+	mcts_free(m);
+	eval_free(ev);
+}
+
+Test(mcts, go_capture_in_one)
+{
+	/* 9x9: a white stone at E5 in atari (black on D5, F5, E6); Black to
+	 * move captures at E4. The fake network counts material. */
+	game_params p = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	game_init(&g, &p);
+	const char *seq[] = { "D5", "E5", "F5", "A9", "E6", "B9" };
+	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		int mv;
+		cr_assert_eq(game_move_from_text(&g, seq[i], &mv), GAME_OK);
+		cr_assert_eq(game_play(&g, mv), GAME_OK);
+	}
+	fake_net f;
+	fake_go_init(&f, 9, 8, 0);
+	nn_backend *be = &f.be;
+	evaluator *ev = eval_new(&be, 1, NN_ENC_LZ18, NULL, NULL, 0);
+	int want;
+	game_move_from_text(&g, "E4", &want);
+	cr_assert_eq(search_move(ev, 2, 800, 4), want);
+	eval_free(ev);
+}
