@@ -122,11 +122,11 @@ deps:
 FUZZ_SRC = $(wildcard fuzz/*.c)
 FUZZ_BIN = $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
 FUZZ_TIME ?= 60
-FUZZ_LIBSRC = $(wildcard engine/*.c gtp/*.c)
+FUZZ_LIBSRC = $(LIB_SRC)
 fuzz: $(FUZZ_BIN)
 build-fuzz/%: fuzz/%.c $(FUZZ_LIBSRC)
 	@mkdir -p $(dir $@)
-	clang $(CSTD) -g -O1 -I. -fsanitize=fuzzer,address,undefined $< $(FUZZ_LIBSRC) -lm -lpthread -o $@
+	clang $(CSTD) -g -O1 -I. -fsanitize=fuzzer,address,undefined $< $(FUZZ_LIBSRC) -ldnnl -lsqlite3 -lz -lm -lpthread -o $@
 fuzz-run: fuzz
 	@for f in $(FUZZ_BIN); do n=$$(basename $$f | sed 's/^fuzz_//'); \
 	  mkdir -p build-fuzz/corpus-$$n; \

@@ -9,14 +9,41 @@ static const char gtp_help[] =
 	"usage: sente gtp [options]\n"
 	"\n"
 	"Speaks GTP v2 on standard input and output, for GUIs (Sabaki, Lizzie,\n"
-	"GoGui) and match tools. Diagnostics go to standard error.\n"
+	"GoGui, q5Go) and match tools; diagnostics go to standard error. Besides\n"
+	"the GTP v2 commands it answers lz-analyze, kata-analyze (and analyze),\n"
+	"lz-genmove_analyze, kata-genmove_analyze, kata-raw-nn, clear_cache, stop.\n"
 	"\n"
 	"options:\n"
-	"  --game go|connect4   which game (default go); for Connect Four the\n"
+	"  -w, --weights FILE   network: a .sente model or Leela Zero weights (text\n"
+	"                       or gzip); without one, a uniform policy and a\n"
+	"                       neutral value (weak, but every command works)\n"
+	"  -v, --visits N       stop a search when the root has N visits (default 800)\n"
+	"  -p, --playouts N     stop after N playouts of this search (default: none)\n"
+	"  -t, --threads N      search threads (default 2)\n"
+	"  -b, --batch N        largest network batch (default 16)\n"
+	"      --nn-threads N   network compute threads (default: all cores)\n"
+	"      --precision P    fp32 or bf16 (default fp32)\n"
+	"      --noponder       do not think during the opponent's turn\n"
+	"  -s, --seed N         random seed (default 1)\n"
+	"  -r, --resign PCT     resign when the winrate is below PCT percent\n"
+	"                       (default 10; 0 never resigns)\n"
+	"      --lagbuffer S    seconds kept in reserve per move (default 1.0)\n"
+	"      --memory MB      search tree memory (default 512)\n"
+	"      --game go|connect4  which game (default go); for Connect Four the\n"
 	"                       first player is b and moves are the columns 1..7\n"
-	"  --size N             initial Go board size 5..19 (default 19)\n"
-	"  --komi K             initial komi (default 7.5)\n"
+	"      --size N         initial Go board size 5..19 (default 19; a network\n"
+	"                       fixes its own size)\n"
+	"      --komi K         initial komi (default 7.5)\n"
 	"  -q, --quiet          no diagnostics on standard error\n";
+
+/* Parses a positive count flag's value; prints the error. */
+static bool count_arg(const char *flag, const char *v, long lo, long hi, long *out)
+{
+	if (cli_parse_int(v, lo, hi, out))
+		return true;
+	cli_usage_error("gtp", "%s takes an integer %ld..%ld, got '%s'", flag, lo, hi, v);
+	return false;
+}
 
 int cli_gtp(int argc, char **argv)
 {
@@ -24,44 +51,99 @@ int cli_gtp(int argc, char **argv)
 		fputs(gtp_help, stdout);
 		return 0;
 	}
-	gtp_options opt = { .game = game_params_default(GAME_KIND_GO) };
-	long size = 19;
-	double komi = 7.5;
-	bool quiet = false;
+	gtp_options opt = gtp_options_default();
+	long size = 19, n;
+	double komi = 7.5, d;
+	game_kind kind = GAME_KIND_GO;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--game") && v) {
-			if (!game_kind_from_name(v, &opt.game.kind))
+		bool takes = v != NULL;
+#define IS(s, l) (!strcmp(a, s) || !strcmp(a, l))
+		if (IS("-w", "--weights") && takes) {
+			opt.weights = v;
+		} else if (IS("-v", "--visits") && takes) {
+			if (!count_arg(a, v, 1, 100000000, &n))
+				return 2;
+			opt.search.max_visits = (int)n;
+			opt.limits_set = true;
+		} else if (IS("-p", "--playouts") && takes) {
+			if (!count_arg(a, v, 1, 100000000, &n))
+				return 2;
+			opt.search.max_playouts = (int)n;
+			opt.search.max_visits = 0;
+			opt.limits_set = true;
+		} else if (IS("-t", "--threads") && takes) {
+			if (!count_arg(a, v, 1, 256, &n))
+				return 2;
+			opt.search.threads = (int)n;
+		} else if (IS("-b", "--batch") && takes) {
+			if (!count_arg(a, v, 1, 4096, &n))
+				return 2;
+			opt.batch = (int)n;
+		} else if (!strcmp(a, "--nn-threads") && takes) {
+			if (!count_arg(a, v, 1, 1024, &n))
+				return 2;
+			opt.nn.threads = (int)n;
+		} else if (!strcmp(a, "--precision") && takes) {
+			if (!nn_precision_from_name(v, &opt.nn.precision))
+				return cli_usage_error("gtp", "--precision takes fp32 or bf16, got '%s'", v);
+		} else if (!strcmp(a, "--noponder")) {
+			opt.ponder = false;
+			i--;
+		} else if (IS("-s", "--seed") && takes) {
+			if (!count_arg(a, v, 0, 0x7fffffffL, &n))
+				return 2;
+			opt.search.seed = (uint64_t)n;
+		} else if (IS("-r", "--resign") && takes) {
+			if (!cli_parse_double(v, &d) || d < 0 || d > 100)
+				return cli_usage_error("gtp", "--resign takes a percentage 0..100, got '%s'", v);
+			opt.resign_pct = (float)d;
+		} else if (!strcmp(a, "--lagbuffer") && takes) {
+			if (!cli_parse_double(v, &d) || d < 0 || d > 60)
+				return cli_usage_error("gtp", "--lagbuffer takes seconds 0..60, got '%s'", v);
+			opt.lag = d;
+		} else if (!strcmp(a, "--memory") && takes) {
+			if (!count_arg(a, v, 16, 1 << 20, &n))
+				return 2;
+			opt.search.max_memory = (size_t)n << 20;
+		} else if (!strcmp(a, "--game") && takes) {
+			if (!game_kind_from_name(v, &kind))
 				return cli_usage_error("gtp", "unknown game '%s' (go or connect4)", v);
-			i++;
-		} else if (!strcmp(a, "--size") && v) {
+		} else if (!strcmp(a, "--size") && takes) {
 			if (!cli_parse_int(v, GO_MIN_SIZE, GO_MAX_SIZE, &size))
 				return cli_usage_error("gtp", "--size takes %d..%d, got '%s'",
 						       GO_MIN_SIZE, GO_MAX_SIZE, v);
-			i++;
-		} else if (!strcmp(a, "--komi") && v) {
+		} else if (!strcmp(a, "--komi") && takes) {
 			if (!cli_parse_double(v, &komi))
 				return cli_usage_error("gtp", "--komi takes a number, got '%s'", v);
-			i++;
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-			quiet = true;
+		} else if (IS("-q", "--quiet")) {
+			opt.quiet = true;
+			i--;
 		} else {
 			return cli_usage_error("gtp", "unknown or incomplete option '%s'", a);
 		}
+		i++;
+#undef IS
 	}
-	if (opt.game.kind == GAME_KIND_GO) {
+	opt.game = game_params_default(kind);
+	if (kind == GAME_KIND_GO) {
 		opt.game.size = (int)size;
 		opt.game.komi = komi;
-	} else {
-		opt.game = game_params_default(GAME_KIND_CONNECT4);
 	}
-	char err[256];
+	char err[512];
 	gtp_engine *e = gtp_engine_new(&opt, err, sizeof(err));
-	if (!e)
-		return cli_usage_error("gtp", "%s", err);
-	if (!quiet)
-		fprintf(stderr, "sente gtp: %s, ready (no network or search yet: no genmove)\n",
-			game_kind_name(opt.game.kind));
+	if (!e) {
+		fprintf(stderr, "sente gtp: %s\n", err);
+		return 1;
+	}
+	if (!opt.quiet) {
+		if (opt.weights)
+			fprintf(stderr, "sente gtp: %s, network %s on the cpu backend\n",
+				game_kind_name(kind), opt.weights);
+		else
+			fprintf(stderr, "sente gtp: %s, no weights: uniform policy and neutral value "
+				"(pass -w FILE for a network)\n", game_kind_name(kind));
+	}
 	int rc = gtp_engine_run(e, stdin, stdout);
 	gtp_engine_free(e);
 	return rc;

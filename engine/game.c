@@ -137,6 +137,15 @@ game_status game_play(game *g, int move)
 	return rc == 0 ? GAME_OK : GAME_ERR_ILLEGAL;
 }
 
+bool game_set_to_move(game *g, int player)
+{
+	if (g->params.kind == GAME_KIND_GO) {
+		go_set_to_move(&g->u.go, player);
+		return true;
+	}
+	return c4_to_move(&g->u.c4) == player;
+}
+
 bool game_undo(game *g)
 {
 	if (g->params.kind == GAME_KIND_GO)

@@ -78,6 +78,10 @@ bool game_is_legal(const game *g, int move);
  * to move, in increasing order; returns the count (0 when the game is over). */
 int game_legal_moves(const game *g, int *out);
 game_status game_play(game *g, int move);
+/* Gives the move to `player` without playing (Go only; Connect Four's turn
+ * follows from the discs, so there it returns false unless it is already
+ * `player`'s turn). */
+bool game_set_to_move(game *g, int player);
 /* Takes back the last move; returns false when there is none. */
 bool game_undo(game *g);
 

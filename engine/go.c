@@ -442,6 +442,11 @@ int go_play_color(go_board *b, int color, int move)
 	return 0;
 }
 
+void go_set_to_move(go_board *b, int color)
+{
+	set_to_move(b, color == GO_WHITE ? GO_WHITE : GO_BLACK);
+}
+
 int go_play(go_board *b, int move)
 {
 	return go_play_color(b, b->to_move, move);

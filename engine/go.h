@@ -103,6 +103,9 @@ int go_play(go_board *b, int move);
 /* Plays for `color` (GTP "play w D4" out of turn): the side to move becomes
  * `color` first. Same return values. */
 int go_play_color(go_board *b, int color, int move);
+/* Gives the move to `color` without playing (GTP genmove for the side not
+ * on move); undo restores the earlier side with the entry before it. */
+void go_set_to_move(go_board *b, int color);
 /* Takes back the last history entry (a move or setup stone) by replaying the
  * rest; false when the history is empty. A resignation is taken back too. */
 bool go_undo(go_board *b);

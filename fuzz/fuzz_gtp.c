@@ -10,9 +10,17 @@
 
 static void feed(game_kind kind, const uint8_t *data, size_t size, FILE *sink)
 {
-	gtp_options opt = { .game = game_params_default(kind) };
+	gtp_options opt = gtp_options_default();
+	opt.game = game_params_default(kind);
 	if (kind == GAME_KIND_GO)
 		opt.game.size = 9;
+	/* Small searches: the fuzzer is after the parser and handlers. */
+	opt.search.threads = 1;
+	opt.search.max_visits = 16;
+	opt.search.max_memory = 16 << 20;
+	opt.cache_bytes = 0;
+	opt.ponder = false;
+	opt.quiet = true;
 	char err[128];
 	gtp_engine *e = gtp_engine_new(&opt, err, sizeof(err));
 	if (!e)

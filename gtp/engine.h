@@ -1,6 +1,7 @@
 /* engine.h: the GTP engine front end. It reads GTP v2 commands, keeps the
- * game, and answers on an output stream. Handlers are a table, one small
- * function per command. Malformed input gets a `?` answer, never a crash. */
+ * game, searches with the network (or a uniform policy without one), and
+ * answers on an output stream. Handlers are a table, one small function per
+ * command. Malformed input gets a `?` answer, never a crash. */
 #ifndef SENTE_GTP_ENGINE_H
 #define SENTE_GTP_ENGINE_H
 
@@ -8,22 +9,40 @@
 #include <stdio.h>
 
 #include "engine/game.h"
+#include "nn/backend.h"
+#include "search/mcts.h"
 
 typedef struct gtp_options {
-	game_params game; /* game, initial board size and komi */
+	game_params game;        /* game, initial board size and komi */
+	const char *weights;     /* model file (.sente or Leela Zero); NULL: uniform policy */
+	mcts_options search;     /* threads, visit and playout limits, seed, memory */
+	bool limits_set;         /* -v/-p given: they apply under time control too */
+	int batch;               /* largest evaluation batch */
+	nn_backend_options nn;   /* precision and compute threads of the network */
+	size_t cache_bytes;      /* NN cache size */
+	bool ponder;             /* think during the opponent's turn */
+	float resign_pct;        /* resign below this winrate, percent; 0 never */
+	double lag;              /* seconds kept in reserve per move */
+	bool quiet;              /* no diagnostics on stderr */
 } gtp_options;
+
+/* Go 19x19, komi 7.5, no weights, 2 threads, 800 visits, batch 16,
+ * pondering on, resign at 10%, lag 1 s. */
+gtp_options gtp_options_default(void);
 
 typedef struct gtp_engine gtp_engine;
 
-/* A new engine on an empty board; NULL when out of memory or the game
- * parameters are bad (err says which). */
+/* A new engine on an empty board; NULL with a message when the weights do
+ * not load, the backend cannot start, or the game parameters are bad. */
 gtp_engine *gtp_engine_new(const gtp_options *opt, char *err, size_t errlen);
 void gtp_engine_free(gtp_engine *e);
 
 /* Handles one input line and writes the answer (if the line held a command)
- * to out. Returns false once `quit` has been answered. */
+ * to out. Analysis commands run one bounded search when there is no input
+ * stream to end them. Returns false once `quit` has been answered. */
 bool gtp_engine_handle(gtp_engine *e, const char *line, size_t len, FILE *out);
-/* Reads lines from in until EOF or quit. Returns 0. */
+/* Reads commands from in until EOF or quit, answering on out; analysis
+ * runs until the next input line arrives. Returns 0. */
 int gtp_engine_run(gtp_engine *e, FILE *in, FILE *out);
 
 /* The current game (read-only), for tests and callers. */

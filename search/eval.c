@@ -25,6 +25,7 @@ typedef struct eval_request {
 	int n_legal;          /* entries in legal[] and logit_idx[] */
 	int n_actions;        /* size of policy[] */
 	uint64_t key;         /* cache key */
+	bool store;           /* put the answer in the cache */
 	float *policy;        /* answer: [n_actions] */
 	float *value;         /* answer */
 	int status;           /* 0 pending, 1 done, -1 backend failure */
@@ -232,7 +233,7 @@ static void *server_main(void *arg)
 			atomic_fetch_add(&ev->n_failures, 1);
 		for (int i = 0; i < k && rc == 0; i++) {
 			answer_request(batch[i], s->logits + (size_t)i * (size_t)outs, s->values[i]);
-			if (ev->cache)
+			if (batch[i]->store)
 				cache_put(ev->cache, batch[i]->key, batch[i]->policy, batch[i]->n_actions,
 					  *batch[i]->value);
 		}
@@ -349,7 +350,10 @@ static void uniform(const game *g, const int *legal, int n_legal, float *policy,
 	*value = 0;
 }
 
-int eval_position(evaluator *ev, const game *g, float *policy, float *value)
+/* Evaluates g under symmetry `sym` (-1: random when the options say so),
+ * through the cache when use_cache. */
+static int evaluate(evaluator *ev, const game *g, int sym, bool use_cache, float *policy,
+		    float *value)
 {
 	int legal[GAME_MAX_ACTIONS], idx[GAME_MAX_ACTIONS];
 	int n_legal = game_legal_moves(g, legal);
@@ -360,15 +364,18 @@ int eval_position(evaluator *ev, const game *g, float *policy, float *value)
 		return 0;
 	}
 	uint64_t key = eval_key(g, ev->enc);
-	if (ev->cache && cache_get(ev->cache, key, policy, n_actions, value)) {
+	use_cache = use_cache && ev->cache;
+	if (use_cache && cache_get(ev->cache, key, policy, n_actions, value)) {
 		atomic_fetch_add(&ev->n_hits, 1);
 		return 0;
 	}
 
-	int sym = 0;
-	if (ev->opt.random_symmetry) {
-		uint64_t draw = atomic_fetch_add(&ev->sym_counter, 1);
-		sym = (int)(mix64(ev->opt.seed ^ mix64(draw)) % (uint64_t)game_num_symmetries(g));
+	if (sym < 0) {
+		sym = 0;
+		if (ev->opt.random_symmetry) {
+			uint64_t draw = atomic_fetch_add(&ev->sym_counter, 1);
+			sym = (int)(mix64(ev->opt.seed ^ mix64(draw)) % (uint64_t)game_num_symmetries(g));
+		}
 	}
 	/* The transformed position's logit for its action sym(a) belongs to
 	 * our action a (nn/encode.h). */
@@ -381,7 +388,8 @@ int eval_position(evaluator *ev, const game *g, float *policy, float *value)
 	}
 	eval_request r = {
 		.planes = planes, .legal = legal, .logit_idx = idx, .n_legal = n_legal,
-		.n_actions = n_actions, .key = key, .policy = policy, .value = value,
+		.n_actions = n_actions, .key = key, .store = use_cache, .policy = policy,
+		.value = value,
 	};
 	pthread_cond_init(&r.done, NULL);
 	pthread_mutex_lock(&ev->mu);
@@ -399,6 +407,18 @@ int eval_position(evaluator *ev, const game *g, float *policy, float *value)
 		return -1;
 	}
 	return 0;
+}
+
+int eval_position(evaluator *ev, const game *g, float *policy, float *value)
+{
+	return evaluate(ev, g, -1, true, policy, value);
+}
+
+int eval_raw(evaluator *ev, const game *g, int sym, float *policy, float *value)
+{
+	if (sym < 0 || sym >= game_num_symmetries(g))
+		sym = 0;
+	return evaluate(ev, g, sym, false, policy, value);
 }
 
 void eval_get_stats(const evaluator *ev, eval_stats *out)

@@ -56,6 +56,10 @@ void eval_free(evaluator *ev);
  * (policy uniform, value 0 then). The game must not be over. */
 int eval_position(evaluator *ev, const game *g, float *policy, float *value);
 
+/* The network's own answer for g under symmetry `sym` (no cache, no random
+ * symmetry): what GTP kata-raw-nn shows. Same outputs as eval_position. */
+int eval_raw(evaluator *ev, const game *g, int sym, float *policy, float *value);
+
 /* The key the cache uses for g: its position, the side to move, and as much
  * history (and komi) as the encoding sees. */
 uint64_t eval_key(const game *g, nn_encoding enc);

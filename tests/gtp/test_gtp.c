@@ -79,9 +79,16 @@ static void golden(const char *name, game_kind kind, int size)
 	cr_assert_eq(fread(expect, 1, (size_t)elen, ef), (size_t)elen);
 	fclose(ef);
 
-	gtp_options opt = { .game = game_params_default(kind) };
+	gtp_options opt = gtp_options_default();
+	opt.game = game_params_default(kind);
 	if (kind == GAME_KIND_GO)
 		opt.game.size = size;
+	/* The deterministic mode: one thread, fixed seed, no pondering. */
+	opt.search.threads = 1;
+	opt.search.max_visits = 200;
+	opt.search.max_memory = 32 << 20;
+	opt.ponder = false;
+	opt.quiet = true;
 	char err[128];
 	gtp_engine *e = gtp_engine_new(&opt, err, sizeof(err));
 	cr_assert(e, "%s", err);
@@ -110,3 +117,5 @@ Test(gtp_golden, basic) { golden("basic", GAME_KIND_GO, 19); }
 Test(gtp_golden, errors) { golden("errors", GAME_KIND_GO, 19); }
 Test(gtp_golden, handicap) { golden("handicap", GAME_KIND_GO, 19); }
 Test(gtp_golden, connect4) { golden("connect4", GAME_KIND_CONNECT4, 7); }
+Test(gtp_golden, search) { golden("search", GAME_KIND_GO, 19); }
+Test(gtp_golden, c4search) { golden("c4search", GAME_KIND_CONNECT4, 7); }

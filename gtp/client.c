@@ -1,0 +1,209 @@
+/* client.c: GTP client over pipes (see client.h). */
+#include "gtp/client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct gtp_client {
+	pid_t pid;            /* the engine process */
+	int to_engine;        /* its stdin */
+	int from_engine;      /* its stdout */
+	char buf[1 << 16];    /* bytes read, not yet consumed */
+	size_t len;           /* bytes in buf */
+	bool broken;          /* dead or timed out: no further commands */
+	char command[1024];   /* as started */
+};
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+gtp_client *gtp_client_start(const char *command, const char *stderr_path, char *err,
+			     size_t errlen)
+{
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 };
+	gtp_client *c = calloc(1, sizeof(*c));
+	if (!c || pipe(in) != 0 || pipe(out) != 0) {
+		snprintf(err, errlen, "cannot create pipes: %s", strerror(errno));
+		goto fail;
+	}
+	snprintf(c->command, sizeof(c->command), "%s", command);
+	/* A dead engine must give EPIPE, not kill us with SIGPIPE. */
+	signal(SIGPIPE, SIG_IGN);
+	c->pid = fork();
+	if (c->pid < 0) {
+		snprintf(err, errlen, "cannot fork: %s", strerror(errno));
+		goto fail;
+	}
+	if (c->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		int e = open(stderr_path ? stderr_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (e >= 0)
+			dup2(e, 2);
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		execl("/bin/sh", "sh", "-c", command, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	c->to_engine = in[1];
+	c->from_engine = out[0];
+	fcntl(c->to_engine, F_SETFD, FD_CLOEXEC);
+	fcntl(c->from_engine, F_SETFD, FD_CLOEXEC);
+	return c;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (in[i] >= 0)
+			close(in[i]);
+		if (out[i] >= 0)
+			close(out[i]);
+	}
+	free(c);
+	return NULL;
+}
+
+void gtp_client_free(gtp_client *c)
+{
+	if (!c)
+		return;
+	if (!c->broken) {
+		char ans[64];
+		gtp_client_send(c, "quit", 2.0, ans, sizeof(ans));
+	}
+	close(c->to_engine);
+	close(c->from_engine);
+	/* Give it a moment to exit by itself, then make sure. */
+	for (int i = 0; i < 50; i++) {
+		if (waitpid(c->pid, NULL, WNOHANG) == c->pid)
+			goto done;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	kill(c->pid, SIGKILL);
+	waitpid(c->pid, NULL, 0);
+done:
+	free(c);
+}
+
+bool gtp_client_usable(const gtp_client *c) { return c && !c->broken; }
+const char *gtp_client_command(const gtp_client *c) { return c->command; }
+
+const char *gtp_client_status_name(gtp_client_status s)
+{
+	switch (s) {
+	case GTP_CLIENT_OK: return "ok";
+	case GTP_CLIENT_FAIL: return "refused";
+	case GTP_CLIENT_TIMEOUT: return "timed out";
+	case GTP_CLIENT_DEAD: return "engine died";
+	case GTP_CLIENT_PROTOCOL: return "protocol error";
+	}
+	return "?";
+}
+
+/* The end of a complete answer in buf ("\n\n" after a '='/'?' line), as the
+ * offset just past it; 0 when not yet complete. Lines before the answer
+ * that do not start with '=' or '?' (some engines print chatter) are
+ * skipped by the caller. */
+static size_t answer_end(const char *buf, size_t len)
+{
+	for (size_t i = 1; i < len; i++)
+		if (buf[i] == '\n' && buf[i - 1] == '\n')
+			return i + 1;
+	return 0;
+}
+
+gtp_client_status gtp_client_send(gtp_client *c, const char *command, double timeout_s,
+				  char *answer, size_t answer_len)
+{
+	if (answer && answer_len)
+		answer[0] = '\0';
+	if (c->broken)
+		return GTP_CLIENT_DEAD;
+	char line[4096];
+	int n = snprintf(line, sizeof(line), "%s\n", command);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return GTP_CLIENT_PROTOCOL;
+	for (int off = 0; off < n;) {
+		ssize_t k = write(c->to_engine, line + off, (size_t)(n - off));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			c->broken = true;
+			return GTP_CLIENT_DEAD;
+		}
+		off += (int)k;
+	}
+	double deadline = now() + timeout_s;
+	for (;;) {
+		/* Drop blank lines and chatter before the answer starts. */
+		while (c->len > 0 && c->buf[0] != '=' && c->buf[0] != '?') {
+			char *nl = memchr(c->buf, '\n', c->len);
+			if (!nl)
+				break;
+			size_t skip = (size_t)(nl - c->buf) + 1;
+			memmove(c->buf, c->buf + skip, c->len - skip);
+			c->len -= skip;
+		}
+		size_t end = c->len > 0 && (c->buf[0] == '=' || c->buf[0] == '?')
+				     ? answer_end(c->buf, c->len) : 0;
+		if (end) {
+			bool ok = c->buf[0] == '=';
+			/* Skip "=" / "?", an optional id, and one space. */
+			size_t s = 1;
+			while (s < end && c->buf[s] >= '0' && c->buf[s] <= '9')
+				s++;
+			if (s < end && c->buf[s] == ' ')
+				s++;
+			size_t text_len = end - 2 > s ? end - 2 - s : 0;
+			if (answer && answer_len) {
+				size_t copy = text_len < answer_len - 1 ? text_len : answer_len - 1;
+				memcpy(answer, c->buf + s, copy);
+				answer[copy] = '\0';
+			}
+			memmove(c->buf, c->buf + end, c->len - end);
+			c->len -= end;
+			return ok ? GTP_CLIENT_OK : GTP_CLIENT_FAIL;
+		}
+		if (c->len == sizeof(c->buf)) {
+			c->broken = true;
+			return GTP_CLIENT_PROTOCOL; /* an answer larger than we keep */
+		}
+		double left = deadline - now();
+		if (left <= 0) {
+			c->broken = true;
+			return GTP_CLIENT_TIMEOUT;
+		}
+		struct pollfd p = { .fd = c->from_engine, .events = POLLIN };
+		int r = poll(&p, 1, (int)(left * 1000) + 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			continue; /* the deadline check above ends it */
+		ssize_t k = read(c->from_engine, c->buf + c->len, sizeof(c->buf) - c->len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			c->broken = true;
+			return GTP_CLIENT_DEAD;
+		}
+		/* GTP allows CR LF; keep LF only so answers compare simply. */
+		size_t w = c->len;
+		for (ssize_t i = 0; i < k; i++)
+			if (c->buf[c->len + (size_t)i] != '\r')
+				c->buf[w++] = c->buf[c->len + (size_t)i];
+		c->len = w;
+	}
+}

@@ -1,0 +1,41 @@
+/* client.h: a GTP client: starts an external engine (GNU Go, Leela Zero,
+ * another sente), sends commands, parses answers. Every wait is bounded: an
+ * engine that hangs is reported as timed out, one that exits or crashes as
+ * dead, and neither takes the caller down. */
+#ifndef SENTE_GTP_CLIENT_H
+#define SENTE_GTP_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum gtp_client_status {
+	GTP_CLIENT_OK = 0,       /* "=" answer */
+	GTP_CLIENT_FAIL = 1,     /* "?" answer (the engine refused the command) */
+	GTP_CLIENT_TIMEOUT = -1, /* no complete answer in time */
+	GTP_CLIENT_DEAD = -2,    /* the engine exited, crashed or closed its pipes */
+	GTP_CLIENT_PROTOCOL = -3, /* the answer was not GTP */
+} gtp_client_status;
+
+typedef struct gtp_client gtp_client;
+
+/* Starts `command` (run by /bin/sh -c) with pipes to its stdin and stdout;
+ * its stderr goes to stderr_path (NULL: /dev/null). NULL with a message
+ * when it cannot start. */
+gtp_client *gtp_client_start(const char *command, const char *stderr_path, char *err,
+			     size_t errlen);
+/* Asks the engine to quit, waits a moment, then kills it; NULL is fine. */
+void gtp_client_free(gtp_client *c);
+
+/* Sends one command line (no newline needed) and waits up to timeout_s for
+ * the answer, whose text (without "= "/"? " and the final blank line) goes
+ * to answer (may be NULL). */
+gtp_client_status gtp_client_send(gtp_client *c, const char *command, double timeout_s,
+				  char *answer, size_t answer_len);
+/* False once the engine is known dead or timed out (its pipe state is then
+ * unknown and the client should be restarted). */
+bool gtp_client_usable(const gtp_client *c);
+/* The command line the client was started with. */
+const char *gtp_client_command(const gtp_client *c);
+const char *gtp_client_status_name(gtp_client_status s);
+
+#endif

@@ -1,0 +1,154 @@
+/* The GTP client: answers, refusals, a hung and a dead engine, and a whole
+ * 9x9 game between sente and GNU Go that ends with a result and a valid
+ * SGF. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/game.h"
+#include "engine/sgf.h"
+#include "gtp/client.h"
+
+static const char *sente_bin(void)
+{
+	const char *bin = getenv("SENTE_BIN");
+	if (!bin)
+		cr_skip_test("SENTE_BIN is not set (run through make test)");
+	return bin;
+}
+
+Test(gtp_client, talks_to_sente)
+{
+	char cmd[1024], ans[4096], err[256];
+	snprintf(cmd, sizeof(cmd), "%s gtp -q -v 20 -t 1 --noponder --size 9", sente_bin());
+	gtp_client *c = gtp_client_start(cmd, NULL, err, sizeof(err));
+	cr_assert(c, "%s", err);
+	cr_assert_eq(gtp_client_send(c, "protocol_version", 10, ans, sizeof(ans)), GTP_CLIENT_OK);
+	cr_assert_str_eq(ans, "2");
+	cr_assert_eq(gtp_client_send(c, "7 name", 10, ans, sizeof(ans)), GTP_CLIENT_OK);
+	cr_assert_str_eq(ans, "sente", "the id is stripped");
+	cr_assert_eq(gtp_client_send(c, "play b Z99", 10, ans, sizeof(ans)), GTP_CLIENT_FAIL);
+	cr_assert(strstr(ans, "syntax error"), "%s", ans);
+	cr_assert_eq(gtp_client_send(c, "showboard", 10, ans, sizeof(ans)), GTP_CLIENT_OK);
+	cr_assert(strstr(ans, "A B C"), "a multi-line answer arrives whole: %s", ans);
+	cr_assert_eq(gtp_client_send(c, "genmove b", 30, ans, sizeof(ans)), GTP_CLIENT_OK);
+	cr_assert(strlen(ans) >= 2, "%s", ans);
+	cr_assert(gtp_client_usable(c));
+	gtp_client_free(c);
+}
+
+Test(gtp_client, hung_engine_times_out)
+{
+	char err[256];
+	gtp_client *c = gtp_client_start("sleep 30", NULL, err, sizeof(err));
+	cr_assert(c, "%s", err);
+	cr_assert_eq(gtp_client_send(c, "name", 0.3, NULL, 0), GTP_CLIENT_TIMEOUT);
+	cr_assert(!gtp_client_usable(c));
+	gtp_client_free(c); /* kills it: must not wait 30 s */
+}
+
+Test(gtp_client, dead_engine_is_reported, .timeout = 10)
+{
+	char err[256];
+	gtp_client *c = gtp_client_start("exit 3", NULL, err, sizeof(err));
+	cr_assert(c, "%s", err);
+	cr_assert_eq(gtp_client_send(c, "name", 5, NULL, 0), GTP_CLIENT_DEAD);
+	cr_assert_eq(gtp_client_send(c, "name", 5, NULL, 0), GTP_CLIENT_DEAD, "and stays dead");
+	gtp_client_free(c);
+	c = gtp_client_start("/nonexistent/engine", NULL, err, sizeof(err));
+	cr_assert(c, "the shell starts; the engine is missing");
+	cr_assert_eq(gtp_client_send(c, "name", 5, NULL, 0), GTP_CLIENT_DEAD);
+	gtp_client_free(c);
+}
+
+Test(gtp_client, garbage_is_a_protocol_error_or_timeout, .timeout = 10)
+{
+	char err[256];
+	/* An engine that prints lines that are not GTP, forever. */
+	gtp_client *c = gtp_client_start("yes garbage", NULL, err, sizeof(err));
+	cr_assert(c, "%s", err);
+	gtp_client_status s = gtp_client_send(c, "name", 0.5, NULL, 0);
+	cr_assert(s == GTP_CLIENT_TIMEOUT || s == GTP_CLIENT_PROTOCOL, "%s", gtp_client_status_name(s));
+	gtp_client_free(c);
+}
+
+/* A full 9x9 game: sente (uniform policy, few visits) against GNU Go level 1,
+ * moves relayed through two clients; the result and an SGF that replays to
+ * the same final position. */
+Test(gtp_client, full_game_against_gnugo, .timeout = 120)
+{
+	/* Debian installs it in /usr/games, which is not always on PATH. */
+	const char *gnugo = NULL;
+	if (access("/usr/games/gnugo", X_OK) == 0)
+		gnugo = "/usr/games/gnugo";
+	else if (system("command -v gnugo >/dev/null 2>&1") == 0)
+		gnugo = "gnugo";
+	if (!gnugo)
+		cr_skip_test("gnugo is not installed (apt-get install gnugo)");
+	char cmd[8192], ans[4096], err[256];
+	snprintf(cmd, sizeof(cmd), "%s gtp -q -v 30 -t 1 --noponder -r 0", sente_bin());
+	gtp_client *players[2];
+	players[0] = gtp_client_start(cmd, NULL, err, sizeof(err)); /* Black */
+	char gcmd[256];
+	snprintf(gcmd, sizeof(gcmd), "%s --mode gtp --level 1 --chinese-rules", gnugo);
+	players[1] = gtp_client_start(gcmd, NULL, err, sizeof(err)); /* White */
+	cr_assert(players[0] && players[1], "%s", err);
+	for (int p = 0; p < 2; p++) {
+		cr_assert_eq(gtp_client_send(players[p], "boardsize 9", 10, ans, sizeof(ans)), GTP_CLIENT_OK);
+		cr_assert_eq(gtp_client_send(players[p], "clear_board", 10, ans, sizeof(ans)), GTP_CLIENT_OK);
+		cr_assert_eq(gtp_client_send(players[p], "komi 7", 10, ans, sizeof(ans)), GTP_CLIENT_OK);
+	}
+	static game g;
+	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7 };
+	cr_assert_eq(game_init(&g, &gp), GAME_OK);
+	int resigned = -1;
+	while (!game_is_over(&g) && game_move_count(&g) < 200) {
+		int who = game_to_move(&g);
+		snprintf(cmd, sizeof(cmd), "genmove %s", who == GAME_BLACK ? "b" : "w");
+		cr_assert_eq(gtp_client_send(players[who], cmd, 60, ans, sizeof(ans)), GTP_CLIENT_OK,
+			     "%s: %s", cmd, ans);
+		for (char *s = ans; *s; s++)
+			*s = (char)(*s >= 'a' && *s <= 'z' ? *s - 32 : *s);
+		if (!strcmp(ans, "RESIGN")) {
+			resigned = who;
+			game_resign(&g, who);
+			break;
+		}
+		int mv;
+		cr_assert_eq(game_move_from_text(&g, ans, &mv), GAME_OK, "engine %d said '%s'", who, ans);
+		cr_assert_eq(game_play(&g, mv), GAME_OK, "engine %d played illegal '%s'", who, ans);
+		snprintf(cmd, sizeof(cmd), "play %s %s", who == GAME_BLACK ? "b" : "w", ans);
+		cr_assert_eq(gtp_client_send(players[1 - who], cmd, 10, ans, sizeof(ans)), GTP_CLIENT_OK,
+			     "%s refused: %s", cmd, ans);
+	}
+	cr_assert(game_is_over(&g) || game_move_count(&g) == 200);
+	cr_log_info("game over after %d moves%s", game_move_count(&g), resigned >= 0 ? " by resignation" : "");
+	/* Both engines score the same final position. */
+	char score_b[256], score_w[256];
+	if (resigned < 0) {
+		cr_assert_eq(gtp_client_send(players[0], "final_score", 10, score_b, sizeof(score_b)), GTP_CLIENT_OK);
+		cr_assert_eq(gtp_client_send(players[1], "final_score", 30, score_w, sizeof(score_w)), GTP_CLIENT_OK);
+		cr_assert(score_b[0] == 'B' || score_b[0] == 'W' || score_b[0] == '0', "%s", score_b);
+		cr_log_info("final_score: sente %s, gnugo %s", score_b, score_w);
+	}
+	/* The record as SGF, read back and replayed, gives the same board. */
+	sgf_record rec;
+	cr_assert_eq(sgf_record_from_go(&g.u.go, &rec), 0);
+	char *text = sgf_write(&rec);
+	cr_assert(text);
+	sgf_record back;
+	cr_assert_eq(sgf_read(text, strlen(text), &back, err, sizeof(err)), 0, "%s", err);
+	static go_board replay;
+	cr_assert_eq(sgf_replay(&back, &replay, -1, err, sizeof(err)), 0, "%s", err);
+	for (int y = 0; y < 9; y++)
+		for (int x = 0; x < 9; x++)
+			cr_assert_eq(go_color_at(&replay, x, y), go_color_at(&g.u.go, x, y));
+	cr_assert_eq(back.n_moves, game_move_count(&g));
+	free(text);
+	sgf_record_free(&rec);
+	sgf_record_free(&back);
+	gtp_client_free(players[0]);
+	gtp_client_free(players[1]);
+}
