@@ -105,7 +105,8 @@ test-run: $(TESTBIN) $(BIN)
 # own build folder and with their own binary.
 asan:
 	@sh scripts/deps.sh --ensure
-	@$(MAKE) --no-print-directory SAN=1 BUILD=build-asan BIN=build-asan/bin/sente test-run
+	@LSAN_OPTIONS=suppressions=$(abspath scripts/lsan.supp):print_suppressions=0 \
+		$(MAKE) --no-print-directory SAN=1 BUILD=build-asan BIN=build-asan/bin/sente test-run
 
 bench: $(BIN)
 	$(BIN) bench board

@@ -5,6 +5,9 @@
 #include "cli/cli.h"
 #include "engine/game.h"
 #include "nn/bench.h"
+#include "nn/net.h"
+#include "search/eval.h"
+#include "search/mcts.h"
 
 static const char bench_help[] =
 	"usage: sente bench <what> [options]\n"
@@ -16,6 +19,8 @@ static const char bench_help[] =
 	"               simple ko; Connect Four random games)\n"
 	"  nn           network evaluations per second and GFLOP/s per batch\n"
 	"               size (see 'sente bench nn --help')\n"
+	"  search       playouts per second of the search from the empty board\n"
+	"               (see 'sente bench search --help')\n"
 	"\n"
 	"options for board:\n"
 	"  --sizes LIST   Go board sizes, comma-separated (default 9,19)\n"
@@ -116,6 +121,134 @@ static int bench_board(int argc, char **argv)
 	return 0;
 }
 
+static const char search_help[] =
+	"usage: sente bench search [options]\n"
+	"\n"
+	"Searches from the empty board as genmove would and prints one JSON line:\n"
+	"playouts per second, network evaluations, mean batch size, NN cache hits.\n"
+	"\n"
+	"options:\n"
+	"  -w, --weights FILE  network (.sente or Leela Zero); without one a random\n"
+	"                      network of --blocks x --channels is used\n"
+	"  --blocks B, --channels C   random network shape (default 6 x 64)\n"
+	"  --game go|connect4  (default go)    --size N   Go board (default 19)\n"
+	"  -v, --visits N      visits per search (default 3200)\n"
+	"  -t, --threads N     search threads (default 2)\n"
+	"  -b, --batch N       largest network batch (default 16); each search thread\n"
+	"                      gathers batch/threads leaves per round\n"
+	"  --nn-threads N      network compute threads (default: all cores)\n"
+	"  --repeat N          searches to run, each from a fresh tree (default 2)\n";
+
+static int bench_search(int argc, char **argv)
+{
+	const char *weights = NULL;
+	long blocks = 6, channels = 64, size = 19, visits = 3200, threads = 2, batch = 0,
+	     nn_threads = 0, repeat = 2;
+	game_kind kind = GAME_KIND_GO;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		long *target = NULL, lo = 1, hi = 1000000000;
+		if ((!strcmp(a, "-w") || !strcmp(a, "--weights")) && v) {
+			weights = v;
+			i++;
+			continue;
+		} else if (!strcmp(a, "--game") && v) {
+			if (!game_kind_from_name(v, &kind))
+				return cli_usage_error("bench", "unknown game '%s'", v);
+			i++;
+			continue;
+		}
+		if (!strcmp(a, "--blocks")) target = &blocks, hi = 80, lo = 0;
+		else if (!strcmp(a, "--channels")) target = &channels, hi = 1024;
+		else if (!strcmp(a, "--size")) target = &size, lo = GO_MIN_SIZE, hi = GO_MAX_SIZE;
+		else if (!strcmp(a, "-v") || !strcmp(a, "--visits")) target = &visits;
+		else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) target = &threads, hi = 256;
+		else if (!strcmp(a, "-b") || !strcmp(a, "--batch")) target = &batch, hi = 4096;
+		else if (!strcmp(a, "--nn-threads")) target = &nn_threads, hi = 1024;
+		else if (!strcmp(a, "--repeat")) target = &repeat, hi = 1000;
+		if (!target || !v)
+			return cli_usage_error("bench", "unknown or incomplete option '%s'", a);
+		if (!cli_parse_int(v, lo, hi, target))
+			return cli_usage_error("bench", "%s takes an integer %ld..%ld, got '%s'", a, lo, hi, v);
+		i++;
+	}
+	if (batch == 0)
+		batch = 16;
+	char err[512];
+	game_params gp = game_params_default(kind);
+	if (kind == GAME_KIND_GO)
+		gp.size = (int)size;
+	nn_net *net = NULL;
+	if (weights) {
+		nn_expect want = { .game = (int)kind };
+		net = nn_net_load_any(weights, &want, err, sizeof(err));
+		if (!net) {
+			fprintf(stderr, "sente bench search: %s\n", err);
+			return 1;
+		}
+		if (kind == GAME_KIND_GO)
+			gp.size = net->arch.board_w;
+	} else {
+		nn_arch a = nn_arch_default(&gp, (int)blocks, (int)channels);
+		net = nn_net_new(&a, err, sizeof(err));
+		if (!net) {
+			fprintf(stderr, "sente bench search: %s\n", err);
+			return 1;
+		}
+		nn_net_init_random(net, 1);
+	}
+	nn_net_fold_bn(net);
+	nn_backend_options bo = nn_backend_options_default();
+	bo.threads = (int)nn_threads;
+	nn_backend *be = nn_backend_new(&nn_backend_cpu, net, (int)batch, &bo, err, sizeof(err));
+	if (!be) {
+		fprintf(stderr, "sente bench search: cpu backend: %s\n", err);
+		nn_net_free(net);
+		return 1;
+	}
+	eval_options eo = eval_options_default();
+	eo.max_batch = (int)batch;
+	int rc = 0;
+	for (long r = 0; r < repeat; r++) {
+		/* A fresh evaluator each time: its cache must not carry over. */
+		evaluator *ev = eval_new(&be, 1, net->arch.encoding, &eo, err, sizeof(err));
+		mcts_options mo = mcts_options_default();
+		mo.threads = (int)threads;
+		mo.max_visits = (int)visits;
+		mo.gather = batch > threads ? (int)(batch / threads) : 1;
+		mcts *m = ev ? mcts_new(ev, &mo, err, sizeof(err)) : NULL;
+		if (!m) {
+			fprintf(stderr, "sente bench search: %s\n", err);
+			eval_free(ev);
+			rc = 1;
+			break;
+		}
+		static game g;
+		game_init(&g, &gp);
+		mcts_set_position(m, &g);
+		mcts_search(m);
+		mcts_stats st;
+		eval_stats es;
+		mcts_get_stats(m, &st);
+		eval_get_stats(ev, &es);
+		printf("{\"bench\":\"search\",\"backend\":\"cpu\",\"game\":\"%s\",\"size\":%d,"
+		       "\"blocks\":%d,\"channels\":%d,\"threads\":%ld,\"batch\":%ld,\"visits\":%d,"
+		       "\"playouts\":%llu,\"seconds\":%.3f,\"playouts_per_s\":%.1f,"
+		       "\"evals\":%llu,\"mean_batch\":%.2f,\"cache_hits\":%llu}\n",
+		       game_kind_name(kind), gp.size, net->arch.blocks, net->arch.channels, threads,
+		       batch, mcts_root_visits(m), (unsigned long long)st.playouts, st.seconds,
+		       st.seconds > 0 ? st.playouts / st.seconds : 0.0, (unsigned long long)es.evals,
+		       es.batches ? (double)es.evals / es.batches : 0.0,
+		       (unsigned long long)es.cache_hits);
+		fflush(stdout);
+		mcts_free(m);
+		eval_free(ev);
+	}
+	nn_backend_free(be);
+	nn_net_free(net);
+	return rc;
+}
+
 int cli_bench(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -127,5 +260,8 @@ int cli_bench(int argc, char **argv)
 							  : bench_board(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "nn"))
 		return nn_bench_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "search"))
+		return cli_wants_help(argc - 1, argv + 1) ? (fputs(search_help, stdout), 0)
+							  : bench_search(argc - 1, argv + 1);
 	return cli_usage_error("bench", "unknown benchmark '%s'", argv[1]);
 }

@@ -1125,7 +1125,11 @@ gtp_engine *gtp_engine_new(const gtp_options *opt, char *err, size_t errlen)
 	e->ev = eval_new(e->be ? &e->be : NULL, e->be ? 1 : 0, e->enc, &eo, err, errlen);
 	if (!e->ev)
 		goto fail;
-	e->search = mcts_new(e->ev, &opt->search, err, errlen);
+	/* Each search thread gathers enough leaves that together they fill
+	 * a batch: few threads, full batches. */
+	if (e->opt.search.gather <= 1 && e->opt.batch > e->opt.search.threads)
+		e->opt.search.gather = e->opt.batch / (e->opt.search.threads > 0 ? e->opt.search.threads : 1);
+	e->search = mcts_new(e->ev, &e->opt.search, err, errlen);
 	if (!e->search)
 		goto fail;
 	if (game_init(&e->game, &gp) != GAME_OK) {

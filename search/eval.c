@@ -1,6 +1,7 @@
 /* eval.c: evaluation queue, server threads and NN cache (see eval.h). */
 #include "search/eval.h"
 
+#include <assert.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -350,12 +351,14 @@ static void uniform(const game *g, const int *legal, int n_legal, float *policy,
 	*value = 0;
 }
 
-/* Evaluates g under symmetry `sym` (-1: random when the options say so),
- * through the cache when use_cache. */
-static int evaluate(evaluator *ev, const game *g, int sym, bool use_cache, float *policy,
-		    float *value)
+/* Prepares the evaluation of g under symmetry `sym` (-1: random when the
+ * options say so), through the cache when use_cache. Returns 0 when it was
+ * answered at once (uniform evaluator, no legal move, cache hit), 1 when r
+ * is ready to post, -1 on failure (answered uniform). planes, legal and idx
+ * are the caller's buffers, which must outlive the request. */
+static int prepare(evaluator *ev, const game *g, int sym, bool use_cache, float *policy,
+		   float *value, float *planes, int *legal, int *idx, eval_request *r)
 {
-	int legal[GAME_MAX_ACTIONS], idx[GAME_MAX_ACTIONS];
 	int n_legal = game_legal_moves(g, legal);
 	int n_actions = game_num_actions(g);
 	atomic_fetch_add(&ev->n_requests, 1);
@@ -369,7 +372,6 @@ static int evaluate(evaluator *ev, const game *g, int sym, bool use_cache, float
 		atomic_fetch_add(&ev->n_hits, 1);
 		return 0;
 	}
-
 	if (sym < 0) {
 		sym = 0;
 		if (ev->opt.random_symmetry) {
@@ -381,32 +383,140 @@ static int evaluate(evaluator *ev, const game *g, int sym, bool use_cache, float
 	 * our action a (nn/encode.h). */
 	for (int i = 0; i < n_legal; i++)
 		idx[i] = game_symmetry_move(g, sym, legal[i]);
-	float planes[EVAL_MAX_INPUT];
 	if (nn_encode_sym(g, ev->enc, sym, planes) < 0) {
 		uniform(g, legal, n_legal, policy, value);
 		return -1;
 	}
-	eval_request r = {
-		.planes = planes, .legal = legal, .logit_idx = idx, .n_legal = n_legal,
-		.n_actions = n_actions, .key = key, .store = use_cache, .policy = policy,
-		.value = value,
-	};
-	pthread_cond_init(&r.done, NULL);
+	r->planes = planes;
+	r->legal = legal;
+	r->logit_idx = idx;
+	r->n_legal = n_legal;
+	r->n_actions = n_actions;
+	r->key = key;
+	r->store = use_cache;
+	r->policy = policy;
+	r->value = value;
+	r->status = 0;
+	return 1;
+}
+
+/* Posts n prepared requests and waits for all their answers. Returns the
+ * number that failed (answered uniform). */
+static int post_and_wait(evaluator *ev, eval_request **reqs, int n)
+{
+	int failed = 0;
 	pthread_mutex_lock(&ev->mu);
-	while (ev->q_count == EVAL_QUEUE_CAP)
-		pthread_cond_wait(&ev->not_full, &ev->mu);
-	ev->queue[(ev->q_head + ev->q_count) % EVAL_QUEUE_CAP] = &r;
-	ev->q_count++;
-	pthread_cond_signal(&ev->not_empty);
-	while (r.status == 0)
-		pthread_cond_wait(&r.done, &ev->mu);
-	pthread_mutex_unlock(&ev->mu);
-	pthread_cond_destroy(&r.done);
-	if (r.status < 0) {
-		uniform(g, legal, n_legal, policy, value);
-		return -1;
+	for (int i = 0; i < n; i++) {
+		while (ev->q_count == EVAL_QUEUE_CAP) {
+			pthread_cond_signal(&ev->not_empty);
+			pthread_cond_wait(&ev->not_full, &ev->mu);
+		}
+		ev->queue[(ev->q_head + ev->q_count) % EVAL_QUEUE_CAP] = reqs[i];
+		ev->q_count++;
 	}
-	return 0;
+	pthread_cond_broadcast(&ev->not_empty);
+	for (int i = 0; i < n; i++)
+		while (reqs[i]->status == 0)
+			pthread_cond_wait(&reqs[i]->done, &ev->mu);
+	pthread_mutex_unlock(&ev->mu);
+	for (int i = 0; i < n; i++) {
+		eval_request *r = reqs[i];
+		if (r->status < 0) {
+			memset(r->policy, 0, sizeof(float) * (size_t)r->n_actions);
+			for (int k = 0; k < r->n_legal; k++)
+				r->policy[r->legal[k]] = 1.0f / (float)r->n_legal;
+			*r->value = 0;
+			failed++;
+		}
+	}
+	return failed;
+}
+
+static int evaluate(evaluator *ev, const game *g, int sym, bool use_cache, float *policy,
+		    float *value)
+{
+	int legal[GAME_MAX_ACTIONS], idx[GAME_MAX_ACTIONS];
+	float planes[EVAL_MAX_INPUT];
+	eval_request r;
+	int rc = prepare(ev, g, sym, use_cache, policy, value, planes, legal, idx, &r);
+	if (rc <= 0)
+		return rc;
+	pthread_cond_init(&r.done, NULL);
+	eval_request *rp = &r;
+	int failed = post_and_wait(ev, &rp, 1);
+	pthread_cond_destroy(&r.done);
+	return failed ? -1 : 0;
+}
+
+struct eval_scratch {
+	int cap;                 /* positions per call */
+	int input_floats;        /* floats per encoded position */
+	float *planes;           /* [cap][input_floats] */
+	int *legal;              /* [cap][GAME_MAX_ACTIONS] */
+	int *idx;                /* [cap][GAME_MAX_ACTIONS] */
+	eval_request *reqs;      /* [cap], their condition variables made once */
+	eval_request **posted;   /* [cap] the ones sent to the queue */
+};
+
+eval_scratch *eval_scratch_new(evaluator *ev, int cap)
+{
+	eval_scratch *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->cap = cap;
+	s->input_floats = ev->input_floats > 0 ? ev->input_floats : 1;
+	s->planes = malloc(sizeof(float) * (size_t)cap * (size_t)s->input_floats);
+	s->legal = malloc(sizeof(int) * (size_t)cap * GAME_MAX_ACTIONS);
+	s->idx = malloc(sizeof(int) * (size_t)cap * GAME_MAX_ACTIONS);
+	s->reqs = calloc((size_t)cap, sizeof(eval_request));
+	s->posted = calloc((size_t)cap, sizeof(eval_request *));
+	if (!s->planes || !s->legal || !s->idx || !s->reqs || !s->posted) {
+		free(s->planes);
+		free(s->legal);
+		free(s->idx);
+		free(s->reqs);
+		free(s->posted);
+		free(s);
+		return NULL;
+	}
+	for (int i = 0; i < cap; i++)
+		pthread_cond_init(&s->reqs[i].done, NULL);
+	return s;
+}
+
+void eval_scratch_free(eval_scratch *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->cap; i++)
+		pthread_cond_destroy(&s->reqs[i].done);
+	free(s->planes);
+	free(s->legal);
+	free(s->idx);
+	free(s->reqs);
+	free(s->posted);
+	free(s);
+}
+
+int eval_batch(evaluator *ev, eval_scratch *s, int n, const game *const *games, float *const *policies,
+	       float *values)
+{
+	int failed = 0, posted = 0;
+	assert(n <= s->cap);
+	for (int i = 0; i < n; i++) {
+		eval_request *r = &s->reqs[i];
+		int rc = prepare(ev, games[i], -1, true, policies[i], &values[i],
+				 s->planes + (size_t)i * (size_t)s->input_floats,
+				 s->legal + (size_t)i * GAME_MAX_ACTIONS,
+				 s->idx + (size_t)i * GAME_MAX_ACTIONS, r);
+		if (rc < 0)
+			failed++;
+		else if (rc > 0)
+			s->posted[posted++] = r;
+	}
+	if (posted)
+		failed += post_and_wait(ev, s->posted, posted);
+	return failed ? -1 : 0;
 }
 
 int eval_position(evaluator *ev, const game *g, float *policy, float *value)

@@ -56,6 +56,18 @@ void eval_free(evaluator *ev);
  * (policy uniform, value 0 then). The game must not be over. */
 int eval_position(evaluator *ev, const game *g, float *policy, float *value);
 
+/* Scratch for eval_batch: room for `cap` positions (encoded planes, legal
+ * moves, requests), made once per search thread so that evaluating a batch
+ * allocates nothing. NULL when memory is short. */
+typedef struct eval_scratch eval_scratch;
+eval_scratch *eval_scratch_new(evaluator *ev, int cap);
+void eval_scratch_free(eval_scratch *s);
+/* Evaluates n positions (n <= the scratch's cap) in one go: they are posted
+ * to the queue together, so one search thread can fill a batch by itself.
+ * Same outputs per position as eval_position. 0, or -1 when any failed. */
+int eval_batch(evaluator *ev, eval_scratch *s, int n, const game *const *games,
+	       float *const *policies, float *values);
+
 /* The network's own answer for g under symmetry `sym` (no cache, no random
  * symmetry): what GTP kata-raw-nn shows. Same outputs as eval_position. */
 int eval_raw(evaluator *ev, const game *g, int sym, float *policy, float *value);

@@ -36,12 +36,23 @@ typedef struct mcts_arena {
 	_Atomic uint32_t used;        /* bump pointer */
 } mcts_arena;
 
+/* A leaf claimed for expansion, waiting for its evaluation. */
+typedef struct mcts_leaf {
+	game game;                     /* position at the leaf */
+	float policy[GAME_MAX_ACTIONS]; /* network answer */
+	int depth;                     /* nodes on the path */
+	uint32_t path[MCTS_MAX_DEPTH]; /* root .. leaf */
+} mcts_leaf;
+
 typedef struct mcts_thread {
 	struct mcts *m;               /* owner */
 	pthread_t thread;             /* the search thread */
-	game game;                    /* scratch position for descents */
-	float policy[GAME_MAX_ACTIONS]; /* scratch network answer */
-	uint32_t path[MCTS_MAX_DEPTH]; /* nodes of the current descent */
+	mcts_leaf *leaves;            /* [gather] leaves of the current round */
+	int gather;                   /* room in leaves[] */
+	eval_scratch *scratch;        /* for evaluating the leaves as one batch */
+	const game **games;           /* [gather] pointers handed to eval_batch */
+	float **policies;             /* [gather] */
+	float *values;                /* [gather] */
 } mcts_thread;
 
 struct mcts {
@@ -65,6 +76,8 @@ struct mcts {
 	double t_start, deadline;     /* monotonic seconds; deadline 0 = none */
 	double t_end;                 /* when the last search ended */
 	uint64_t rng;                 /* noise and move choice (caller's thread) */
+	pthread_mutex_t expand_mu;    /* with `expanded`: */
+	pthread_cond_t expanded;      /* signalled when a round's leaves are expanded */
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -181,6 +194,7 @@ mcts_options mcts_options_default(void)
 		.fpu_reduction = 0.25f,
 		.fpu_root = 0.25f,
 		.virtual_loss = 3,
+		.gather = 1,
 		.noise = false,
 		.noise_alpha_sum = 10.83f,
 		.noise_eps = 0.25f,
@@ -192,17 +206,47 @@ mcts_options mcts_options_default(void)
 
 /* ---- lifetime ------------------------------------------------------------- */
 
-static int ensure_threads(mcts *m, int n)
+static void thread_free(mcts_thread *t)
 {
-	if (n <= m->n_threads)
+	free(t->leaves);
+	eval_scratch_free(t->scratch);
+	free(t->games);
+	free(t->policies);
+	free(t->values);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Makes n thread contexts, each with room for `gather` leaves. */
+static int ensure_threads(mcts *m, int n, int gather)
+{
+	if (gather < 1)
+		gather = 1;
+	if (n <= m->n_threads && (n == 0 || m->threads[0].gather == gather))
 		return 0;
-	mcts_thread *t = realloc(m->threads, sizeof(mcts_thread) * (size_t)n);
-	if (!t)
+	for (int i = 0; i < m->n_threads; i++)
+		thread_free(&m->threads[i]);
+	free(m->threads);
+	m->n_threads = 0;
+	m->threads = calloc((size_t)n, sizeof(mcts_thread));
+	if (!m->threads)
 		return -1;
-	m->threads = t;
-	for (int i = m->n_threads; i < n; i++)
-		m->threads[i].m = m;
 	m->n_threads = n;
+	for (int i = 0; i < n; i++) {
+		mcts_thread *t = &m->threads[i];
+		t->m = m;
+		t->gather = gather;
+		t->leaves = malloc(sizeof(mcts_leaf) * (size_t)gather);
+		t->scratch = eval_scratch_new(m->ev, gather);
+		t->games = malloc(sizeof(game *) * (size_t)gather);
+		t->policies = malloc(sizeof(float *) * (size_t)gather);
+		t->values = malloc(sizeof(float) * (size_t)gather);
+		if (!t->leaves || !t->scratch || !t->games || !t->policies || !t->values)
+			return -1;
+		for (int k = 0; k < gather; k++) {
+			t->games[k] = &t->leaves[k].game;
+			t->policies[k] = t->leaves[k].policy;
+		}
+	}
 	return 0;
 }
 
@@ -215,6 +259,8 @@ mcts *mcts_new(evaluator *ev, const mcts_options *opt, char *err, size_t errlen)
 	}
 	m->ev = ev;
 	m->opt = opt ? *opt : mcts_options_default();
+	pthread_mutex_init(&m->expand_mu, NULL);
+	pthread_cond_init(&m->expanded, NULL);
 	if (m->opt.threads < 1)
 		m->opt.threads = 1;
 	if (m->opt.threads > MCTS_MAX_THREADS)
@@ -238,7 +284,7 @@ mcts *mcts_new(evaluator *ev, const mcts_options *opt, char *err, size_t errlen)
 	}
 	m->root = MCTS_NONE;
 	m->rng = m->opt.seed * 0x2545f4914f6cdd1dULL + 1;
-	if (ensure_threads(m, m->opt.threads) != 0) {
+	if (ensure_threads(m, m->opt.threads, m->opt.gather) != 0) {
 		snprintf(err, errlen, "out of memory");
 		mcts_free(m);
 		return NULL;
@@ -253,7 +299,11 @@ void mcts_free(mcts *m)
 	mcts_stop(m);
 	free(m->arena[0].nodes);
 	free(m->arena[1].nodes);
+	for (int i = 0; i < m->n_threads; i++)
+		thread_free(&m->threads[i]);
 	free(m->threads);
+	pthread_cond_destroy(&m->expanded);
+	pthread_mutex_destroy(&m->expand_mu);
 	free(m);
 }
 
@@ -267,8 +317,12 @@ void mcts_set_options(mcts *m, const mcts_options *opt)
 		m->opt.threads = 1;
 	if (m->opt.threads > MCTS_MAX_THREADS)
 		m->opt.threads = MCTS_MAX_THREADS;
-	if (ensure_threads(m, m->opt.threads) != 0)
-		m->opt.threads = m->n_threads;
+	if (ensure_threads(m, m->opt.threads, m->opt.gather) != 0) {
+		/* Out of memory: fall back to one plain thread. */
+		m->opt.threads = 1;
+		m->opt.gather = 1;
+		ensure_threads(m, 1, 1);
+	}
 }
 
 void mcts_clear(mcts *m)
@@ -330,7 +384,7 @@ void mcts_set_position(mcts *m, const game *g)
 		if (prefix) {
 			/* Walk the tree along the new moves, checking that playing
 			 * them reproduces g. */
-			game *tmp = &m->threads[0].game;
+			game *tmp = &m->threads[0].leaves[0].game;
 			*tmp = m->root_game;
 			uint32_t at = m->root;
 			for (int i = n0; i < n1 && at != MCTS_NONE; i++) {
@@ -412,28 +466,24 @@ static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root)
 	return best_i;
 }
 
-/* Expands node `idx` at position g: evaluates it, creates its children.
- * Returns the value for the player to move at g. */
-static float expand(mcts *m, mcts_thread *t, uint32_t idx, const game *g)
+/* Creates the children of node `idx` at position g from the network's
+ * policy, and publishes them. Without room in the pool the node stays a
+ * leaf (its value still counts). */
+static void expand(mcts *m, uint32_t idx, const game *g, const float *policy)
 {
-	float value;
-	eval_position(m->ev, g, t->policy, &value);
 	int legal[GAME_MAX_ACTIONS];
 	int n = game_legal_moves(g, legal);
 	mcts_node *node = node_at(m, idx);
 	uint32_t first = n > 0 ? alloc_nodes(m, (uint32_t)n) : MCTS_NONE;
 	if (first == MCTS_NONE) {
-		/* No room (or no move): the node stays a leaf whose value is
-		 * its evaluation. */
 		atomic_store_explicit(&node->state, NODE_LEAF, memory_order_release);
-		return value;
+		return;
 	}
 	for (int i = 0; i < n; i++)
-		node_reset(node_at(m, first + (uint32_t)i), legal[i], t->policy[legal[i]]);
+		node_reset(node_at(m, first + (uint32_t)i), legal[i], policy[legal[i]]);
 	node->first_child = first;
 	node->n_children = (uint16_t)n;
 	atomic_store_explicit(&node->state, NODE_EXPANDED, memory_order_release);
-	return value;
 }
 
 /* The value of a finished game for the player who made its last move. */
@@ -444,39 +494,56 @@ static float terminal_value(const game *g)
 	return (float)(mover == GAME_BLACK ? r : -r);
 }
 
-enum { PLAYOUT_DONE = 0, PLAYOUT_COLLISION = 1 };
-
-static int playout(mcts *m, mcts_thread *t)
+/* Adds value v (for the player who moved into the last node of the path)
+ * up the path, flipping sides at each step, and removes the virtual loss. */
+static void backup(mcts *m, const uint32_t *path, int depth, float v)
 {
-	game *g = &t->game;
+	for (int i = depth - 1; i >= 0; i--) {
+		mcts_node *n = node_at(m, path[i]);
+		add_d(&n->wsum, v);
+		add_d(&n->w2sum, (double)v * v);
+		atomic_fetch_add_explicit(&n->visits, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&n->vloss, 1, memory_order_relaxed);
+		v = -v;
+	}
+}
+
+enum { DESCENT_TERMINAL, DESCENT_LEAF, DESCENT_COLLISION };
+
+/* One descent from the root with virtual loss, into leaf->path and
+ * leaf->game. DESCENT_TERMINAL: *v holds the value (for the player who
+ * moved into the last node); DESCENT_LEAF: this thread now expands the
+ * leaf; DESCENT_COLLISION: another descent is expanding the node met, the
+ * virtual losses are taken back. */
+static int descend(mcts *m, mcts_leaf *leaf, float *v)
+{
+	game *g = &leaf->game;
 	*g = m->root_game;
 	int depth = 0;
 	uint32_t idx = m->root;
-	float v; /* value for the player who moved into path[depth-1] */
-	t->path[depth++] = idx;
+	leaf->path[depth++] = idx;
 	atomic_fetch_add_explicit(&node_at(m, idx)->vloss, 1, memory_order_relaxed);
 	for (;;) {
 		mcts_node *n = node_at(m, idx);
 		uint8_t st = atomic_load_explicit(&n->state, memory_order_acquire);
 		if (st == NODE_TERMINAL) {
-			v = n->terminal_value;
-			break;
+			*v = n->terminal_value;
+			leaf->depth = depth;
+			return DESCENT_TERMINAL;
 		}
 		if (st == NODE_LEAF) {
 			uint8_t expect = NODE_LEAF;
 			if (atomic_compare_exchange_strong(&n->state, &expect, NODE_EXPANDING)) {
-				v = -expand(m, t, idx, g);
-				break;
+				leaf->depth = depth;
+				return DESCENT_LEAF;
 			}
 			st = expect;
 		}
 		if (st != NODE_EXPANDED || depth == MCTS_MAX_DEPTH) {
-			/* Another thread is expanding this node: take back the
-			 * virtual losses and let the caller retry. */
 			for (int i = 0; i < depth; i++)
-				atomic_fetch_sub_explicit(&node_at(m, t->path[i])->vloss, 1,
+				atomic_fetch_sub_explicit(&node_at(m, leaf->path[i])->vloss, 1,
 							  memory_order_relaxed);
-			return PLAYOUT_COLLISION;
+			return DESCENT_COLLISION;
 		}
 		uint32_t c = select_child(m, idx, depth == 1);
 		mcts_node *ch = node_at(m, c);
@@ -484,43 +551,90 @@ static int playout(mcts *m, mcts_thread *t)
 		if (game_is_over(g) &&
 		    atomic_load_explicit(&ch->state, memory_order_acquire) == NODE_LEAF) {
 			uint8_t expect = NODE_LEAF;
-			ch->terminal_value = terminal_value(g);
-			if (!atomic_compare_exchange_strong(&ch->state, &expect, NODE_TERMINAL))
-				(void)0; /* someone else marked it first: same value */
+			float tv = terminal_value(g);
+			/* Only the thread that wins the exchange writes the value;
+			 * others read it after seeing NODE_TERMINAL. */
+			if (atomic_compare_exchange_strong(&ch->state, &expect, NODE_EXPANDING)) {
+				ch->terminal_value = tv;
+				atomic_store_explicit(&ch->state, NODE_TERMINAL, memory_order_release);
+			}
 		}
 		idx = c;
-		t->path[depth++] = idx;
+		leaf->path[depth++] = idx;
 		atomic_fetch_add_explicit(&ch->vloss, 1, memory_order_relaxed);
 	}
-	for (int i = depth - 1; i >= 0; i--) {
-		mcts_node *n = node_at(m, t->path[i]);
-		add_d(&n->wsum, v);
-		add_d(&n->w2sum, (double)v * v);
-		atomic_fetch_add_explicit(&n->visits, 1, memory_order_relaxed);
-		atomic_fetch_sub_explicit(&n->vloss, 1, memory_order_relaxed);
-		v = -v;
-	}
-	return PLAYOUT_DONE;
 }
 
-/* ---- threads and limits -------------------------------------------------- */
+/* Waits a little for some expansion to finish, instead of spinning while
+ * the network works (spinning threads steal its cores). */
+static void wait_expansion(mcts *m)
+{
+	pthread_mutex_lock(&m->expand_mu);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 2 * 1000 * 1000;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&m->expanded, &m->expand_mu, &ts);
+	pthread_mutex_unlock(&m->expand_mu);
+}
+
+/* One round of a search thread: up to `gather` descents (each holding a
+ * ticket of the playout budget), the new leaves evaluated as one batch,
+ * expanded and backed up. Returns the playouts completed. */
+static int search_round(mcts *m, mcts_thread *t, int gather)
+{
+	int n_leaves = 0, done = 0, collisions = 0;
+	for (int k = 0; k < gather; k++) {
+		if (atomic_load_explicit(&m->stop, memory_order_relaxed))
+			break;
+		if (atomic_fetch_add(&m->started, 1) >= m->budget) {
+			atomic_fetch_sub(&m->started, 1);
+			break;
+		}
+		mcts_leaf *leaf = &t->leaves[n_leaves];
+		float v;
+		int r = descend(m, leaf, &v);
+		if (r == DESCENT_TERMINAL) {
+			backup(m, leaf->path, leaf->depth, v);
+			done++;
+		} else if (r == DESCENT_LEAF) {
+			n_leaves++;
+		} else {
+			/* The tree is too narrow for more leaves this round. */
+			atomic_fetch_sub(&m->started, 1);
+			atomic_fetch_add(&m->collisions, 1);
+			collisions++;
+			break;
+		}
+	}
+	if (n_leaves > 0) {
+		eval_batch(m->ev, t->scratch, n_leaves, t->games, t->policies, t->values);
+		for (int i = 0; i < n_leaves; i++) {
+			mcts_leaf *leaf = &t->leaves[i];
+			expand(m, leaf->path[leaf->depth - 1], &leaf->game, leaf->policy);
+			backup(m, leaf->path, leaf->depth, -t->values[i]);
+		}
+		done += n_leaves;
+		pthread_mutex_lock(&m->expand_mu);
+		pthread_cond_broadcast(&m->expanded);
+		pthread_mutex_unlock(&m->expand_mu);
+	} else if (collisions && done == 0) {
+		wait_expansion(m);
+	}
+	return done;
+}
 
 static void *search_main(void *arg)
 {
 	mcts_thread *t = arg;
 	mcts *m = t->m;
-	while (!atomic_load_explicit(&m->stop, memory_order_relaxed)) {
-		if (atomic_fetch_add(&m->started, 1) >= m->budget) {
-			atomic_fetch_sub(&m->started, 1);
-			break;
-		}
-		if (playout(m, t) == PLAYOUT_COLLISION) {
-			atomic_fetch_sub(&m->started, 1);
-			atomic_fetch_add(&m->collisions, 1);
-			sched_yield();
-			continue;
-		}
-		atomic_fetch_add(&m->completed, 1);
+	while (!atomic_load_explicit(&m->stop, memory_order_relaxed) &&
+	       atomic_load_explicit(&m->started, memory_order_relaxed) < m->budget) {
+		int done = search_round(m, t, t->gather);
+		atomic_fetch_add(&m->completed, (uint64_t)done);
 		if (atomic_load_explicit(&m->pool_full, memory_order_relaxed) ||
 		    (m->deadline > 0 && now() >= m->deadline))
 			atomic_store(&m->stop, 1);
@@ -578,14 +692,8 @@ static bool prepare(mcts *m)
 	m->budget = budget;
 	/* The root must be expanded before noise can be mixed in. */
 	mcts_node *r = node_at(m, m->root);
-	if (atomic_load(&r->state) != NODE_EXPANDED && m->budget > 0) {
-		mcts_thread *t = &m->threads[0];
-		atomic_fetch_add(&m->started, 1);
-		if (playout(m, t) == PLAYOUT_DONE)
-			atomic_fetch_add(&m->completed, 1);
-		else
-			atomic_fetch_sub(&m->started, 1);
-	}
+	if (atomic_load(&r->state) != NODE_EXPANDED && m->budget > 0)
+		atomic_fetch_add(&m->completed, (uint64_t)search_round(m, &m->threads[0], 1));
 	if (m->opt.noise && !m->root_noised && atomic_load(&r->state) == NODE_EXPANDED)
 		add_noise(m);
 	return true;

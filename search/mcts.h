@@ -32,6 +32,9 @@ typedef struct mcts_options {
 	float fpu_reduction;    /* unvisited child: parent Q minus this * sqrt(visited prior) */
 	float fpu_root;         /* the same at the root (0 when noise is on, as LZ) */
 	int virtual_loss;       /* visits counted as losses per in-flight descent */
+	int gather;             /* leaves a thread collects (with virtual loss) before
+				 * evaluating them as one batch: threads * gather
+				 * fills a batch without many threads */
 	bool noise;             /* Dirichlet noise at the root (self-play) */
 	float noise_alpha_sum;  /* alpha times the number of legal moves (AlphaZero Go: 10.83) */
 	float noise_eps;        /* weight of the noise */
