@@ -17,6 +17,8 @@ typedef struct cli_command {
 int cli_bench(int argc, char **argv);
 int cli_demo(int argc, char **argv);
 int cli_gtp(int argc, char **argv);
+int cli_selfplay(int argc, char **argv);
+int cli_run(int argc, char **argv);
 
 /* Reports a usage error for `cmd` on stderr and returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -7,10 +7,14 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/db.h"
 
 static const cli_command commands[] = {
 	{ "bench", cli_bench, "measure speed, one JSON line per figure (board, ...)" },
 	{ "gtp", cli_gtp, "speak GTP v2 on stdin/stdout (for GUIs and match tools)" },
+	{ "run", cli_run, "the whole loop: self-play, training, strength, report" },
+	{ "selfplay", cli_selfplay, "play self-play games into a run's database" },
+	{ "db", cli_db, "look into a run's database: stats, games, models, export-sgf, vacuum" },
 	{ "demo", cli_demo, "play a short demonstration game (random legal moves)" },
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

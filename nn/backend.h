@@ -26,7 +26,9 @@
 typedef enum nn_precision {
 	NN_PRECISION_FP32 = 0,
 	NN_PRECISION_BF16 = 1, /* tower in bfloat16 (needs AVX-512 BF16 on CPU) */
-	NN_PRECISION_INT8 = 2, /* not implemented yet: refused at create */
+	NN_PRECISION_INT8 = 2, /* tower in u8/s8 with per-channel weight scales and
+				* activation scales calibrated at create (CPU:
+				* needs AVX-512 VNNI or AVX-VNNI to be fast) */
 } nn_precision;
 
 typedef enum nn_conv_algo {
@@ -41,7 +43,12 @@ typedef struct nn_backend_options {
 	nn_conv_algo algo;      /* convolution algorithm choice */
 	int device;             /* device index (CUDA); ignored by the CPU */
 	int verbose;            /* 1: describe the chosen primitives on stderr */
+	int calib_positions;    /* int8: positions (random legal play, fixed seed)
+				 * whose fp32 activations set the scales; 0 =
+				 * NN_CALIB_POSITIONS_DEFAULT */
 } nn_backend_options;
+
+#define NN_CALIB_POSITIONS_DEFAULT 256
 
 typedef struct nn_backend_ops {
 	const char *name; /* "cpu", "cuda" */

@@ -2,6 +2,7 @@
 #include "nn/bench.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,11 @@ static const char bench_nn_help[] =
 	"  --size N            random network: Go board size (default 19)\n"
 	"  --batch LIST        batch sizes, comma-separated (default 1,8,32)\n"
 	"  --threads N         compute threads (default 0: the runtime's choice)\n"
-	"  --precision P       fp32 or bf16 (int8: not implemented yet)\n"
+	"  --precision P       fp32, bf16 or int8; other than fp32, the lines also\n"
+	"                      carry the accuracy against an fp32 context on\n"
+	"                      --accuracy-positions positions of random play\n"
+	"  --calib N           int8: calibration positions (default 256)\n"
+	"  --accuracy-positions N  positions for the accuracy fields (default 256)\n"
 	"  --algo A            auto, direct or winograd (default auto: timed per layer)\n"
 	"  --seconds S         measuring time per batch size (default 2)\n"
 	"  --seed N            seed of the random network and inputs (default 1)\n"
@@ -42,6 +47,7 @@ nn_bench_options nn_bench_options_default(void)
 	o.seconds = 2.0;
 	o.backend = nn_backend_options_default();
 	o.seed = 1;
+	o.accuracy_positions = 256;
 	return o;
 }
 
@@ -50,6 +56,128 @@ static double bench_now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t bench_rng(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* planes [n] of random legal play (0 to 2/3 of the points in moves);
+ * false when the net's encoding does not fit its game. */
+static bool bench_positions(const nn_arch *a, int n, uint64_t seed, float *planes)
+{
+	game *g = malloc(sizeof(*g));
+	int *moves = malloc(sizeof(int) * GAME_MAX_ACTIONS);
+	game_params gp = game_params_default(a->game);
+	bool ok = g && moves;
+	if (a->game == GAME_KIND_GO)
+		gp.size = a->board_w;
+	size_t in_n = (size_t)a->in_planes * a->board_w * a->board_h;
+	int max_moves = a->board_w * a->board_h * 2 / 3;
+	uint64_t s = seed | 1;
+	for (int i = 0; ok && i < n; i++) {
+		ok = game_init(g, &gp) == GAME_OK;
+		int len = (int)(bench_rng(&s) % (uint64_t)(max_moves + 1));
+		for (int m = 0; ok && m < len; m++) {
+			int k = game_legal_moves(g, moves);
+			if (k == 0)
+				break;
+			int mv = moves[bench_rng(&s) % (uint64_t)k];
+			if (mv == game_pass_move(g) && k > 1)
+				mv = moves[0] == mv ? moves[1] : moves[0];
+			ok = game_play(g, mv) == GAME_OK;
+		}
+		ok = ok && nn_encode(g, a->encoding, planes + (size_t)i * in_n) > 0;
+	}
+	free(g);
+	free(moves);
+	return ok;
+}
+
+/* Accuracy of `be` against an fp32 context of the same net over n
+ * positions of random play, into acc. */
+static int bench_accuracy(const nn_bench_options *o, const nn_net *net, nn_backend *be,
+			  nn_bench_accuracy *acc, char *err, size_t errlen)
+{
+	int rc = -1;
+	const nn_arch *a = &net->arch;
+	int n = o->accuracy_positions, mb = be->max_batch;
+	size_t in_n = (size_t)a->in_planes * a->board_w * a->board_h, np = (size_t)a->policy_outputs;
+	nn_backend_options fo = o->backend;
+	fo.precision = NN_PRECISION_FP32;
+	fo.verbose = 0;
+	nn_backend *ref = nn_backend_new(be->ops, net, mb, &fo, err, errlen);
+	float *planes = malloc(sizeof(float) * in_n * (size_t)n);
+	float *pq = malloc(sizeof(float) * np * (size_t)n), *pf = malloc(sizeof(float) * np * (size_t)n);
+	float *vq = malloc(sizeof(float) * (size_t)n), *vf = malloc(sizeof(float) * (size_t)n);
+	memset(acc, 0, sizeof(*acc));
+	if (!ref)
+		goto out;
+	if (!planes || !pq || !pf || !vq || !vf) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	/* A seed apart from the int8 calibration's. */
+	if (!bench_positions(a, n, 0xacc0ull + o->seed, planes)) {
+		snprintf(err, errlen, "cannot make positions for the net's game and encoding");
+		goto out;
+	}
+	for (int off = 0; off < n; off += mb) {
+		int b = n - off < mb ? n - off : mb;
+		if (nn_backend_forward(be, b, planes + off * in_n, pq + off * np, vq + off, NULL) < 0 ||
+		    nn_backend_forward(ref, b, planes + off * in_n, pf + off * np, vf + off, NULL) < 0) {
+			snprintf(err, errlen, "the backend failed during the accuracy run");
+			goto out;
+		}
+	}
+	int agree = 0;
+	double kl = 0;
+	for (int i = 0; i < n; i++) {
+		const float *q = pq + i * np, *f = pf + i * np;
+		size_t bq = 0, bf = 0;
+		double mq = q[0], mf = f[0], zq = 0, zf = 0;
+		for (size_t k = 0; k < np; k++) {
+			double d = fabs((double)q[k] - f[k]);
+			if (d > acc->policy_max_abs_diff)
+				acc->policy_max_abs_diff = d;
+			if (q[k] > q[bq])
+				bq = k;
+			if (f[k] > f[bf])
+				bf = k;
+			mq = fmax(mq, q[k]);
+			mf = fmax(mf, f[k]);
+		}
+		agree += bq == bf;
+		for (size_t k = 0; k < np; k++) {
+			zq += exp(q[k] - mq);
+			zf += exp(f[k] - mf);
+		}
+		/* KL(fp32 || this) over all actions: sum p_f (log p_f - log p_q). */
+		for (size_t k = 0; k < np; k++) {
+			double lf = f[k] - mf - log(zf), lq = q[k] - mq - log(zq);
+			kl += exp(lf) * (lf - lq);
+		}
+		double dv = fabs((double)vq[i] - vf[i]);
+		acc->value_mean_abs_diff += dv / n;
+		if (dv > acc->value_max_abs_diff)
+			acc->value_max_abs_diff = dv;
+	}
+	acc->policy_kl = kl / n;
+	acc->top1_agreement = (double)agree / n;
+	acc->positions = n;
+	rc = 0;
+out:
+	nn_backend_free(ref);
+	free(planes);
+	free(pq);
+	free(pf);
+	free(vq);
+	free(vf);
+	return rc;
 }
 
 int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
@@ -74,9 +202,23 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 		nn_net_init_random(net, o->seed);
 	}
 	const nn_arch *a = &net->arch;
+	double t_create = bench_now();
 	be = nn_backend_new(&nn_backend_cpu, net, max_batch, &o->backend, err, errlen);
 	if (!be)
 		goto out;
+	t_create = bench_now() - t_create;
+	char acc_json[512] = "";
+	if (o->backend.precision != NN_PRECISION_FP32 && o->accuracy_positions > 0) {
+		nn_bench_accuracy acc;
+		if (bench_accuracy(o, net, be, &acc, err, errlen) < 0)
+			goto out;
+		snprintf(acc_json, sizeof(acc_json),
+			 ",\"accuracy_positions\":%d,\"policy_max_abs_diff\":%.4g,\"policy_kl\":%.4g,"
+			 "\"top1_agreement\":%.4f,\"value_max_abs_diff\":%.4g,"
+			 "\"value_mean_abs_diff\":%.4g",
+			 acc.positions, acc.policy_max_abs_diff, acc.policy_kl, acc.top1_agreement,
+			 acc.value_max_abs_diff, acc.value_mean_abs_diff);
+	}
 	size_t in_n = (size_t)a->in_planes * a->board_w * a->board_h;
 	planes = malloc(sizeof(float) * in_n * (size_t)max_batch);
 	policy = malloc(sizeof(float) * (size_t)a->policy_outputs * (size_t)max_batch);
@@ -110,10 +252,12 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 		double evals = (double)runs * b / t;
 		printf("{\"bench\":\"nn\",\"backend\":\"%s\",\"precision\":\"%s\",\"game\":\"%s\","
 		       "\"blocks\":%d,\"channels\":%d,\"size\":%d,\"batch\":%d,\"threads\":%d,"
-		       "\"evals_per_s\":%.1f,\"ms_per_batch\":%.3f,\"gflops\":%.2f}\n",
+		       "\"evals_per_s\":%.1f,\"ms_per_batch\":%.3f,\"gflops\":%.2f,"
+		       "\"create_s\":%.3f%s}\n",
 		       be->ops->name, nn_precision_name(o->backend.precision),
 		       game_kind_name(a->game), a->blocks, a->channels, a->board_w, b,
-		       o->backend.threads, evals, 1e3 * t / runs, evals * flops * 1e-9);
+		       o->backend.threads, evals, 1e3 * t / runs, evals * flops * 1e-9, t_create,
+		       acc_json);
 		fflush(stdout);
 	}
 	rc = 0;
@@ -177,7 +321,8 @@ int nn_bench_main(int argc, char **argv)
 		}
 		static const char *const valued[] = { "-w", "--weights", "--blocks", "--channels",
 						      "--size", "--game", "--batch", "--threads",
-						      "--precision", "--algo", "--seconds", "--seed" };
+						      "--precision", "--algo", "--seconds", "--seed",
+						      "--calib", "--accuracy-positions" };
 		bool known = false;
 		for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
 			known |= !strcmp(f, valued[k]);
@@ -211,6 +356,10 @@ int nn_bench_main(int argc, char **argv)
 			ok = bench_batches(v, &o);
 		else if (!strcmp(f, "--threads"))
 			ok = bench_int(v, 0, 1024, &o.backend.threads);
+		else if (!strcmp(f, "--calib"))
+			ok = bench_int(v, 1, 1000000, &o.backend.calib_positions);
+		else if (!strcmp(f, "--accuracy-positions"))
+			ok = bench_int(v, 0, 100000, &o.accuracy_positions);
 		else if (!strcmp(f, "--precision"))
 			ok = nn_precision_from_name(v, &o.backend.precision);
 		else if (!strcmp(f, "--algo")) {

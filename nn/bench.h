@@ -3,7 +3,15 @@
  * One line per batch size:
  *   {"bench":"nn","backend":"cpu","precision":"fp32","blocks":6,"channels":64,
  *    "size":19,"batch":8,"threads":2,"evals_per_s":...,"ms_per_batch":...,
- *    "gflops":...}
+ *    "gflops":...,"create_s":...}
+ * and, for a precision other than fp32, its agreement with an fp32 context
+ * over positions of random legal play:
+ *    "accuracy_positions":N,"policy_max_abs_diff":...,"policy_kl":...,
+ *    "top1_agreement":...,"value_max_abs_diff":...,"value_mean_abs_diff":...
+ * (policy_kl: mean KL(fp32 || this) of the softmax over all actions;
+ * top1_agreement: share of positions whose largest logit is the same
+ * action). create_s is the time to build the context (int8: calibration
+ * included).
  * gflops counts the convolutions and FCs (2 * multiply-adds) per position,
  * times positions per second. Inputs are random 0/1 planes: the arithmetic
  * does not depend on them.
@@ -26,7 +34,18 @@ typedef struct nn_bench_options {
 	double seconds;           /* measuring time per batch size */
 	nn_backend_options backend; /* threads, precision, algorithm */
 	unsigned long long seed;  /* random net and inputs */
+	int accuracy_positions;   /* positions for the accuracy fields; 0: none */
 } nn_bench_options;
+
+/* Agreement of a reduced-precision context with fp32 (see above). */
+typedef struct nn_bench_accuracy {
+	int positions;              /* positions compared */
+	double policy_max_abs_diff; /* largest |logit difference| */
+	double policy_kl;           /* mean KL(fp32 || other) of the policies */
+	double top1_agreement;      /* share with the same top action */
+	double value_max_abs_diff;  /* largest |value difference| */
+	double value_mean_abs_diff; /* mean |value difference| */
+} nn_bench_accuracy;
 
 /* Defaults: random Go 19x19 6x64 net, batches 1,8,32, 2 s each. */
 nn_bench_options nn_bench_options_default(void);

@@ -6,8 +6,10 @@ usage: lz_random_weights.py BLOCKS CHANNELS SEED PATH
 For tests and benchmarks that need an LZ net where none can be downloaded
 (parity with leelaz, speed). The numbers are drawn so that activations stay of
 order one through the tower and the heads are neither flat nor saturated:
-conv and FC weights ~ N(0, sqrt(2 / fan_in)) (the value FC2 smaller, so tanh
-stays away from +-1), biases and BN means small, BN variances in [0.5, 1.5].
+conv and FC weights ~ N(0, sqrt(2 / fan_in)) (the policy FC 1.5 times that,
+for peaked priors; the value FC2 0.2 times, so tanh stays away from +-1),
+biases and BN means small (the head convs' means near -1, so their one or two
+channels are not all cut by the ReLU), BN variances in [0.5, 1.5].
 The same seed gives the same file (Python's random.Random is stable).
 
 Layout (one tensor per line, floats separated by spaces):
@@ -29,7 +31,7 @@ AREA = 361
 
 def main(argv):
     if len(argv) != 5:
-        sys.stderr.write(__doc__.split("\n\n")[0] + "\n" + __doc__.split("\n\n")[1] + "\n")
+        sys.stderr.write("usage: lz_random_weights.py BLOCKS CHANNELS SEED PATH\n")
         return 2
     try:
         blocks, channels, seed = int(argv[1]), int(argv[2]), int(argv[3])
@@ -74,10 +76,10 @@ def main(argv):
     # them mostly above zero, so their ReLU does not silence a whole head.
     conv(channels, 2, 1, shift=-1.0)
     # A sharper policy than He's scale gives: peaks of several percent.
-    fc(2 * AREA, AREA + 1, gain=2.0)
+    fc(2 * AREA, AREA + 1, gain=1.5)
     conv(channels, 1, 1, shift=-1.0)
     fc(AREA, 256)
-    fc(256, 1, gain=0.3)
+    fc(256, 1, gain=0.2)
 
     text = "\n".join(lines) + "\n"
     opener = gzip.open if path.endswith(".gz") else open

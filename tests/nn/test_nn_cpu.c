@@ -53,9 +53,10 @@ static void assert_close(const float *got, const float *want, size_t n, double t
 /* Builds a random net for (game, blocks, channels), runs the backend at
  * batch sizes 1, 7 and 32 (max 32) and compares with the reference. At
  * batch 32 only a few positions are recomputed by the (slow) reference:
- * positions are independent, so that is enough to catch batch mixing. */
+ * positions are independent, so that is enough to catch batch mixing.
+ * se > 0: blocks 0, 2, 4, ... are squeeze-excitation blocks of width se. */
 static void check_backend(const game_params *gp, nn_encoding enc, int value_outputs, int blocks,
-			  int channels, nn_precision prec, double tol, uint64_t seed)
+			  int channels, int se, nn_precision prec, double tol, uint64_t seed)
 {
 	enum { MAXB = 32 };
 	char err[512];
@@ -65,6 +66,11 @@ static void check_backend(const game_params *gp, nn_encoding enc, int value_outp
 		a.value_hidden = 32;
 	}
 	a.value_outputs = value_outputs;
+	if (se > 0) {
+		a.se_channels = se;
+		for (int i = 0; i < blocks; i += 2)
+			a.block_kind[i] = NN_BLOCK_SE;
+	}
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
 	nn_net_init_random(net, seed);
@@ -115,37 +121,37 @@ out:
 Test(nn_cpu, go9_2x16_matches_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
-	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 16, NN_PRECISION_FP32, 1e-4, 1);
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 16, 0, NN_PRECISION_FP32, 1e-4, 1);
 }
 
 Test(nn_cpu, go19_3x32_matches_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 19, .komi = 7.5 };
-	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 3, 32, NN_PRECISION_FP32, 1e-4, 2);
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 3, 32, 0, NN_PRECISION_FP32, 1e-4, 2);
 }
 
 Test(nn_cpu, go19_lz18_1x8_matches_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 19, .komi = 7.5 };
-	check_backend(&gp, NN_ENC_LZ18, 1, 1, 8, NN_PRECISION_FP32, 1e-4, 3);
+	check_backend(&gp, NN_ENC_LZ18, 1, 1, 8, 0, NN_PRECISION_FP32, 1e-4, 3);
 }
 
 Test(nn_cpu, go9_wdl_and_no_blocks_matches_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
-	check_backend(&gp, NN_ENC_GO_NATIVE, 3, 0, 24, NN_PRECISION_FP32, 1e-4, 4);
+	check_backend(&gp, NN_ENC_GO_NATIVE, 3, 0, 24, 0, NN_PRECISION_FP32, 1e-4, 4);
 }
 
 Test(nn_cpu, connect4_2x16_wdl_matches_reference)
 {
 	game_params gp = game_params_default(GAME_KIND_CONNECT4);
-	check_backend(&gp, NN_ENC_C4, 3, 2, 16, NN_PRECISION_FP32, 1e-4, 5);
+	check_backend(&gp, NN_ENC_C4, 3, 2, 16, 0, NN_PRECISION_FP32, 1e-4, 5);
 }
 
 Test(nn_cpu, connect4_3x32_tanh_matches_reference)
 {
 	game_params gp = game_params_default(GAME_KIND_CONNECT4);
-	check_backend(&gp, NN_ENC_C4, 1, 3, 32, NN_PRECISION_FP32, 1e-4, 6);
+	check_backend(&gp, NN_ENC_C4, 1, 3, 32, 0, NN_PRECISION_FP32, 1e-4, 6);
 }
 
 /* bf16 keeps 8 bits of mantissa: only a loose agreement is expected. Skips
@@ -153,21 +159,7 @@ Test(nn_cpu, connect4_3x32_tanh_matches_reference)
 Test(nn_cpu, bf16_roughly_matches_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
-	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 32, NN_PRECISION_BF16, 0.1, 7);
-}
-
-Test(nn_cpu, int8_is_refused_clearly)
-{
-	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
-	nn_arch a = nn_arch_default(&gp, 1, 8);
-	char err[512] = "";
-	nn_net *net = nn_net_new(&a, err, sizeof(err));
-	cr_assert(net, "%s", err);
-	nn_backend_options opt = nn_backend_options_default();
-	opt.precision = NN_PRECISION_INT8;
-	cr_assert_null(nn_backend_new(&nn_backend_cpu, net, 4, &opt, err, sizeof(err)));
-	cr_assert(strstr(err, "int8"), "message: %s", err);
-	nn_net_free(net);
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 32, 0, NN_PRECISION_BF16, 0.1, 7);
 }
 
 Test(nn_cpu, direct_and_winograd_choices_agree)
@@ -195,18 +187,36 @@ Test(nn_cpu, direct_and_winograd_choices_agree)
 	nn_net_free(net);
 }
 
-Test(nn_cpu, se_blocks_are_refused_clearly)
+/* Squeeze-excitation blocks (alternating with plain ones): Winograd
+ * (blocked layout) for odd seeds, direct (nhwc) for even ones. */
+Test(nn_cpu, se_go9_3x16_matches_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
-	nn_arch a = nn_arch_default(&gp, 2, 8);
-	a.block_kind[1] = NN_BLOCK_SE;
-	a.se_channels = 4;
-	char err[512] = "";
-	nn_net *net = nn_net_new(&a, err, sizeof(err));
-	cr_assert(net, "%s", err);
-	cr_assert_null(nn_backend_new(&nn_backend_cpu, net, 4, NULL, err, sizeof(err)));
-	cr_assert(strstr(err, "squeeze"), "message: %s", err);
-	nn_net_free(net);
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 3, 16, 8, NN_PRECISION_FP32, 1e-4, 31);
+}
+
+Test(nn_cpu, se_go19_2x32_matches_reference)
+{
+	game_params gp = { .kind = GAME_KIND_GO, .size = 19, .komi = 7.5 };
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 32, 16, NN_PRECISION_FP32, 1e-4, 32);
+}
+
+Test(nn_cpu, se_go19_lz18_1x16_winograd_matches_reference)
+{
+	game_params gp = { .kind = GAME_KIND_GO, .size = 19, .komi = 7.5 };
+	check_backend(&gp, NN_ENC_LZ18, 1, 1, 16, 4, NN_PRECISION_FP32, 1e-4, 35);
+}
+
+Test(nn_cpu, se_connect4_3x24_wdl_matches_reference)
+{
+	game_params gp = game_params_default(GAME_KIND_CONNECT4);
+	check_backend(&gp, NN_ENC_C4, 3, 3, 24, 8, NN_PRECISION_FP32, 1e-4, 34);
+}
+
+Test(nn_cpu, se_bf16_roughly_matches_reference)
+{
+	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 32, 8, NN_PRECISION_BF16, 0.1, 36);
 }
 
 Test(nn_cpu, bn_folding_keeps_the_outputs)

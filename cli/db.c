@@ -1,0 +1,581 @@
+/* db.c: `sente db`, a look into a run's store: statistics, recent games,
+ * models, SGF export, and compaction. One small function per subcommand,
+ * dispatched through a table. */
+#include "cli/db.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "data/record.h"
+#include "data/store.h"
+#include "engine/sgf.h"
+
+static const char db_help[] =
+	"usage: sente db FILE [SUBCOMMAND] [options]\n"
+	"       sente db FILE SUBCOMMAND --help\n"
+	"\n"
+	"Looks into the store of a run (DIR/sente.db). The file must exist; an\n"
+	"older schema is migrated, a newer one or a file that is not a sente\n"
+	"database is refused. Safe while a run is writing to it.\n"
+	"\n"
+	"subcommands:\n"
+	"  stats        counts, game lengths, results, size (the default)\n"
+	"  games        a table of the most recent games\n"
+	"  models       the registered models\n"
+	"  export-sgf   write games to a folder: Go as SGF, Connect Four as text\n"
+	"  vacuum       compact the file and empty its write-ahead log\n"
+	"\n"
+	"exit status: 0 done, 1 the database is missing or corrupt, 2 bad usage\n";
+
+static const char db_stats_help[] =
+	"usage: sente db FILE stats [--json]\n"
+	"\n"
+	"Prints the schema version, models (count and latest), games per game\n"
+	"and board size with their recorded (full-search) positions, mean game\n"
+	"length, results (Black/first player, White/second player, draws),\n"
+	"resignations, and the size of the database and its WAL.\n"
+	"\n"
+	"options:\n"
+	"  --json   one JSON object on one line instead of text\n";
+
+static const char db_games_help[] =
+	"usage: sente db FILE games [--limit N]\n"
+	"\n"
+	"A table of the most recent games, newest first: id, model, worker, game,\n"
+	"size, komi, result (B+R: Black won by resignation; W+3.5: White by 3.5\n"
+	"points; draw), length in moves, recorded positions, creation time.\n"
+	"\n"
+	"options:\n"
+	"  --limit N   games to list (default 20; 0 lists all)\n";
+
+static const char db_models_help[] =
+	"usage: sente db FILE models\n"
+	"\n"
+	"Lists the registered models, oldest first: id, parent, training step,\n"
+	"creation time, file, notes.\n";
+
+static const char db_export_help[] =
+	"usage: sente db FILE export-sgf DIR [--limit N] [--game-id ID]\n"
+	"\n"
+	"Writes games into DIR (created if missing), newest first:\n"
+	"  Go games as DIR/game-ID.sgf (FF[4]; RE from the result; each move's\n"
+	"    comment holds the search's root value for the side that played it,\n"
+	"    and whether the move was searched fully, with its visits);\n"
+	"  Connect Four games as DIR/game-ID.c4.txt: one line of the columns\n"
+	"    played, 1..7 from the left (the notation Connect Four solvers read).\n"
+	"A row whose record is corrupt is reported and skipped (exit status 1).\n"
+	"\n"
+	"options:\n"
+	"  --limit N     games to export (default 0: all)\n"
+	"  --game-id ID  only this game\n";
+
+static const char db_vacuum_help[] =
+	"usage: sente db FILE vacuum\n"
+	"\n"
+	"Rebuilds the file without free pages (VACUUM) and then empties the\n"
+	"write-ahead log (wal_checkpoint(TRUNCATE)). Needs room for a copy of the\n"
+	"database; fails, losing nothing, while another process uses it.\n";
+
+/* Options a subcommand may take (db_command.options). */
+enum {
+	DB_OPT_JSON = 1,    /* --json */
+	DB_OPT_LIMIT = 2,   /* --limit N */
+	DB_OPT_GAME_ID = 4, /* --game-id ID */
+	DB_OPT_DIR = 8,     /* one positional folder, required */
+};
+
+/* The parsed options; each subcommand reads the ones it takes. */
+typedef struct db_opts {
+	const char *path;  /* the database file */
+	bool json;         /* --json */
+	long limit;        /* --limit, 0 = all */
+	long game_id;      /* --game-id, 0 = any */
+	const char *dir;   /* export folder */
+} db_opts;
+
+/* A subcommand. Its options are all parsed before the database is opened,
+ * so a usage error never touches the file. */
+typedef struct db_command {
+	const char *name;     /* as typed after FILE */
+	const char *help;     /* its --help text */
+	unsigned options;     /* DB_OPT_* it accepts */
+	long default_limit;   /* --limit when not given */
+	int (*run)(store *s, const db_opts *o);
+} db_command;
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static const char *db_time_text(double t, char *buf, size_t len)
+{
+	time_t sec = (time_t)t;
+	struct tm tm;
+	if (!localtime_r(&sec, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+/* The result as SGF's RE says it: B+R, W+3.5, 0 (draw); Connect Four
+ * wins have no margin: B+ / W+. */
+static const char *db_result_text(const char *kind, int result, double score, int resigned,
+				  char *buf, size_t len)
+{
+	if (resigned >= 0)
+		snprintf(buf, len, "%c+R", resigned == GAME_BLACK ? 'W' : 'B');
+	else if (result == 0)
+		snprintf(buf, len, "0");
+	else if (!strcmp(kind, "go") && score != 0)
+		snprintf(buf, len, "%c+%g", result > 0 ? 'B' : 'W', fabs(score));
+	else
+		snprintf(buf, len, "%c+", result > 0 ? 'B' : 'W');
+	return buf;
+}
+
+static int64_t db_file_size(const char *path, const char *suffix)
+{
+	char name[4096];
+	struct stat sb;
+	snprintf(name, sizeof(name), "%s%s", path, suffix);
+	return stat(name, &sb) == 0 ? (int64_t)sb.st_size : 0;
+}
+
+static double db_pct(int64_t part, int64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/* Writes s as a JSON string. */
+static void db_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+/* Parses "--limit N" style values; the usage error is the caller's. */
+static bool db_int_option(const char *v, long lo, long *out)
+{
+	return v && cli_parse_int(v, lo, 0x7fffffffffffffffL, out);
+}
+
+/* ---- stats ---------------------------------------------------------------- */
+
+static int db_stats(store *s, const db_opts *o)
+{
+	const char *path = o->path;
+	bool json = o->json;
+	static store_stats st; /* large: kinds[] */
+	if (store_get_stats(s, &st)) {
+		fprintf(stderr, "sente db: %s\n", store_errmsg(s));
+		return 1;
+	}
+	int64_t model_id = 0, model_step = 0;
+	char model_file[1024] = "";
+	int have_model = store_latest_model(s, &model_id, model_file, sizeof(model_file), &model_step);
+	if (have_model < 0) {
+		fprintf(stderr, "sente db: %s\n", store_errmsg(s));
+		return 1;
+	}
+	int64_t bytes = db_file_size(path, ""), wal = db_file_size(path, "-wal");
+	store_kind_stats all = { .games = st.games, .positions = st.positions };
+	for (int i = 0; i < st.n_kinds; i++) {
+		all.moves += st.kinds[i].moves;
+		all.black_wins += st.kinds[i].black_wins;
+		all.white_wins += st.kinds[i].white_wins;
+		all.draws += st.kinds[i].draws;
+		all.resignations += st.kinds[i].resignations;
+	}
+	if (json) {
+		printf("{\"file\":");
+		db_json_str(stdout, path);
+		printf(",\"schema\":%d,\"bytes\":%lld,\"wal_bytes\":%lld,\"free_bytes\":%lld,\"models\":%lld,"
+		       "\"latest_model\":",
+		       st.schema_version, (long long)bytes, (long long)wal, (long long)st.free_bytes,
+		       (long long)st.models);
+		if (have_model) {
+			printf("{\"id\":%lld,\"file\":", (long long)model_id);
+			db_json_str(stdout, model_file);
+			printf(",\"train_step\":%lld}", (long long)model_step);
+		} else {
+			printf("null");
+		}
+		printf(",\"games\":%lld,\"positions\":%lld,\"mean_length\":%.2f,\"black_wins\":%lld,"
+		       "\"white_wins\":%lld,\"draws\":%lld,\"resignations\":%lld,\"metrics\":%lld,"
+		       "\"matches\":%lld,\"kinds\":[",
+		       (long long)all.games, (long long)all.positions,
+		       all.games ? (double)all.moves / (double)all.games : 0.0, (long long)all.black_wins,
+		       (long long)all.white_wins, (long long)all.draws, (long long)all.resignations,
+		       (long long)st.metrics, (long long)st.matches);
+		for (int i = 0; i < st.n_kinds; i++) {
+			const store_kind_stats *k = &st.kinds[i];
+			printf("%s{\"game\":", i ? "," : "");
+			db_json_str(stdout, k->game);
+			printf(",\"size\":%d,\"games\":%lld,\"positions\":%lld,\"mean_length\":%.2f,"
+			       "\"black_wins\":%lld,\"white_wins\":%lld,\"draws\":%lld,\"resignations\":%lld}",
+			       k->size, (long long)k->games, (long long)k->positions,
+			       k->games ? (double)k->moves / (double)k->games : 0.0, (long long)k->black_wins,
+			       (long long)k->white_wins, (long long)k->draws, (long long)k->resignations);
+		}
+		printf("]}\n");
+		return 0;
+	}
+	printf("database      %s\n", path);
+	printf("size          %.2f MiB (WAL %.2f MiB, free pages %.2f MiB)\n", bytes / 1048576.0,
+	       wal / 1048576.0, st.free_bytes / 1048576.0);
+	printf("schema        %d\n", st.schema_version);
+	if (have_model)
+		printf("models        %lld (latest #%lld: %s, step %lld)\n", (long long)st.models,
+		       (long long)model_id, model_file, (long long)model_step);
+	else
+		printf("models        0\n");
+	printf("games         %lld (%lld recorded positions)\n", (long long)all.games,
+	       (long long)all.positions);
+	for (int i = -1; i < st.n_kinds; i++) {
+		const store_kind_stats *k = i < 0 ? &all : &st.kinds[i];
+		if (i < 0 && st.n_kinds < 2)
+			continue; /* the one kind's line says it all */
+		char label[32];
+		if (i < 0)
+			snprintf(label, sizeof(label), "all");
+		else if (!strcmp(k->game, "go"))
+			snprintf(label, sizeof(label), "go %dx%d", k->size, k->size);
+		else
+			snprintf(label, sizeof(label), "%s", k->game);
+		printf("  %-11s %lld games, %lld positions, mean length %.1f, B %.1f%% W %.1f%% draw %.1f%%, "
+		       "resigned %lld (%.1f%%)\n",
+		       label, (long long)k->games, (long long)k->positions,
+		       k->games ? (double)k->moves / (double)k->games : 0.0, db_pct(k->black_wins, k->games),
+		       db_pct(k->white_wins, k->games), db_pct(k->draws, k->games), (long long)k->resignations,
+		       db_pct(k->resignations, k->games));
+	}
+	if (st.n_kinds == STORE_MAX_KINDS)
+		printf("  (more game kinds not shown)\n");
+	printf("metrics       %lld rows\n", (long long)st.metrics);
+	printf("matches       %lld\n", (long long)st.matches);
+	return 0;
+}
+
+/* ---- games ---------------------------------------------------------------- */
+
+static int db_games_row(void *ctx, const store_game_info *g)
+{
+	(void)ctx;
+	char model[24], res[32], when[32];
+	if (g->model_id > 0)
+		snprintf(model, sizeof(model), "%lld", (long long)g->model_id);
+	else
+		snprintf(model, sizeof(model), "-");
+	printf("%8lld %6s %-12.12s %-9s %4d %6.1f %-7s %6d %6d  %s\n", (long long)g->id, model,
+	       g->worker[0] ? g->worker : "-", g->game, g->size, g->komi,
+	       db_result_text(g->game, g->result, g->score, g->resigned, res, sizeof(res)), g->length,
+	       g->n_positions, db_time_text(g->created, when, sizeof(when)));
+	return 0;
+}
+
+static int db_games(store *s, const db_opts *o)
+{
+	printf("%8s %6s %-12s %-9s %4s %6s %-7s %6s %6s  %s\n", "id", "model", "worker", "game", "size",
+	       "komi", "result", "length", "recpos", "created");
+	if (store_list_games(s, 0, o->limit, db_games_row, NULL) < 0) {
+		fprintf(stderr, "sente db: %s\n", store_errmsg(s));
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- models --------------------------------------------------------------- */
+
+static int db_models_row(void *ctx, const store_model *m)
+{
+	(void)ctx;
+	char parent[24], when[32];
+	if (m->parent_id > 0)
+		snprintf(parent, sizeof(parent), "%lld", (long long)m->parent_id);
+	else
+		snprintf(parent, sizeof(parent), "-");
+	printf("%6lld %6s %10lld  %s  %s%s%s\n", (long long)m->id, parent, (long long)m->train_step,
+	       db_time_text(m->created, when, sizeof(when)), m->file, m->notes[0] ? "  # " : "",
+	       m->notes);
+	return 0;
+}
+
+static int db_models(store *s, const db_opts *o)
+{
+	printf("%6s %6s %10s  %-19s  %s\n", "id", "parent", "step", "created", "file");
+	if (store_list_models(s, db_models_row, NULL) < 0) {
+		fprintf(stderr, "sente db: %s\n", store_errmsg(s));
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- export-sgf ----------------------------------------------------------- */
+
+/* State of one export: where to, and what happened. */
+typedef struct db_export {
+	const char *dir;  /* output folder */
+	int64_t go;       /* Go games written */
+	int64_t c4;       /* Connect Four games written */
+	int64_t skipped;  /* rows whose record did not decode */
+	bool failed;      /* a file could not be written: stop */
+} db_export;
+
+/* Writes text to path through a temporary file and a rename, so a reader
+ * never sees half a file. 0, or -1 with the reason printed. */
+static int db_write_file(const char *path, const char *text)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "sente db: cannot write %s: %s\n", tmp, strerror(errno));
+		return -1;
+	}
+	bool ok = fputs(text, f) >= 0;
+	ok = (fclose(f) == 0) && ok;
+	if (!ok || rename(tmp, path) != 0) {
+		fprintf(stderr, "sente db: cannot write %s: %s\n", path, strerror(errno));
+		remove(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* The record of a Go game as SGF text (malloc'd), or NULL. */
+static char *db_go_sgf(const store_game_info *g, const game_record *r)
+{
+	sgf_record sr;
+	char *text = NULL;
+	sgf_record_init(&sr);
+	sr.size = r->params.size;
+	sr.komi = r->params.komi;
+	snprintf(sr.rules, sizeof(sr.rules), "Chinese");
+	if (g->model_id > 0) {
+		snprintf(sr.pb, sizeof(sr.pb), "sente model %lld", (long long)g->model_id);
+		snprintf(sr.pw, sizeof(sr.pw), "sente model %lld", (long long)g->model_id);
+	} else {
+		snprintf(sr.pb, sizeof(sr.pb), "sente (no model)");
+		snprintf(sr.pw, sizeof(sr.pw), "sente (no model)");
+	}
+	db_result_text("go", r->result, r->score, r->resigned, sr.re, sizeof(sr.re));
+	time_t sec = (time_t)g->created;
+	struct tm tm;
+	if (localtime_r(&sec, &tm))
+		strftime(sr.dt, sizeof(sr.dt), "%Y-%m-%d", &tm);
+	for (int i = 0; i < r->n_moves; i++) {
+		char comment[128];
+		int n = 0;
+		if (!isnan(r->root_value[i]))
+			n = snprintf(comment, sizeof(comment), "value %+.2f for the mover", r->root_value[i]);
+		long visits = 0;
+		for (int k = r->visit_start[i]; k < r->visit_start[i + 1]; k++)
+			visits += r->visits[k].count;
+		snprintf(comment + n, sizeof(comment) - (size_t)n, "%s%s search", n ? ", " : "",
+			 r->full[i] ? "full" : "fast");
+		if (visits) {
+			size_t m = strlen(comment);
+			snprintf(comment + m, sizeof(comment) - m, ", %ld visits", visits);
+		}
+		if (sgf_record_add_move(&sr, i % 2 ? GO_WHITE : GO_BLACK, r->moves[i], comment))
+			goto out;
+	}
+	char root[160];
+	snprintf(root, sizeof(root), "sente self-play game %lld%s%s", (long long)g->id,
+		 g->worker[0] ? ", worker " : "", g->worker);
+	sr.comment = strdup(root);
+	text = sgf_write(&sr);
+out:
+	sgf_record_free(&sr);
+	return text;
+}
+
+static int db_export_one(void *ctx, const store_game_info *g)
+{
+	db_export *e = ctx;
+	game_record r;
+	char msg[256], path[4096];
+	if (record_decode(g->blob, g->blob_len, &r, msg, sizeof(msg))) {
+		fprintf(stderr, "sente db: game %lld skipped: %s\n", (long long)g->id, msg);
+		e->skipped++;
+		return 0;
+	}
+	int rc = -1;
+	char *text = NULL;
+	if (r.params.kind == GAME_KIND_GO) {
+		snprintf(path, sizeof(path), "%s/game-%lld.sgf", e->dir, (long long)g->id);
+		text = db_go_sgf(g, &r);
+	} else {
+		snprintf(path, sizeof(path), "%s/game-%lld.c4.txt", e->dir, (long long)g->id);
+		text = malloc((size_t)r.n_moves + 2);
+		if (text) {
+			for (int i = 0; i < r.n_moves; i++)
+				text[i] = (char)('1' + r.moves[i]);
+			text[r.n_moves] = '\n';
+			text[r.n_moves + 1] = '\0';
+		}
+	}
+	if (!text) {
+		fprintf(stderr, "sente db: game %lld: out of memory\n", (long long)g->id);
+		goto out;
+	}
+	if (db_write_file(path, text))
+		goto out;
+	if (r.params.kind == GAME_KIND_GO)
+		e->go++;
+	else
+		e->c4++;
+	rc = 0;
+out:
+	free(text);
+	record_free(&r);
+	if (rc)
+		e->failed = true;
+	return rc;
+}
+
+static int db_export_sgf(store *s, const db_opts *o)
+{
+	const char *dir = o->dir;
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+		fprintf(stderr, "sente db: cannot create %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	db_export e = { .dir = dir };
+	int n = store_list_games(s, o->game_id, o->limit, db_export_one, &e);
+	if (n < 0) {
+		fprintf(stderr, "sente db: %s\n", store_errmsg(s));
+		return 1;
+	}
+	if (o->game_id && n == 0) {
+		fprintf(stderr, "sente db: %s: no game with id %ld\n", o->path, o->game_id);
+		return 1;
+	}
+	printf("exported %lld Go games (.sgf) and %lld Connect Four games (.c4.txt) to %s",
+	       (long long)e.go, (long long)e.c4, dir);
+	if (e.skipped)
+		printf("; %lld corrupt rows skipped", (long long)e.skipped);
+	printf("\n");
+	return e.failed || e.skipped ? 1 : 0;
+}
+
+/* ---- vacuum --------------------------------------------------------------- */
+
+static int db_vacuum(store *s, const db_opts *o)
+{
+	const char *path = o->path;
+	int64_t before = db_file_size(path, "") + db_file_size(path, "-wal");
+	if (store_vacuum(s)) {
+		fprintf(stderr, "sente db: %s\n", store_errmsg(s));
+		return 1;
+	}
+	int64_t after = db_file_size(path, "") + db_file_size(path, "-wal");
+	printf("vacuumed %s: %.2f MiB -> %.2f MiB (file and WAL)\n", path, before / 1048576.0,
+	       after / 1048576.0);
+	return 0;
+}
+
+/* ---- dispatch ------------------------------------------------------------- */
+
+static const db_command db_commands[] = {
+	{ "stats", db_stats_help, DB_OPT_JSON, 0, db_stats },
+	{ "games", db_games_help, DB_OPT_LIMIT, 20, db_games },
+	{ "models", db_models_help, 0, 0, db_models },
+	{ "export-sgf", db_export_help, DB_OPT_LIMIT | DB_OPT_GAME_ID | DB_OPT_DIR, 0, db_export_sgf },
+	{ "vacuum", db_vacuum_help, 0, 0, db_vacuum },
+};
+#define DB_N_COMMANDS (sizeof(db_commands) / sizeof(db_commands[0]))
+
+static const db_command *db_find(const char *name)
+{
+	for (size_t i = 0; i < DB_N_COMMANDS; i++)
+		if (!strcmp(name, db_commands[i].name))
+			return &db_commands[i];
+	return NULL;
+}
+
+/* Parses the options after the subcommand's name; 0, or the usage error's
+ * exit status (2). */
+static int db_parse(const db_command *cmd, int argc, char **argv, db_opts *o)
+{
+	char who[32];
+	snprintf(who, sizeof(who), "db %s", cmd->name);
+	o->limit = cmd->default_limit;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if ((cmd->options & DB_OPT_JSON) && !strcmp(a, "--json")) {
+			o->json = true;
+		} else if ((cmd->options & DB_OPT_LIMIT) && !strcmp(a, "--limit")) {
+			if (!db_int_option(v, 0, &o->limit))
+				return cli_usage_error(who, "--limit takes a count >= 0 (0: all), got '%s'",
+						       v ? v : "nothing");
+			i++;
+		} else if ((cmd->options & DB_OPT_GAME_ID) && !strcmp(a, "--game-id")) {
+			if (!db_int_option(v, 1, &o->game_id))
+				return cli_usage_error(who, "--game-id takes a game id >= 1, got '%s'",
+						       v ? v : "nothing");
+			i++;
+		} else if ((cmd->options & DB_OPT_DIR) && a[0] != '-' && !o->dir) {
+			o->dir = a;
+		} else if (a[0] == '-') {
+			return cli_usage_error(who, "unknown option '%s'", a);
+		} else {
+			return cli_usage_error(who, "unexpected argument '%s'", a);
+		}
+	}
+	if ((cmd->options & DB_OPT_DIR) && !o->dir)
+		return cli_usage_error(who, "expected the folder to write into");
+	return 0;
+}
+
+int cli_db(int argc, char **argv)
+{
+	/* FILE comes first, then the subcommand (stats when none is named). */
+	const db_command *cmd = argc > 2 ? db_find(argv[2]) : NULL;
+	if (cli_wants_help(argc, argv)) {
+		/* `sente db stats --help` names no file: look for the subcommand anywhere. */
+		for (int i = 1; i < argc && !cmd; i++)
+			cmd = db_find(argv[i]);
+		fputs(cmd ? cmd->help : db_help, stdout);
+		return 0;
+	}
+	if (argc < 2)
+		return cli_usage_error("db", "expected the database file");
+	const char *path = argv[1];
+	if (path[0] == '-')
+		return cli_usage_error("db", "unknown option '%s'", path);
+	if (argc == 2 && db_find(path))
+		return cli_usage_error("db", "expected the database file before '%s'", path);
+	int first = 3; /* argv index of the subcommand's first option */
+	if (!cmd) {
+		if (argc > 2 && argv[2][0] != '-')
+			return cli_usage_error("db", "unknown subcommand '%s' (stats, games, models, "
+						     "export-sgf, vacuum)", argv[2]);
+		cmd = &db_commands[0]; /* `sente db FILE [--json]` is stats */
+		first = 2;
+	}
+	db_opts o = { .path = path };
+	int rc = db_parse(cmd, argc - first, argv + first, &o);
+	if (rc)
+		return rc;
+	char err[600];
+	store *s = store_open_ex(path, 0, err, sizeof(err));
+	if (!s) {
+		fprintf(stderr, "sente db: %s\n", err);
+		return 1;
+	}
+	rc = cmd->run(s, &o);
+	store_close(s);
+	return rc;
+}

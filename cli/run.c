@@ -1,0 +1,574 @@
+/* run.c: `sente run`, the whole AlphaZero loop on one machine: self-play,
+ * training and evaluation in turn, with the run kept in DIR (database,
+ * models, checkpoints, report). Stopped at any moment, it resumes. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/report.h"
+#include "data/replay.h"
+#include "data/store.h"
+#include "selfplay/selfplay.h"
+#include "selfplay/strength.h"
+#include "train/trainer.h"
+
+static const char run_help[] =
+	"usage: sente run [options]\n"
+	"\n"
+	"Runs the AlphaZero loop on this machine: self-play games with the newest\n"
+	"network, training on a window of recent positions, a new network, its\n"
+	"strength, and again, until --minutes have passed or Ctrl-C. Everything\n"
+	"is kept in DIR: sente.db (games, models, metrics), models/*.sente,\n"
+	"checkpoints/, report.html. Run it again on the same DIR to continue.\n"
+	"\n"
+	"Strength is measured as it goes: for Connect Four, the error rate on\n"
+	"positions labelled by a perfect solver (the network alone, and a search\n"
+	"of --eval-visits visits); for Go, games against the first network.\n"
+	"\n"
+	"options (defaults are for 2 CPU cores):\n"
+	"  --game connect4|go    what to learn (default connect4)\n"
+	"  --size N, --komi K    Go board and komi (default 9, 7)\n"
+	"  --dir DIR             the run's folder (default runs/GAME)\n"
+	"  --minutes M           stop after M minutes of this session (default 10)\n"
+	"  --blocks B            residual blocks of a new network (C4 4, Go 6)\n"
+	"  --channels C          channels of a new network (C4 48, Go 64)\n"
+	"  --parallel-games K    self-play games at once (default 32)\n"
+	"  --visits V            full search visits (C4 200, Go 200)\n"
+	"  --cheap-visits V      cheap search visits (default 40; 0 = off)\n"
+	"  --positions N         new recorded positions per iteration (C4 2000, Go 3000)\n"
+	"  --window N            positions the learner samples from (C4 60000, Go 100000)\n"
+	"  --batch N             training batch (default 256)\n"
+	"  --sample-ratio R      training samples per new position (default 6)\n"
+	"  --lr X                learning rate, SGD with Nesterov momentum (default 0.02)\n"
+	"  --eval-visits V       search visits when measuring strength (default 200)\n"
+	"  --eval-positions N    positions per set for the search measurement (default 40)\n"
+	"  --seed N              seed of the first network (default 1)\n"
+	"  -q, --quiet           fewer progress lines\n";
+
+static volatile sig_atomic_t stop_flag;
+static void on_signal(int sig) { stop_flag = 1; (void)sig; }
+
+typedef struct run_opts {
+	game_params game;
+	char dir[2048];
+	double minutes;
+	int blocks, channels;
+	int parallel_games, visits, cheap_visits;
+	int64_t positions_per_iter, window;
+	int batch;
+	double sample_ratio, lr;
+	int eval_visits, eval_positions;
+	uint64_t seed;
+	bool quiet;
+} run_opts;
+
+/* State the self-play callback needs. */
+typedef struct run_ctx {
+	store *db;              /* the run's database */
+	replay_buffer *replay;  /* the learner's window */
+	int64_t new_positions;  /* recorded positions this iteration */
+	int64_t games;          /* games this iteration */
+	int failures;           /* store writes that failed */
+} run_ctx;
+
+static double mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int on_game(void *ctx, const game_record *r, int64_t model_id)
+{
+	run_ctx *c = ctx;
+	int64_t id;
+	if (store_add_game(c->db, model_id, "run", r, &id) != 0) {
+		fprintf(stderr, "sente run: storing a game failed: %s\n", store_errmsg(c->db));
+		return ++c->failures >= 3;
+	}
+	replay_add_game(c->replay, r);
+	c->new_positions += record_full_count(r);
+	c->games++;
+	return 0;
+}
+
+/* store_recent_games delivers newest first; the window wants oldest
+ * first, so the records are collected and added in reverse. */
+typedef struct load_ctx {
+	game_record *recs; /* collected copies */
+	int n, cap;        /* used, allocated */
+} load_ctx;
+
+static int on_stored_game(void *ctx, int64_t game_id, const game_record *r)
+{
+	load_ctx *l = ctx;
+	if (l->n == l->cap) {
+		int cap = l->cap ? l->cap * 2 : 1024;
+		game_record *p = realloc(l->recs, sizeof(*p) * (size_t)cap);
+		if (!p)
+			return 1;
+		l->recs = p;
+		l->cap = cap;
+	}
+	uint8_t *blob = NULL;
+	size_t len = 0;
+	char err[64];
+	if (record_encode(r, &blob, &len) == 0 &&
+	    record_decode(blob, len, &l->recs[l->n], err, sizeof(err)) == 0)
+		l->n++;
+	free(blob);
+	return 0;
+}
+
+static int mkdir_p(const char *path)
+{
+	char tmp[4096];
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Saves the trainer's current weights (BN folded) as the next model and
+ * registers it. Returns the model id, or -1. */
+static int64_t export_model(store *db, trainer *t, const char *dir, int64_t parent, char *err,
+			    size_t errlen)
+{
+	nn_net *net = nn_net_clone(trainer_net(t));
+	if (!net) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	int64_t step = trainer_steps(t);
+	net->meta.train_step = (uint64_t)step;
+	net->meta.created = (uint64_t)time(NULL);
+	snprintf(net->meta.parent, sizeof(net->meta.parent), "%lld", (long long)parent);
+	nn_net_fold_bn(net);
+	char file[8192];
+	snprintf(file, sizeof(file), "%s/models/model-%08lld.sente", dir, (long long)step);
+	int64_t id = -1;
+	if (nn_net_save(net, file, err, errlen) == 0 &&
+	    store_add_model(db, file, parent, step, "sente run", &id) != 0) {
+		snprintf(err, errlen, "registering the model: %s", store_errmsg(db));
+		id = -1;
+	}
+	nn_net_free(net);
+	return id;
+}
+
+/* Connect Four strength of the model in `net` (inference form): error
+ * rates of the network alone over every position and of a search over a
+ * sample, stored as metrics at `step`. */
+static void measure_c4(store *db, const c4bench *bench, const nn_net *net, const run_opts *o,
+		       int64_t step, bool with_search, bool quiet)
+{
+	char err[256];
+	nn_net *copy = nn_net_clone(net);
+	if (copy)
+		nn_net_fold_bn(copy);
+	nn_backend_options bo = nn_backend_options_default();
+	nn_backend *be = copy ? nn_backend_new(&nn_backend_cpu, copy, 16, &bo, err, sizeof(err)) : NULL;
+	eval_options eo = eval_options_default();
+	eo.random_symmetry = 0;
+	evaluator *ev = be ? eval_new(&be, 1, copy->arch.encoding, &eo, err, sizeof(err)) : NULL;
+	if (!ev) {
+		fprintf(stderr, "sente run: strength not measured: %s\n", err);
+		goto out;
+	}
+	c4bench_result rn[C4BENCH_MAX_SETS], rs[C4BENCH_MAX_SETS];
+	int n = c4bench_network(bench, ev, 0, rn);
+	int ns = with_search ? c4bench_search(bench, ev, o->eval_visits, 1, o->eval_positions, rs) : 0;
+	int tot_n = 0, tot_e = 0, tot_sn = 0, tot_se = 0;
+	char name[400];
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "c4_error_net/%s", rn[i].name);
+		store_add_metric(db, step, name, (double)rn[i].errors / rn[i].n);
+		tot_n += rn[i].n;
+		tot_e += rn[i].errors;
+		if (i < ns) {
+			snprintf(name, sizeof(name), "c4_error_search/%s", rs[i].name);
+			store_add_metric(db, step, name, (double)rs[i].errors / rs[i].n);
+			tot_sn += rs[i].n;
+			tot_se += rs[i].errors;
+		}
+	}
+	store_add_metric(db, step, "c4_error_net", (double)tot_e / tot_n);
+	if (ns)
+		store_add_metric(db, step, "c4_error_search", (double)tot_se / tot_sn);
+	if (!quiet) {
+		fprintf(stderr, "sente run: step %lld: error rate, network alone %.1f%%", (long long)step,
+			100.0 * tot_e / tot_n);
+		if (ns)
+			fprintf(stderr, ", %d-visit search %.1f%%", o->eval_visits, 100.0 * tot_se / tot_sn);
+		fprintf(stderr, "  (");
+		for (int i = 0; i < n; i++)
+			fprintf(stderr, "%s%s %.0f%%", i ? ", " : "", rn[i].name, 100.0 * rn[i].errors / rn[i].n);
+		fprintf(stderr, ")\n");
+	}
+out:
+	eval_free(ev);
+	nn_backend_free(be);
+	nn_net_free(copy);
+}
+
+static bool parse_opts(int argc, char **argv, run_opts *o, int *rc)
+{
+	long n, size = 9;
+	double d, komi = 7;
+	bool dir_given = false;
+	int given_blocks = -1, given_channels = -1, given_visits = -1;
+	int64_t given_pos = -1, given_window = -1;
+	memset(o, 0, sizeof(*o));
+	o->game = game_params_default(GAME_KIND_CONNECT4);
+	o->minutes = 10;
+	o->parallel_games = 32;
+	o->cheap_visits = 40;
+	o->batch = 256;
+	o->sample_ratio = 6;
+	o->lr = 0.02;
+	o->eval_visits = 200;
+	o->eval_positions = 40;
+	o->seed = 1;
+	*rc = 2;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define FLAG(s) (!strcmp(a, s) && v && (i++, 1))
+#define INT(lo, hi) (cli_parse_int(v, lo, hi, &n) || (cli_usage_error("run", "%s takes an integer %ld..%ld, got '%s'", a, (long)(lo), (long)(hi), v), 0))
+#define REAL(lo, hi) ((cli_parse_double(v, &d) && d >= (lo) && d <= (hi)) || (cli_usage_error("run", "%s takes a number %g..%g, got '%s'", a, (double)(lo), (double)(hi), v), 0))
+		if (FLAG("--game")) {
+			if (!game_kind_from_name(v, &o->game.kind)) {
+				cli_usage_error("run", "unknown game '%s' (go or connect4)", v);
+				return false;
+			}
+		} else if (FLAG("--size")) {
+			if (!INT(GO_MIN_SIZE, GO_MAX_SIZE)) return false;
+			size = n;
+		} else if (FLAG("--komi")) {
+			if (!REAL(-1000, 1000)) return false;
+			komi = d;
+		} else if (FLAG("--dir")) {
+			snprintf(o->dir, sizeof(o->dir), "%s", v);
+			dir_given = true;
+		} else if (FLAG("--minutes")) {
+			if (!REAL(0.01, 1e7)) return false;
+			o->minutes = d;
+		} else if (FLAG("--blocks")) {
+			if (!INT(1, 40)) return false;
+			given_blocks = (int)n;
+		} else if (FLAG("--channels")) {
+			if (!INT(4, 512)) return false;
+			given_channels = (int)n;
+		} else if (FLAG("--parallel-games")) {
+			if (!INT(1, 1024)) return false;
+			o->parallel_games = (int)n;
+		} else if (FLAG("--visits")) {
+			if (!INT(2, 100000)) return false;
+			given_visits = (int)n;
+		} else if (FLAG("--cheap-visits")) {
+			if (!INT(0, 100000)) return false;
+			o->cheap_visits = (int)n;
+		} else if (FLAG("--positions")) {
+			if (!INT(1, 100000000)) return false;
+			given_pos = n;
+		} else if (FLAG("--window")) {
+			if (!INT(100, 1000000000)) return false;
+			given_window = n;
+		} else if (FLAG("--batch")) {
+			if (!INT(1, 8192)) return false;
+			o->batch = (int)n;
+		} else if (FLAG("--sample-ratio")) {
+			if (!REAL(0.01, 1000)) return false;
+			o->sample_ratio = d;
+		} else if (FLAG("--lr")) {
+			if (!REAL(1e-6, 10)) return false;
+			o->lr = d;
+		} else if (FLAG("--eval-visits")) {
+			if (!INT(1, 100000)) return false;
+			o->eval_visits = (int)n;
+		} else if (FLAG("--eval-positions")) {
+			if (!INT(1, 100000)) return false;
+			o->eval_positions = (int)n;
+		} else if (FLAG("--seed")) {
+			if (!INT(0, 0x7fffffffL)) return false;
+			o->seed = (uint64_t)n;
+		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			o->quiet = true;
+		} else {
+			cli_usage_error("run", "unknown or incomplete option '%s'", a);
+			return false;
+		}
+#undef FLAG
+#undef INT
+#undef REAL
+	}
+	bool c4 = o->game.kind == GAME_KIND_CONNECT4;
+	if (!c4) {
+		o->game.size = (int)size;
+		o->game.komi = komi;
+		if (komi * 2 != floor(komi * 2)) {
+			cli_usage_error("run", "--komi must be a multiple of 0.5");
+			return false;
+		}
+	}
+	o->blocks = given_blocks > 0 ? given_blocks : c4 ? 4 : 6;
+	o->channels = given_channels > 0 ? given_channels : c4 ? 48 : 64;
+	o->visits = given_visits > 0 ? given_visits : 200;
+	o->positions_per_iter = given_pos > 0 ? given_pos : c4 ? 2000 : 3000;
+	o->window = given_window > 0 ? given_window : c4 ? 60000 : 100000;
+	if (!dir_given)
+		snprintf(o->dir, sizeof(o->dir), "runs/%s", game_kind_name(o->game.kind));
+	*rc = 0;
+	return true;
+}
+
+int cli_run(int argc, char **argv)
+{
+	if (cli_wants_help(argc, argv)) {
+		fputs(run_help, stdout);
+		return 0;
+	}
+	run_opts o;
+	int rc;
+	if (!parse_opts(argc, argv, &o, &rc))
+		return rc;
+	rc = 1;
+	char err[8192], path[8192], file[4096];
+	store *db = NULL;
+	trainer *t = NULL;
+	nn_net *net = NULL;
+	selfplay *sp = NULL;
+	replay_buffer *replay = NULL;
+	train_batch *batch = NULL;
+	c4bench bench = { 0 };
+	bool have_bench = false;
+	load_ctx loaded = { 0 };
+
+	snprintf(path, sizeof(path), "%s/models", o.dir);
+	if (mkdir_p(path) != 0) {
+		fprintf(stderr, "sente run: cannot create %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/checkpoints", o.dir);
+	mkdir_p(path);
+	snprintf(path, sizeof(path), "%s/sente.db", o.dir);
+	db = store_open(path, err, sizeof(err));
+	if (!db) {
+		fprintf(stderr, "sente run: %s\n", err);
+		return 1;
+	}
+
+	/* The learner: from the checkpoint when there is one, else a new
+	 * network (registered as the first model). */
+	train_options to = train_options_default();
+	to.batch = o.batch;
+	to.lr = o.lr;
+	to.seed = o.seed;
+	char ckpt[8192];
+	snprintf(ckpt, sizeof(ckpt), "%s/checkpoints/learner.ckpt", o.dir);
+	int64_t model_id = 0, step = 0;
+	bool resumed = access(ckpt, R_OK) == 0;
+	if (resumed) {
+		net = trainer_checkpoint_net(ckpt, err, sizeof(err));
+		if (net && net->arch.game != o.game.kind) {
+			snprintf(err, sizeof(err), "%s holds a %s run, not %s", o.dir,
+				 game_kind_name(net->arch.game), game_kind_name(o.game.kind));
+			nn_net_free(net);
+			net = NULL;
+		}
+		if (net && net->arch.game == GAME_KIND_GO)
+			o.game.size = net->arch.board_w;
+	} else {
+		nn_arch a = nn_arch_default(&o.game, o.blocks, o.channels);
+		net = nn_net_new(&a, err, sizeof(err));
+		if (net)
+			nn_net_init_random(net, o.seed);
+	}
+	if (!net) {
+		fprintf(stderr, "sente run: %s\n", err);
+		goto out;
+	}
+	t = trainer_new(net, &to, err, sizeof(err));
+	if (!t) {
+		fprintf(stderr, "sente run: learner: %s\n", err);
+		goto out;
+	}
+	if (resumed && trainer_checkpoint_load(t, ckpt, NULL, NULL, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sente run: %s\n", err);
+		goto out;
+	}
+	if (store_latest_model(db, &model_id, file, sizeof(file), &step) != 1) {
+		model_id = export_model(db, t, o.dir, 0, err, sizeof(err));
+		if (model_id < 0) {
+			fprintf(stderr, "sente run: %s\n", err);
+			goto out;
+		}
+	}
+
+	/* The window, refilled from the store. */
+	replay = replay_new(o.window);
+	batch = train_batch_new(&net->arch, o.batch, net->arch.value_outputs == 3);
+	if (!replay || !batch) {
+		fprintf(stderr, "sente run: out of memory\n");
+		goto out;
+	}
+	if (store_recent_games(db, o.window, 0, on_stored_game, &loaded, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sente run: %s\n", err);
+		goto out;
+	}
+	for (int i = loaded.n - 1; i >= 0; i--) {
+		replay_add_game(replay, &loaded.recs[i]);
+		record_free(&loaded.recs[i]);
+	}
+	free(loaded.recs);
+	loaded.recs = NULL;
+
+	selfplay_options so = selfplay_options_default(&o.game);
+	so.parallel_games = o.parallel_games;
+	so.batch = o.parallel_games < 64 ? o.parallel_games : 64;
+	so.visits = o.visits;
+	so.cheap_visits = o.cheap_visits;
+	so.seed = o.seed * 7919 + (uint64_t)trainer_steps(t);
+	so.progress_seconds = o.quiet ? 0 : 30;
+	so.quiet = o.quiet;
+	sp = selfplay_new(&so, err, sizeof(err));
+	if (!sp) {
+		fprintf(stderr, "sente run: %s\n", err);
+		goto out;
+	}
+	{
+		nn_net *m = nn_net_clone(trainer_net(t));
+		if (!m || selfplay_set_model(sp, m, model_id, err, sizeof(err)) != 0) {
+			fprintf(stderr, "sente run: %s\n", err);
+			nn_net_free(m);
+			goto out;
+		}
+		nn_net_free(m);
+	}
+	if (o.game.kind == GAME_KIND_CONNECT4) {
+		char bdir[4096];
+		if (c4bench_find(bdir, sizeof(bdir)) == 0 && c4bench_load(bdir, &bench, err, sizeof(err)) == 0)
+			have_bench = true;
+		else
+			fprintf(stderr, "sente run: no Connect Four positions found (data/connect4): "
+				"strength will not be measured\n");
+	}
+
+	int64_t games0, positions0;
+	store_count(db, &games0, &positions0);
+	fprintf(stderr, "sente run: %s %s in %s, network %dx%d, %s at step %lld, %lld games and "
+		"%lld positions stored, window %lld; %.1f minutes\n",
+		game_kind_name(o.game.kind), o.game.kind == GAME_KIND_GO ? "" : "7x6", o.dir,
+		net->arch.blocks, net->arch.channels, resumed ? "resumed" : "new", (long long)trainer_steps(t),
+		(long long)games0, (long long)positions0, (long long)replay_positions(replay), o.minutes);
+	if (have_bench && !resumed)
+		measure_c4(db, &bench, trainer_net(t), &o, 0, true, o.quiet);
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	double t_end = mono() + o.minutes * 60;
+	uint64_t rng = o.seed * 0x2545f4914f6cdd1dULL + (uint64_t)trainer_steps(t) + 1;
+	int iteration = 0;
+	/* Recorded positions per game: a guess until games are seen. */
+	double per_game = o.game.kind == GAME_KIND_CONNECT4 ? 0.25 * 22 : 0.25 * o.game.size * o.game.size;
+	while (!stop_flag && mono() < t_end) {
+		/* 1. Self-play until enough new positions. */
+		/* As many games as should give the positions wanted, from the
+		 * positions per game seen so far; games are never cut short. */
+		run_ctx rc_ctx = { .db = db, .replay = replay };
+		int64_t want = (int64_t)ceil(o.positions_per_iter / per_game);
+		if (want < o.parallel_games)
+			want = o.parallel_games;
+		double t0 = mono();
+		int64_t games = selfplay_run(sp, want, t_end - mono(), on_game, &rc_ctx, &stop_flag);
+		if (rc_ctx.games > 0)
+			per_game = 0.5 * per_game + 0.5 * (double)rc_ctx.new_positions / rc_ctx.games;
+		if (games < 0 || rc_ctx.failures) {
+			fprintf(stderr, "sente run: self-play failed\n");
+			goto out;
+		}
+		double t_play = mono() - t0;
+		if (stop_flag || replay_positions(replay) < o.batch)
+			continue;
+		/* 2. Train on the window. */
+		int steps = (int)ceil(rc_ctx.new_positions * o.sample_ratio / o.batch);
+		if (steps < 1)
+			steps = 1;
+		double sums[4] = { 0 };
+		train_stats ts = { 0 };
+		t0 = mono();
+		for (int s = 0; s < steps && !stop_flag; s++) {
+			if (replay_sample(replay, &rng, net->arch.encoding, o.batch, batch) != 0 ||
+			    trainer_step(t, batch, &ts) != 0) {
+				fprintf(stderr, "sente run: training step failed: %s\n", trainer_error(t));
+				goto out;
+			}
+			sums[0] += ts.loss;
+			sums[1] += ts.policy_loss;
+			sums[2] += ts.value_loss;
+			sums[3] += ts.grad_norm;
+		}
+		double t_train = mono() - t0;
+		step = trainer_steps(t);
+		const char *names[] = { "loss", "policy_loss", "value_loss", "grad_norm", "lr",
+					"games", "positions", "selfplay_seconds", "train_seconds" };
+		int64_t g_all, p_all;
+		store_count(db, &g_all, &p_all);
+		double vals[] = { sums[0] / steps, sums[1] / steps, sums[2] / steps, sums[3] / steps,
+				  ts.lr, (double)g_all, (double)p_all, t_play, t_train };
+		store_add_metrics(db, step, names, vals, 9);
+		/* 3. A new model for self-play; a checkpoint to resume from. */
+		int64_t id = export_model(db, t, o.dir, model_id, err, sizeof(err));
+		if (id < 0) {
+			fprintf(stderr, "sente run: %s\n", err);
+			goto out;
+		}
+		model_id = id;
+		if (selfplay_set_model(sp, trainer_net(t), model_id, err, sizeof(err)) != 0 ||
+		    trainer_checkpoint_save(t, ckpt, NULL, 0, err, sizeof(err)) != 0) {
+			fprintf(stderr, "sente run: %s\n", err);
+			goto out;
+		}
+		if (!o.quiet)
+			fprintf(stderr, "sente run: iteration %d: %lld games (%.0f s), %d steps (%.0f s, %.0f "
+				"samples/s), loss %.3f (policy %.3f, value %.3f), model %lld\n",
+				++iteration, (long long)games, t_play, steps, t_train,
+				t_train > 0 ? steps * o.batch / t_train : 0.0, vals[0], vals[1], vals[2],
+				(long long)model_id);
+		/* 4. Strength; the search measurement every third iteration. */
+		if (have_bench)
+			measure_c4(db, &bench, trainer_net(t), &o, step, iteration % 3 == 0, o.quiet);
+		snprintf(path, sizeof(path), "%s/report.html", o.dir);
+		report_write(db, path, o.game.kind, err, sizeof(err));
+	}
+	/* The closing strength report. */
+	if (have_bench && !stop_flag)
+		measure_c4(db, &bench, trainer_net(t), &o, trainer_steps(t), true, false);
+	snprintf(path, sizeof(path), "%s/report.html", o.dir);
+	if (report_write(db, path, o.game.kind, err, sizeof(err)) == 0)
+		fprintf(stderr, "sente run: report in %s\n", path);
+	fprintf(stderr, "sente run: %s at step %lld; run again with --dir %s to continue\n",
+		stop_flag ? "stopped" : "done", (long long)trainer_steps(t), o.dir);
+	rc = 0;
+out:
+	c4bench_free(&bench);
+	train_batch_free(batch);
+	replay_free(replay);
+	selfplay_free(sp);
+	trainer_free(t);
+	nn_net_free(net);
+	store_close(db);
+	return rc;
+}

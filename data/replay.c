@@ -1,0 +1,171 @@
+/* replay.c: replay buffer in RAM (see replay.h). */
+#include "data/replay.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* One game of the window, with its positions' move indices. */
+typedef struct replay_game {
+	game_record rec;  /* the game (deep copy) */
+	int32_t *full;    /* move indices of its recorded positions */
+	int n_full;       /* entries in full[] */
+} replay_game;
+
+struct replay_buffer {
+	int64_t window;        /* positions to keep */
+	replay_game *games;    /* ring of games, oldest at head */
+	int64_t cap, head, n;  /* ring capacity, oldest index, games held */
+	int64_t positions;     /* recorded positions held */
+	int64_t added;         /* positions ever added */
+	/* Sampling picks a position index in [0, positions) and finds its game
+	 * through this prefix sum over the ring order (rebuilt lazily). */
+	int64_t *prefix;       /* [n + 1] */
+	bool prefix_ok;        /* prefix matches the ring */
+};
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t x = (*s += 0x9e3779b97f4a7c15ULL);
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+replay_buffer *replay_new(int64_t window)
+{
+	replay_buffer *rb = calloc(1, sizeof(*rb));
+	if (!rb)
+		return NULL;
+	rb->window = window > 0 ? window : 1;
+	return rb;
+}
+
+static void game_drop(replay_game *g)
+{
+	record_free(&g->rec);
+	free(g->full);
+	memset(g, 0, sizeof(*g));
+}
+
+void replay_free(replay_buffer *rb)
+{
+	if (!rb)
+		return;
+	for (int64_t i = 0; i < rb->n; i++)
+		game_drop(&rb->games[(rb->head + i) % rb->cap]);
+	free(rb->games);
+	free(rb->prefix);
+	free(rb);
+}
+
+/* A deep copy of a record through its own encoding: the format already
+ * knows every field, and a copy that does not decode is caught here. */
+static int record_copy(const game_record *src, game_record *dst)
+{
+	uint8_t *blob = NULL;
+	size_t len = 0;
+	char err[64];
+	if (record_encode(src, &blob, &len) != 0)
+		return -1;
+	int rc = record_decode(blob, len, dst, err, sizeof(err));
+	free(blob);
+	return rc;
+}
+
+int replay_add_game(replay_buffer *rb, const game_record *r)
+{
+	if (rb->n == rb->cap) {
+		int64_t cap = rb->cap ? rb->cap * 2 : 256;
+		replay_game *g = calloc((size_t)cap, sizeof(*g));
+		int64_t *p = malloc(sizeof(int64_t) * (size_t)(cap + 1));
+		if (!g || !p) {
+			free(g);
+			free(p);
+			return -1;
+		}
+		for (int64_t i = 0; i < rb->n; i++)
+			g[i] = rb->games[(rb->head + i) % rb->cap];
+		free(rb->games);
+		free(rb->prefix);
+		rb->games = g;
+		rb->prefix = p;
+		rb->cap = cap;
+		rb->head = 0;
+	}
+	replay_game *g = &rb->games[(rb->head + rb->n) % rb->cap];
+	memset(g, 0, sizeof(*g));
+	int n_full = record_full_count(r);
+	if (n_full == 0)
+		return 0; /* nothing to learn from */
+	if (record_copy(r, &g->rec) != 0)
+		return -1;
+	g->full = malloc(sizeof(int32_t) * (size_t)n_full);
+	if (!g->full) {
+		record_free(&g->rec);
+		return -1;
+	}
+	for (int i = 0; i < r->n_moves; i++)
+		if (r->full[i])
+			g->full[g->n_full++] = i;
+	rb->n++;
+	rb->positions += g->n_full;
+	rb->added += g->n_full;
+	/* Drop the oldest games while the rest still fill the window. */
+	while (rb->n > 1 && rb->positions - rb->games[rb->head].n_full >= rb->window) {
+		rb->positions -= rb->games[rb->head].n_full;
+		game_drop(&rb->games[rb->head]);
+		rb->head = (rb->head + 1) % rb->cap;
+		rb->n--;
+	}
+	rb->prefix_ok = false;
+	return 0;
+}
+
+int64_t replay_positions(const replay_buffer *rb) { return rb->positions; }
+int64_t replay_games(const replay_buffer *rb) { return rb->n; }
+int64_t replay_added(const replay_buffer *rb) { return rb->added; }
+
+int replay_sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, train_batch *b)
+{
+	if (rb->positions == 0 || n > b->cap)
+		return -1;
+	if (!rb->prefix_ok) {
+		rb->prefix[0] = 0;
+		for (int64_t i = 0; i < rb->n; i++)
+			rb->prefix[i + 1] = rb->prefix[i] + rb->games[(rb->head + i) % rb->cap].n_full;
+		rb->prefix_ok = true;
+	}
+	static _Thread_local game g;
+	int16_t moves[GAME_MAX_ACTIONS];
+	uint16_t counts[GAME_MAX_ACTIONS];
+	for (int k = 0; k < n; k++) {
+		int64_t pos = (int64_t)(rng_next(rng) % (uint64_t)rb->positions);
+		/* The game holding position `pos`: binary search on the prefix. */
+		int64_t lo = 0, hi = rb->n - 1;
+		while (lo < hi) {
+			int64_t mid = (lo + hi + 1) / 2;
+			if (rb->prefix[mid] <= pos)
+				lo = mid;
+			else
+				hi = mid - 1;
+		}
+		const replay_game *rg = &rb->games[(rb->head + lo) % rb->cap];
+		int move_index = rg->full[pos - rb->prefix[lo]];
+		const game_record *r = &rg->rec;
+		if (record_replay(r, move_index, &g) != 0)
+			return -1;
+		int nv = 0;
+		for (int32_t v = r->visit_start[move_index]; v < r->visit_start[move_index + 1]; v++) {
+			moves[nv] = r->visits[v].move;
+			counts[nv] = r->visits[v].count;
+			nv++;
+		}
+		/* The result from the side to move's view. */
+		float value = (float)(game_to_move(&g) == GAME_BLACK ? r->result : -r->result);
+		int sym = (int)(rng_next(rng) % (uint64_t)game_num_symmetries(&g));
+		if (train_batch_from_position(&g, enc, sym, moves, counts, nv, value, b, k) != 0)
+			return -1;
+	}
+	b->n = n;
+	return 0;
+}

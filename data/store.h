@@ -1,0 +1,181 @@
+/* store.h: the SQLite store of a run (DIR/sente.db): models, self-play
+ * games with their records, matches, and training metrics.
+ *
+ * One database per run, in WAL mode, so that several self-play processes
+ * and the learner read and write it at once: readers never block the writer,
+ * and writers queue on a busy timeout (STORE_BUSY_TIMEOUT_MS) plus a retry
+ * of the whole write transaction. synchronous=NORMAL: in WAL mode a commit
+ * is a write() into the WAL, which survives the process being killed at any
+ * moment (kill -9 loses at most the transaction in flight, never a part of
+ * one); only an OS crash or power loss can lose the last commits, and even
+ * that never corrupts the file. Foreign keys are enforced.
+ *
+ * The schema is versioned in meta(key = 'schema_version'); store_open
+ * applies the missing migrations, one transaction each, and refuses a
+ * database written by a newer sente and a file that is not a sente database.
+ *
+ * Every function that can fail returns a negative status and leaves its
+ * message in store_errmsg(). A store is used by one thread at a time.
+ */
+#ifndef SENTE_DATA_STORE_H
+#define SENTE_DATA_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data/record.h"
+
+/* The schema this sente writes; store_migrations has this many steps. */
+#define STORE_SCHEMA_VERSION 2
+/* How long one statement waits for another process's write lock. */
+#define STORE_BUSY_TIMEOUT_MS 10000
+/* Times a write transaction is retried when the lock stays busy past it. */
+#define STORE_BUSY_RETRIES 5
+
+typedef struct store store;
+
+/* store_open_ex flags. */
+enum {
+	STORE_OPEN_CREATE = 1, /* create the file when it does not exist */
+};
+
+/* Opens (creating it when missing) and migrates the database at `path`.
+ * NULL with a message in err when the file cannot be opened, is not a sente
+ * database, or was written by a newer sente. */
+store *store_open(const char *path, char *err, size_t errlen);
+/* store_open with flags: without STORE_OPEN_CREATE a missing file is an
+ * error (for tools that inspect an existing run). */
+store *store_open_ex(const char *path, int flags, char *err, size_t errlen);
+/* Closes the database and frees the store. Accepts NULL. */
+void store_close(store *s);
+
+/* The message of the last failure. */
+const char *store_errmsg(store *s);
+/* The schema version of the open database (STORE_SCHEMA_VERSION once open). */
+int store_schema_version(store *s);
+
+/* The migrations, in order: step i takes the schema from version i to
+ * i + 1 (exported for tests and for `sente db`). */
+extern const char *const store_migrations[STORE_SCHEMA_VERSION];
+
+/* ---- models -------------------------------------------------------------- */
+
+/* Registers a model file; parent_id <= 0 means none. 0 or -1. */
+int store_add_model(store *s, const char *file, int64_t parent_id, int64_t train_step,
+		    const char *notes, int64_t *id_out);
+/* The model registered last: 1 found, 0 none, -1 error. `file` (file_len
+ * bytes, may be NULL) and train_step (may be NULL) are filled when found. */
+int store_latest_model(store *s, int64_t *id, char *file, size_t file_len, int64_t *train_step);
+/* The file of model `id`: 0, or -1 (no such model, or an error). */
+int store_model_file(store *s, int64_t id, char *file, size_t len);
+
+/* A models row, for listings. Strings are valid during the callback only. */
+typedef struct store_model {
+	int64_t id;         /* models.id */
+	const char *file;   /* the model file as registered */
+	int64_t parent_id;  /* the model it was trained from, 0 when none */
+	int64_t train_step; /* learner step it was exported at */
+	double created;     /* Unix time, seconds */
+	const char *notes;  /* free text, "" when none */
+} store_model;
+typedef int (*store_model_fn)(void *ctx, const store_model *m); /* nonzero stops */
+/* Calls fn for every model, oldest first. The number seen, or -1. */
+int store_list_models(store *s, store_model_fn fn, void *ctx);
+
+/* ---- games --------------------------------------------------------------- */
+
+/* Stores a finished game in ONE transaction. model_id <= 0: no model (random
+ * or uniform play); otherwise it must name a model. worker may be NULL.
+ * 0 or -1. */
+int store_add_game(store *s, int64_t model_id, const char *worker, const game_record *r,
+		   int64_t *id_out);
+/* Games, and recorded (full-search) positions, in the store. 0 or -1. */
+int store_count(store *s, int64_t *games, int64_t *positions);
+
+/* Calls fn for the most recent games with id > after_game_id, newest first,
+ * until their recorded positions reach max_positions (<= 0: no limit) or the
+ * games run out. Each record is decoded; a row whose blob does not decode is
+ * skipped and counted (its positions do not count), and the count with the
+ * first reason is reported once in err ("" when none was skipped); see also
+ * store_last_skipped. fn returning nonzero stops early. Returns the number
+ * of games delivered, or -1 (message in err and store_errmsg). */
+typedef int (*store_game_fn)(void *ctx, int64_t game_id, const game_record *r); /* nonzero stops */
+int store_recent_games(store *s, int64_t max_positions, int64_t after_game_id, store_game_fn fn,
+		       void *ctx, char *err, size_t errlen);
+/* Rows store_recent_games skipped as corrupt in its last call. */
+int64_t store_last_skipped(store *s);
+
+/* A games row without decoding its record. Valid during the callback only. */
+typedef struct store_game_info {
+	int64_t id;          /* games.id */
+	int64_t model_id;    /* 0 when the game was played without a model */
+	const char *worker;  /* who played it, "" when unknown */
+	const char *game;    /* "go" or "connect4" */
+	int size;            /* board size (7 for Connect Four) */
+	double komi;         /* Go komi */
+	int result;          /* +1 Black/first won, -1 lost, 0 draw */
+	double score;        /* as game_record.score */
+	int resigned;        /* -1, or the player who resigned */
+	int length;          /* moves */
+	int n_positions;     /* full-search moves */
+	double created;      /* Unix time, seconds */
+	const uint8_t *blob; /* the encoded record (record_decode it) */
+	size_t blob_len;     /* bytes in blob */
+} store_game_info;
+typedef int (*store_info_fn)(void *ctx, const store_game_info *g); /* nonzero stops */
+/* Calls fn for games newest first: only game `game_id` when it is > 0,
+ * else the `limit` newest (all when limit <= 0). The number seen, or -1. */
+int store_list_games(store *s, int64_t game_id, int64_t limit, store_info_fn fn, void *ctx);
+
+/* ---- metrics ------------------------------------------------------------- */
+
+/* Records metric `name` = value at learner step `step`, timestamped now. */
+int store_add_metric(store *s, int64_t step, const char *name, double value);
+/* Several metrics of one step in one transaction. 0 or -1. */
+int store_add_metrics(store *s, int64_t step, const char **names, const double *values, int n);
+/* Calls fn for every value of metric `name`, ordered by step (for report
+ * plots); time is Unix seconds. The number seen, or -1. */
+typedef int (*store_metric_fn)(void *ctx, int64_t step, double time, double value); /* nonzero stops */
+int store_metrics(store *s, const char *name, store_metric_fn fn, void *ctx);
+
+/* ---- statistics and maintenance (sente db) ------------------------------- */
+
+/* Most distinct (game, size) pairs store_stats reports. */
+#define STORE_MAX_KINDS 32
+
+/* Games of one kind and board size. */
+typedef struct store_kind_stats {
+	char game[16];       /* "go" or "connect4" */
+	int size;            /* board size */
+	int64_t games;       /* rows */
+	int64_t positions;   /* full-search moves */
+	int64_t moves;       /* moves over all games (mean length = moves / games) */
+	int64_t black_wins;  /* result +1 */
+	int64_t white_wins;  /* result -1 */
+	int64_t draws;       /* result 0 */
+	int64_t resignations; /* games that ended by resignation */
+} store_kind_stats;
+
+typedef struct store_stats {
+	int schema_version;   /* of the database */
+	int64_t models;       /* rows in models */
+	int64_t games;        /* rows in games */
+	int64_t positions;    /* full-search moves over all games */
+	int64_t metrics;      /* rows in metrics */
+	int64_t matches;      /* rows in matches */
+	int64_t page_bytes;   /* page_count * page_size: the main file's size */
+	int64_t free_bytes;   /* of which on the freelist (VACUUM returns them) */
+	int n_kinds;          /* entries in kinds[] */
+	store_kind_stats kinds[STORE_MAX_KINDS]; /* by game, then size */
+} store_stats;
+int store_get_stats(store *s, store_stats *st);
+
+/* VACUUM, then a TRUNCATE checkpoint that empties the WAL. 0, or -1 (for
+ * instance another process is reading or writing). */
+int store_vacuum(store *s);
+/* PRAGMA integrity_check: 0 when "ok", else -1 with the first problem in
+ * msg (which may be NULL). */
+int store_integrity_check(store *s, char *msg, size_t len);
+
+#endif

@@ -1,0 +1,432 @@
+/* selfplay.c: self-play workers (see selfplay.h). */
+#include "selfplay/selfplay.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "search/eval.h"
+#include "search/mcts.h"
+
+/* A network with its backend and evaluator, shared by the games that
+ * started with it; freed when the last of them lets go. */
+typedef struct sp_model {
+	nn_net *net;       /* weights (inference form), NULL for uniform */
+	nn_backend *be;    /* its backend, NULL for uniform */
+	evaluator *ev;     /* the queue all games share */
+	int64_t id;        /* model id in the store (0 when unknown) */
+	int refs;          /* holders: the selfplay object and running games */
+} sp_model;
+
+typedef struct sp_worker {
+	struct selfplay *sp; /* owner */
+	pthread_t thread;    /* the game thread */
+	int index;           /* worker number, for seeds */
+	uint64_t rng;        /* its random state */
+} sp_worker;
+
+struct selfplay {
+	selfplay_options opt;       /* as given */
+	pthread_mutex_t mu;         /* guards model and counters */
+	pthread_mutex_t fn_mu;      /* one finished-game callback at a time */
+	sp_model *model;            /* the model new games take */
+	selfplay_stats stats;       /* totals */
+	uint64_t evals_done[4];     /* evaluator stats of models already freed */
+	/* Per run: */
+	int64_t games_wanted;       /* stop after this many (0: no limit) */
+	int64_t games_started_run;  /* games begun this run */
+	int64_t games_done_run;     /* games finished this run */
+	double deadline;            /* monotonic seconds, 0: none */
+	atomic_int stop;            /* workers must stop */
+	atomic_int active;          /* workers still running */
+	volatile sig_atomic_t *ext_stop; /* the caller's signal flag */
+	selfplay_game_fn fn;        /* finished-game callback */
+	void *fn_ctx;               /* its context */
+};
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t x = (*s += 0x9e3779b97f4a7c15ULL);
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
+
+selfplay_options selfplay_options_default(const game_params *g)
+{
+	selfplay_options o;
+	memset(&o, 0, sizeof(o));
+	o.game = *g;
+	o.parallel_games = 16;
+	o.visits = 200;
+	o.cheap_visits = 40;
+	o.full_fraction = 0.25;
+	o.temperature_moves = g->kind == GAME_KIND_CONNECT4 ? 8 : g->size;
+	o.resign_pct = 5;
+	o.no_resign_fraction = 0.1;
+	o.batch = 16;
+	o.nn = nn_backend_options_default();
+	o.cache_bytes = (size_t)64 << 20;
+	o.seed = 1;
+	o.progress_seconds = 10;
+	return o;
+}
+
+static void model_release(selfplay *sp, sp_model *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&sp->mu);
+	bool last = --m->refs == 0;
+	if (last && m->ev) {
+		eval_stats es;
+		eval_get_stats(m->ev, &es);
+		sp->evals_done[0] += es.evals;
+		sp->evals_done[1] += es.batches;
+		sp->evals_done[2] += es.cache_hits;
+		sp->evals_done[3] += es.requests;
+	}
+	pthread_mutex_unlock(&sp->mu);
+	if (!last)
+		return;
+	eval_free(m->ev);
+	nn_backend_free(m->be);
+	nn_net_free(m->net);
+	free(m);
+}
+
+static sp_model *model_acquire(selfplay *sp)
+{
+	pthread_mutex_lock(&sp->mu);
+	sp_model *m = sp->model;
+	if (m)
+		m->refs++;
+	pthread_mutex_unlock(&sp->mu);
+	return m;
+}
+
+int selfplay_set_model(selfplay *sp, const nn_net *net, int64_t model_id, char *err, size_t errlen)
+{
+	sp_model *m = calloc(1, sizeof(*m));
+	if (!m) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	m->id = model_id;
+	m->refs = 1;
+	nn_encoding enc = sp->opt.game.kind == GAME_KIND_GO ? NN_ENC_LZ18 : NN_ENC_C4;
+	if (net) {
+		m->net = nn_net_clone(net);
+		if (!m->net) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+		nn_net_fold_bn(m->net);
+		enc = m->net->arch.encoding;
+		m->be = nn_backend_new(&nn_backend_cpu, m->net, sp->opt.batch, &sp->opt.nn, err, errlen);
+		if (!m->be)
+			goto fail;
+	}
+	eval_options eo = eval_options_default();
+	eo.max_batch = sp->opt.batch;
+	eo.cache_bytes = sp->opt.cache_bytes;
+	eo.seed = sp->opt.seed ^ (uint64_t)model_id;
+	m->ev = eval_new(m->be ? &m->be : NULL, m->be ? 1 : 0, enc, &eo, err, errlen);
+	if (!m->ev)
+		goto fail;
+	pthread_mutex_lock(&sp->mu);
+	sp_model *old = sp->model;
+	sp->model = m;
+	pthread_mutex_unlock(&sp->mu);
+	model_release(sp, old);
+	return 0;
+fail:
+	nn_backend_free(m->be);
+	nn_net_free(m->net);
+	free(m);
+	return -1;
+}
+
+selfplay *selfplay_new(const selfplay_options *o, char *err, size_t errlen)
+{
+	selfplay *sp = calloc(1, sizeof(*sp));
+	if (!sp) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	sp->opt = *o;
+	if (sp->opt.parallel_games < 1)
+		sp->opt.parallel_games = 1;
+	if (sp->opt.batch < 1)
+		sp->opt.batch = 1;
+	if (sp->opt.visits < 1)
+		sp->opt.visits = 1;
+	pthread_mutex_init(&sp->mu, NULL);
+	pthread_mutex_init(&sp->fn_mu, NULL);
+	if (selfplay_set_model(sp, NULL, 0, err, errlen) != 0) {
+		selfplay_free(sp);
+		return NULL;
+	}
+	return sp;
+}
+
+void selfplay_free(selfplay *sp)
+{
+	if (!sp)
+		return;
+	model_release(sp, sp->model);
+	pthread_mutex_destroy(&sp->fn_mu);
+	pthread_mutex_destroy(&sp->mu);
+	free(sp);
+}
+
+/* Claims the start of one more game of this run; false when the run has
+ * enough games started or must stop. */
+static bool claim_game(selfplay *sp)
+{
+	if (atomic_load(&sp->stop) || (sp->ext_stop && *sp->ext_stop) ||
+	    (sp->deadline > 0 && now() >= sp->deadline))
+		return false;
+	pthread_mutex_lock(&sp->mu);
+	bool ok = sp->games_wanted == 0 || sp->games_started_run < sp->games_wanted;
+	if (ok)
+		sp->games_started_run++;
+	pthread_mutex_unlock(&sp->mu);
+	return ok;
+}
+
+static bool should_stop(selfplay *sp)
+{
+	return atomic_load(&sp->stop) || (sp->ext_stop && *sp->ext_stop) ||
+	       (sp->deadline > 0 && now() >= sp->deadline);
+}
+
+/* Plays one game with model `mdl`. Returns 0 finished, 1 abandoned (stop),
+ * -1 error. */
+static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec)
+{
+	const selfplay_options *o = &sp->opt;
+	char err[256];
+	mcts_options mo = mcts_options_default();
+	mo.threads = 1;
+	mo.gather = 1;
+	mo.seed = rng_next(&w->rng);
+	mo.noise = true;
+	/* Enough nodes for a full search with reuse, with room to spare. */
+	size_t per = (size_t)o->visits * (size_t)(o->game.kind == GAME_KIND_GO ? o->game.size * o->game.size + 1 : 7);
+	mo.max_memory = per * 64 * 4 + ((size_t)8 << 20);
+	mcts *m = mcts_new(mdl->ev, &mo, err, sizeof(err));
+	if (!m)
+		return -1;
+	static _Thread_local game g;
+	game_init(&g, &o->game);
+	record_init(rec, &o->game);
+	bool no_resign = o->resign_pct <= 0 || rng_uniform(&w->rng) < o->no_resign_fraction;
+	int would_resign = -1;
+	int rc = 0;
+	mcts_child_info ci[GAME_MAX_ACTIONS];
+	record_visit visits[GAME_MAX_ACTIONS];
+	while (!game_is_over(&g)) {
+		if (should_stop(sp)) {
+			rc = 1;
+			break;
+		}
+		bool full = o->cheap_visits <= 0 || rng_uniform(&w->rng) < o->full_fraction;
+		mo.max_visits = full ? o->visits : o->cheap_visits;
+		mo.noise = full;
+		mcts_set_options(m, &mo);
+		mcts_set_position(m, &g);
+		mcts_search(m);
+		float v = mcts_root_value(m);
+		int mover = game_to_move(&g);
+		if (o->resign_pct > 0 && (v + 1) * 50 < o->resign_pct && mcts_root_visits(m) >= 20) {
+			if (!no_resign) {
+				game_resign(&g, mover);
+				break;
+			}
+			if (would_resign < 0)
+				would_resign = mover;
+		}
+		float temp = game_move_count(&g) < o->temperature_moves ? 1.0f : 0.0f;
+		int mv = mcts_choose_move(m, temp, false);
+		if (mv == GAME_MOVE_NONE) {
+			rc = -1;
+			break;
+		}
+		int nv = 0;
+		if (full) {
+			int n = mcts_root_children(m, ci, GAME_MAX_ACTIONS);
+			for (int i = 0; i < n; i++)
+				if (ci[i].visits > 0) {
+					visits[nv].move = (int16_t)ci[i].move;
+					visits[nv].count = (uint16_t)(ci[i].visits > 65535 ? 65535 : ci[i].visits);
+					nv++;
+				}
+		}
+		if (record_add_move(rec, mv, full && nv > 0, v, visits, nv) != 0 ||
+		    game_play(&g, mv) != GAME_OK) {
+			rc = -1;
+			break;
+		}
+	}
+	mcts_free(m);
+	if (rc != 0)
+		return rc;
+	record_set_outcome(rec, &g);
+	pthread_mutex_lock(&sp->mu);
+	if (no_resign && o->resign_pct > 0) {
+		sp->stats.no_resign_games++;
+		if (would_resign >= 0) {
+			sp->stats.would_resign++;
+			int r = game_result(&g); /* +1 first player */
+			int for_resigner = would_resign == GAME_BLACK ? r : -r;
+			if (for_resigner >= 0)
+				sp->stats.false_resign++;
+		}
+	}
+	pthread_mutex_unlock(&sp->mu);
+	return 0;
+}
+
+static void *worker_main(void *arg)
+{
+	sp_worker *w = arg;
+	selfplay *sp = w->sp;
+	game_record rec;
+	memset(&rec, 0, sizeof(rec));
+	while (claim_game(sp)) {
+		sp_model *mdl = model_acquire(sp);
+		int rc = play_game(sp, w, mdl, &rec);
+		if (rc == 0) {
+			pthread_mutex_lock(&sp->mu);
+			sp->stats.games++;
+			sp->games_done_run++;
+			sp->stats.moves += rec.n_moves;
+			sp->stats.positions += record_full_count(&rec);
+			sp->stats.wins[rec.result > 0 ? 0 : rec.result < 0 ? 1 : 2]++;
+			if (rec.resigned >= 0)
+				sp->stats.resigned++;
+			pthread_mutex_unlock(&sp->mu);
+			/* Outside `mu`: the callback may swap the model. */
+			pthread_mutex_lock(&sp->fn_mu);
+			int stop = sp->fn ? sp->fn(sp->fn_ctx, &rec, mdl->id) : 0;
+			pthread_mutex_unlock(&sp->fn_mu);
+			if (stop)
+				atomic_store(&sp->stop, 1);
+		} else if (rc < 0) {
+			atomic_store(&sp->stop, 1);
+		}
+		record_free(&rec);
+		model_release(sp, mdl);
+		if (rc != 0)
+			break;
+	}
+	record_free(&rec);
+	atomic_fetch_sub(&sp->active, 1);
+	return NULL;
+}
+
+void selfplay_get_stats(selfplay *sp, selfplay_stats *out)
+{
+	pthread_mutex_lock(&sp->mu);
+	*out = sp->stats;
+	out->evals = sp->evals_done[0];
+	out->batches = sp->evals_done[1];
+	out->cache_hits = sp->evals_done[2];
+	out->requests = sp->evals_done[3];
+	if (sp->model && sp->model->ev) {
+		eval_stats es;
+		eval_get_stats(sp->model->ev, &es);
+		out->evals += es.evals;
+		out->batches += es.batches;
+		out->cache_hits += es.cache_hits;
+		out->requests += es.requests;
+	}
+	pthread_mutex_unlock(&sp->mu);
+}
+
+static void print_progress(selfplay *sp, const selfplay_stats *a, const selfplay_stats *b,
+			   double dt, double elapsed)
+{
+	double gps = (b->games - a->games) / dt, pps = (b->positions - a->positions) / dt;
+	double eps = (double)(b->evals - a->evals) / dt;
+	double mb = b->batches > a->batches ? (double)(b->evals - a->evals) / (double)(b->batches - a->batches) : 0;
+	uint64_t rq = b->requests - a->requests;
+	double hit = rq ? (double)(b->cache_hits - a->cache_hits) / (double)rq : 0;
+	if (sp->opt.json)
+		printf("{\"selfplay\":\"progress\",\"seconds\":%.1f,\"games\":%lld,\"positions\":%lld,"
+		       "\"games_per_s\":%.2f,\"positions_per_s\":%.1f,\"evals_per_s\":%.1f,"
+		       "\"mean_batch\":%.2f,\"cache_hit_rate\":%.3f,\"false_resign\":%lld,"
+		       "\"no_resign_games\":%lld}\n",
+		       elapsed, (long long)b->games, (long long)b->positions, gps, pps, eps, mb, hit,
+		       (long long)b->false_resign, (long long)b->no_resign_games);
+	else if (!sp->opt.quiet)
+		fprintf(stderr, "selfplay: %6.0f s  %lld games  %.1f positions/s  %.0f evals/s  "
+			"batch %.1f  cache %.0f%%\n", elapsed, (long long)b->games, pps, eps, mb,
+			hit * 100);
+	fflush(stdout);
+}
+
+int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_fn fn, void *ctx,
+		     volatile sig_atomic_t *stop)
+{
+	int n = sp->opt.parallel_games;
+	if (games > 0 && games < n)
+		n = (int)games;
+	sp_worker *w = calloc((size_t)n, sizeof(*w));
+	if (!w)
+		return -1;
+	double t0 = now();
+	sp->games_wanted = games;
+	sp->games_started_run = sp->games_done_run = 0;
+	sp->deadline = seconds > 0 ? t0 + seconds : 0;
+	atomic_store(&sp->stop, 0);
+	sp->ext_stop = stop;
+	sp->fn = fn;
+	sp->fn_ctx = ctx;
+	int started = 0;
+	atomic_store(&sp->active, n);
+	for (int i = 0; i < n; i++) {
+		w[i].sp = sp;
+		w[i].index = i;
+		w[i].rng = sp->opt.seed * 0x9e3779b97f4a7c15ULL + (uint64_t)i * 7919 + (uint64_t)sp->stats.games;
+		if (pthread_create(&w[i].thread, NULL, worker_main, &w[i]) != 0) {
+			atomic_fetch_sub(&sp->active, n - i);
+			break;
+		}
+		started++;
+	}
+	/* The calling thread reports progress while the workers play. */
+	selfplay_stats last, cur;
+	selfplay_get_stats(sp, &last);
+	double t_last = t0;
+	while (atomic_load(&sp->active) > 0) {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		double t = now();
+		if (sp->opt.progress_seconds > 0 && t - t_last >= sp->opt.progress_seconds) {
+			selfplay_get_stats(sp, &cur);
+			print_progress(sp, &last, &cur, t - t_last, t - t0);
+			last = cur;
+			t_last = t;
+		}
+	}
+	for (int i = 0; i < started; i++)
+		pthread_join(w[i].thread, NULL);
+	free(w);
+	sp->stats.seconds += now() - t0;
+	return sp->games_done_run;
+}

@@ -1,0 +1,87 @@
+/* selfplay.h: self-play workers. One process plays many games at once, one
+ * thread per game, all sharing one evaluator so the network sees full
+ * batches (one game per process starves it).
+ *
+ * Exploration as AlphaZero and its successors do it: Dirichlet noise at the
+ * root of full searches, temperature 1 for the opening moves then the most
+ * visited move, resignation below a winrate with a fraction of games that
+ * never resign (to measure false resignations), and playout-cap
+ * randomisation (KataGo): most moves get a cheap search and are not
+ * recorded, a fraction get the full search and become training targets.
+ * A newer model is taken up between games, without stopping.
+ */
+#ifndef SENTE_SELFPLAY_SELFPLAY_H
+#define SENTE_SELFPLAY_SELFPLAY_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "data/record.h"
+#include "engine/game.h"
+#include "nn/backend.h"
+#include "nn/net.h"
+
+typedef struct selfplay_options {
+	game_params game;        /* what to play */
+	int parallel_games;      /* games (threads) at once */
+	int visits;              /* full search visits (recorded moves) */
+	int cheap_visits;        /* cheap search visits; 0 turns playout-cap randomisation off */
+	double full_fraction;    /* chance that a move gets the full search */
+	int temperature_moves;   /* moves played at temperature 1 */
+	float resign_pct;        /* resign below this winrate, percent; 0: never */
+	double no_resign_fraction; /* games that never resign, to measure false resignations */
+	int batch;               /* largest network batch */
+	nn_backend_options nn;   /* network threads and precision */
+	size_t cache_bytes;      /* NN cache */
+	uint64_t seed;           /* noise, temperature, resignation draws */
+	double progress_seconds; /* progress line every this many seconds; 0: none */
+	bool json;               /* progress as JSON lines */
+	bool quiet;              /* nothing on stderr */
+} selfplay_options;
+
+typedef struct selfplay_stats {
+	int64_t games;           /* finished games */
+	int64_t moves;           /* moves played */
+	int64_t positions;       /* recorded (full search) positions */
+	int64_t wins[3];         /* first player won, second won, draws */
+	int64_t resigned;        /* games ended by resignation */
+	int64_t no_resign_games; /* games played without resigning */
+	int64_t would_resign;    /* of those, games where resignation would have happened */
+	int64_t false_resign;    /* of those, games the would-be resigner went on to win or draw */
+	uint64_t evals;          /* network evaluations */
+	uint64_t batches;        /* network calls */
+	uint64_t cache_hits;     /* NN cache hits */
+	uint64_t requests;       /* evaluation requests */
+	double seconds;          /* wall time of selfplay_run */
+} selfplay_stats;
+
+/* Called once per finished game, from the game's thread but never two at a
+ * time; it may call selfplay_set_model. Return nonzero to stop the run
+ * (e.g. the store failed). */
+typedef int (*selfplay_game_fn)(void *ctx, const game_record *r, int64_t model_id);
+
+typedef struct selfplay selfplay;
+
+/* Defaults for 2 CPU cores: 16 games at once, 200 full / 40 cheap visits,
+ * 25% full searches, temperature for the first moves (8 for Connect Four,
+ * size for Go), resign at 5% with 10% of games never resigning. */
+selfplay_options selfplay_options_default(const game_params *g);
+
+selfplay *selfplay_new(const selfplay_options *o, char *err, size_t errlen);
+void selfplay_free(selfplay *sp);
+
+/* Uses `net` (copied; NULL: uniform policy, neutral value) from the next
+ * game on; games under way finish with the model they started with. */
+int selfplay_set_model(selfplay *sp, const nn_net *net, int64_t model_id, char *err, size_t errlen);
+
+/* Plays until `games` more games have finished (0: no limit), `seconds` have
+ * passed (0: no limit), fn asks to stop, or *stop becomes nonzero (signals);
+ * unfinished games are dropped. Returns the games finished, or -1. */
+int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_fn fn, void *ctx,
+		     volatile sig_atomic_t *stop);
+
+/* Totals since selfplay_new. */
+void selfplay_get_stats(selfplay *sp, selfplay_stats *out);
+
+#endif

@@ -1,0 +1,128 @@
+/* Self-play: games finish with valid records, many games share batches,
+ * a model swap between games, stop flags. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "selfplay/selfplay.h"
+
+typedef struct collected {
+	int games;
+	int positions;
+	int bad;             /* records that did not round-trip or replay */
+	int64_t model_ids[64]; /* model of each game */
+	selfplay *sp;        /* for the model swap test */
+	nn_net *swap_to;     /* swap after the first game when set */
+} collected;
+
+static int on_game(void *ctx, const game_record *r, int64_t model_id)
+{
+	collected *c = ctx;
+	uint8_t *blob = NULL;
+	size_t len = 0;
+	game_record back;
+	char err[128];
+	static game g;
+	if (record_encode(r, &blob, &len) != 0 || record_decode(blob, len, &back, err, sizeof(err)) != 0) {
+		c->bad++;
+	} else {
+		if (back.n_moves != r->n_moves || back.result != r->result ||
+		    record_replay(&back, -1, &g) != 0 || (!game_is_over(&g) && r->resigned < 0) ||
+		    (r->resigned < 0 && game_result(&g) != r->result))
+			c->bad++;
+		record_free(&back);
+	}
+	free(blob);
+	if (c->games < 64)
+		c->model_ids[c->games] = model_id;
+	c->games++;
+	c->positions += record_full_count(r);
+	if (c->swap_to && c->games == 1)
+		selfplay_set_model(c->sp, c->swap_to, 7, err, sizeof(err));
+	return 0;
+}
+
+Test(selfplay, connect4_uniform_games_are_recorded)
+{
+	game_params gp = game_params_default(GAME_KIND_CONNECT4);
+	selfplay_options o = selfplay_options_default(&gp);
+	o.parallel_games = 4;
+	o.visits = 30;
+	o.cheap_visits = 8;
+	o.progress_seconds = 0;
+	o.quiet = true;
+	char err[256];
+	selfplay *sp = selfplay_new(&o, err, sizeof(err));
+	cr_assert(sp, "%s", err);
+	collected c = { 0 };
+	int64_t n = selfplay_run(sp, 10, 0, on_game, &c, NULL);
+	cr_assert_eq(n, 10);
+	cr_assert_eq(c.games, 10);
+	cr_assert_eq(c.bad, 0, "%d records did not round-trip or replay", c.bad);
+	selfplay_stats st;
+	selfplay_get_stats(sp, &st);
+	cr_assert_eq(st.games, 10);
+	cr_assert_eq(st.positions, c.positions);
+	/* About a quarter of the moves get the full search. */
+	double frac = (double)st.positions / (double)st.moves;
+	cr_assert(frac > 0.08 && frac < 0.5, "full-search fraction %.2f", frac);
+	cr_assert_eq(st.wins[0] + st.wins[1] + st.wins[2], 10);
+	selfplay_free(sp);
+}
+
+Test(selfplay, parallel_games_share_batches_and_swap_models)
+{
+	game_params gp = game_params_default(GAME_KIND_CONNECT4);
+	char err[256];
+	nn_arch a = nn_arch_default(&gp, 1, 8);
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 3);
+	selfplay_options o = selfplay_options_default(&gp);
+	o.parallel_games = 8;
+	o.batch = 8;
+	o.visits = 24;
+	o.cheap_visits = 0; /* every move recorded */
+	o.progress_seconds = 0;
+	o.quiet = true;
+	o.nn.threads = 1;
+	selfplay *sp = selfplay_new(&o, err, sizeof(err));
+	cr_assert(sp, "%s", err);
+	cr_assert_eq(selfplay_set_model(sp, net, 3, err, sizeof(err)), 0, "%s", err);
+	collected c = { .sp = sp, .swap_to = net };
+	int64_t n = selfplay_run(sp, 24, 0, on_game, &c, NULL);
+	cr_assert_eq(n, 24);
+	cr_assert_eq(c.bad, 0);
+	selfplay_stats st;
+	selfplay_get_stats(sp, &st);
+	cr_assert_eq(st.positions, st.moves, "cheap searches off: every move is a position");
+	cr_assert(st.batches > 0 && (double)st.evals / (double)st.batches > 2.0,
+		  "8 games at once must share batches: mean %.2f",
+		  st.batches ? (double)st.evals / (double)st.batches : 0.0);
+	int later = 0;
+	for (int i = 0; i < 24; i++)
+		later += c.model_ids[i] == 7;
+	cr_assert(later > 0, "games started after the swap use the new model");
+	cr_assert_eq(c.model_ids[0], 3);
+	selfplay_free(sp);
+	nn_net_free(net);
+}
+
+Test(selfplay, stop_flag_ends_the_run)
+{
+	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7 };
+	selfplay_options o = selfplay_options_default(&gp);
+	o.parallel_games = 2;
+	o.visits = 50;
+	o.progress_seconds = 0;
+	o.quiet = true;
+	char err[256];
+	selfplay *sp = selfplay_new(&o, err, sizeof(err));
+	cr_assert(sp, "%s", err);
+	volatile sig_atomic_t stop = 1;
+	collected c = { 0 };
+	cr_assert_eq(selfplay_run(sp, 0, 0, on_game, &c, &stop), 0, "stopped before any game");
+	stop = 0;
+	cr_assert_eq(selfplay_run(sp, 0, 0.3, on_game, &c, &stop) >= 0, 1);
+	cr_assert_eq(c.bad, 0);
+	selfplay_free(sp);
+}

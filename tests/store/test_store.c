@@ -1,0 +1,549 @@
+/* The SQLite store: create, models, games, metrics; migration from an
+ * empty and a version-1 database; refusal of newer, foreign and garbage
+ * files; corrupt rows skipped; the replay window; four processes writing
+ * at once; and `sente db` driven through $SENTE_BIN. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "data/store.h"
+#include "engine/sgf.h"
+
+static uint64_t xs(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* A fresh folder per test: tests run in parallel processes. */
+static char dir[64], db_path[128];
+
+static void make_dir(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/sente-store-XXXXXX");
+	cr_assert(mkdtemp(dir), "mkdtemp");
+	snprintf(db_path, sizeof(db_path), "%s/sente.db", dir);
+}
+
+static void remove_dir(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+TestSuite(store, .init = make_dir, .fini = remove_dir);
+
+/* A random game; `full` moves (at most) are marked full searches with a
+ * few visit entries, so its n_positions is known. */
+static void random_game(game_record *r, game_kind kind, uint64_t *rng, int full)
+{
+	game_params p = game_params_default(kind);
+	if (kind == GAME_KIND_GO)
+		p.size = 9;
+	game *g = malloc(sizeof(*g));
+	cr_assert_eq(game_init(g, &p), GAME_OK);
+	record_init(r, &p);
+	int legal[GAME_MAX_ACTIONS];
+	while (!game_is_over(g) && r->n_moves < 120) {
+		int n = game_legal_moves(g, legal);
+		int mv = legal[xs(rng) % (uint64_t)n];
+		bool is_full = r->n_moves < full;
+		record_visit v[3];
+		int nv = 0;
+		if (is_full)
+			for (int k = 0; k < n && k < 3; k++)
+				v[nv++] = (record_visit){ (int16_t)legal[k], (uint16_t)(1 + xs(rng) % 500) };
+		cr_assert_eq(record_add_move(r, mv, is_full, 0.5f, v, nv), 0);
+		cr_assert_eq(game_play(g, mv), GAME_OK);
+	}
+	record_set_outcome(r, g);
+	free(g);
+}
+
+/* Runs SQL on the file directly, bypassing the store. */
+static void raw_sql(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	char *msg = NULL;
+	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+	cr_assert_eq(rc, SQLITE_OK, "%s: %s", sql, msg ? msg : "");
+	sqlite3_close(db);
+}
+
+/* What the read-back callback expects and saw. */
+typedef struct seen {
+	int n;               /* games delivered */
+	game_record *want;   /* [4] the records stored, oldest first */
+	int64_t *want_ids;   /* [4] their ids */
+} seen;
+
+static int seen_fn(void *ctx, int64_t game_id, const game_record *got)
+{
+	seen *sn = ctx;
+	int k = 3 - sn->n++;
+	cr_assert_eq(game_id, sn->want_ids[k]);
+	cr_assert_eq(got->n_moves, sn->want[k].n_moves);
+	cr_assert_eq(memcmp(got->moves, sn->want[k].moves, (size_t)got->n_moves * 2), 0);
+	cr_assert_eq(got->n_visits, sn->want[k].n_visits);
+	cr_assert_eq(got->result, sn->want[k].result);
+	cr_assert_eq(got->score, sn->want[k].score);
+	return 0;
+}
+
+/* Metric values as store_metrics delivers them. */
+typedef struct mseen {
+	int n;            /* values seen */
+	int64_t step[4];  /* their steps */
+	double value[4];  /* and values */
+} mseen;
+
+static int mseen_fn(void *ctx, int64_t st, double t, double v)
+{
+	mseen *m = ctx;
+	cr_assert(t > 1.6e9, "a Unix time");
+	m->step[m->n] = st;
+	m->value[m->n++] = v;
+	return 0;
+}
+
+Test(store, create_models_games_metrics)
+{
+	char err[512];
+	store *s = store_open(db_path, err, sizeof(err));
+	cr_assert(s, "%s", err);
+	cr_assert_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
+
+	int64_t id = 0, a, b, step;
+	char file[256];
+	cr_assert_eq(store_latest_model(s, &id, file, sizeof(file), &step), 0, "no model yet");
+	cr_assert_eq(store_add_model(s, "models/a.sente", 0, 0, NULL, &a), 0, "%s", store_errmsg(s));
+	cr_assert_eq(store_add_model(s, "models/b.sente", a, 1000, "from a", &b), 0, "%s", store_errmsg(s));
+	cr_assert_eq(store_latest_model(s, &id, file, sizeof(file), &step), 1);
+	cr_assert_eq(id, b);
+	cr_assert_str_eq(file, "models/b.sente");
+	cr_assert_eq(step, 1000);
+	cr_assert_eq(store_model_file(s, a, file, sizeof(file)), 0);
+	cr_assert_str_eq(file, "models/a.sente");
+	cr_assert_eq(store_model_file(s, 999, file, sizeof(file)), -1);
+	cr_assert(strstr(store_errmsg(s), "no model with id 999"), "%s", store_errmsg(s));
+	cr_assert_eq(store_add_model(s, "x", 999, 0, NULL, NULL), -1, "parent must exist");
+
+	uint64_t rng = 3;
+	game_record r[4];
+	int64_t gid[4];
+	for (int i = 0; i < 4; i++) {
+		random_game(&r[i], i % 2 ? GAME_KIND_GO : GAME_KIND_CONNECT4, &rng, 5 + i);
+		cr_assert_eq(store_add_game(s, i ? b : 0, "w1", &r[i], &gid[i]), 0, "%s", store_errmsg(s));
+	}
+	cr_assert_eq(store_add_game(s, 12345, "w1", &r[0], NULL), -1, "unknown model refused");
+	cr_assert(strstr(store_errmsg(s), "no model with id 12345"), "%s", store_errmsg(s));
+	int64_t games, positions;
+	cr_assert_eq(store_count(s, &games, &positions), 0);
+	cr_assert_eq(games, 4);
+	cr_assert_eq(positions, 5 + 6 + 7 + 8);
+
+	/* Read back, newest first, equal to what went in. */
+	seen sn = { .want = r, .want_ids = gid };
+	cr_assert_eq(store_recent_games(s, 0, 0, seen_fn, &sn, err, sizeof(err)), 4, "%s", err);
+	cr_assert_str_eq(err, "");
+
+	/* Metrics, one and several per step, back in step order. */
+	const char *names[2] = { "loss", "lr" };
+	double vals[2] = { 2.0, 0.1 };
+	cr_assert_eq(store_add_metric(s, 20, "loss", 1.0), 0);
+	cr_assert_eq(store_add_metrics(s, 10, names, vals, 2), 0);
+	cr_assert_eq(store_add_metric(s, 30, "loss", 0.5), 0);
+	mseen m = { 0 };
+	cr_assert_eq(store_metrics(s, "loss", mseen_fn, &m), 3);
+	cr_assert_eq(m.step[0], 10);
+	cr_assert_eq(m.value[0], 2.0);
+	cr_assert_eq(m.step[1], 20);
+	cr_assert_eq(m.step[2], 30);
+	cr_assert_eq(m.value[2], 0.5);
+
+	store_stats st;
+	cr_assert_eq(store_get_stats(s, &st), 0);
+	cr_assert_eq(st.models, 2);
+	cr_assert_eq(st.games, 4);
+	cr_assert_eq(st.metrics, 4);
+	cr_assert_eq(st.n_kinds, 2);
+	cr_assert_str_eq(st.kinds[0].game, "connect4");
+	cr_assert_str_eq(st.kinds[1].game, "go");
+	cr_assert_eq(st.kinds[1].size, 9);
+	char ok[64];
+	cr_assert_eq(store_integrity_check(s, ok, sizeof(ok)), 0);
+	cr_assert_str_eq(ok, "ok");
+	store_close(s);
+	store_close(NULL);
+
+	/* Reopening finds it all, in WAL mode. */
+	s = store_open(db_path, err, sizeof(err));
+	cr_assert(s, "%s", err);
+	cr_assert_eq(store_count(s, &games, NULL), 0);
+	cr_assert_eq(games, 4);
+	cr_assert_eq(store_vacuum(s), 0, "%s", store_errmsg(s));
+	store_close(s);
+	for (int i = 0; i < 4; i++)
+		record_free(&r[i]);
+}
+
+Test(store, missing_file_is_not_created_without_the_flag)
+{
+	char err[512];
+	store *s = store_open_ex(db_path, 0, err, sizeof(err));
+	cr_assert_null(s);
+	cr_assert(strstr(err, "No such file"), "%s", err);
+	cr_assert_neq(access(db_path, F_OK), 0, "the file was created");
+}
+
+Test(store, migrates_empty_and_v1_databases)
+{
+	char err[512];
+	/* An empty SQLite file (no tables): version 0. */
+	raw_sql(db_path, "PRAGMA user_version = 0");
+	store *s = store_open(db_path, err, sizeof(err));
+	cr_assert(s, "%s", err);
+	cr_assert_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
+	store_close(s);
+
+	/* A database left at version 1 with a game in it gains the arena's
+	 * tables and keeps its data. */
+	char v1[160];
+	snprintf(v1, sizeof(v1), "%s/v1.db", dir);
+	sqlite3 *db;
+	cr_assert_eq(sqlite3_open(v1, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, store_migrations[0], NULL, NULL, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, "INSERT INTO meta VALUES ('schema_version', 1)", NULL, NULL, NULL),
+		     SQLITE_OK);
+	sqlite3_close(db);
+	s = store_open(v1, err, sizeof(err));
+	cr_assert(s, "%s", err);
+	uint64_t rng = 8;
+	game_record r;
+	random_game(&r, GAME_KIND_CONNECT4, &rng, 3);
+	cr_assert_eq(store_add_game(s, 0, NULL, &r, NULL), 0, "%s", store_errmsg(s));
+	record_free(&r);
+	cr_assert_eq(store_schema_version(s), 2);
+	store_close(s);
+	cr_assert_eq(sqlite3_open(v1, &db), SQLITE_OK);
+	sqlite3_stmt *st;
+	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT (SELECT value FROM meta WHERE key = 'schema_version'), "
+					"(SELECT count(*) FROM matches), (SELECT count(*) FROM match_games)",
+					-1, &st, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+	cr_assert_eq(sqlite3_column_int(st, 0), 2);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+Test(store, refuses_newer_schema)
+{
+	char err[512];
+	store *s = store_open(db_path, err, sizeof(err));
+	cr_assert(s, "%s", err);
+	store_close(s);
+	raw_sql(db_path, "UPDATE meta SET value = 99 WHERE key = 'schema_version'");
+	s = store_open(db_path, err, sizeof(err));
+	cr_assert_null(s);
+	cr_assert(strstr(err, "this database was written by a newer sente (schema 99); upgrade sente"),
+		  "%s", err);
+}
+
+/* Bytes 18 and 19 of an SQLite header: 1 legacy journal, 2 WAL. */
+static int header_byte(const char *path, int at)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert(f);
+	unsigned char h[100];
+	cr_assert_eq(fread(h, 1, sizeof(h), f), sizeof(h));
+	fclose(f);
+	return h[at];
+}
+
+Test(store, refuses_foreign_and_garbage_files)
+{
+	char err[512];
+	raw_sql(db_path, "CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('ada')");
+	store *s = store_open(db_path, err, sizeof(err));
+	cr_assert_null(s);
+	cr_assert(strstr(err, "not a sente database"), "%s", err);
+	cr_assert_eq(header_byte(db_path, 18), 1, "the foreign file was switched to WAL");
+
+	/* meta without schema_version is not ours either. */
+	char other[160];
+	snprintf(other, sizeof(other), "%s/meta.db", dir);
+	raw_sql(other, "CREATE TABLE meta (key TEXT, value)");
+	s = store_open(other, err, sizeof(err));
+	cr_assert_null(s);
+	cr_assert(strstr(err, "not a sente database"), "%s", err);
+
+	char junk[160];
+	snprintf(junk, sizeof(junk), "%s/junk.db", dir);
+	FILE *f = fopen(junk, "wb");
+	uint64_t rng = 4;
+	for (int i = 0; i < 8192; i++)
+		fputc((int)(xs(&rng) & 0xff), f);
+	fclose(f);
+	s = store_open(junk, err, sizeof(err));
+	cr_assert_null(s);
+	cr_assert(strstr(err, "not a sente database (not an SQLite file)"), "%s", err);
+
+	s = store_open(dir, err, sizeof(err));
+	cr_assert_null(s, "a directory");
+	cr_assert(strstr(err, "directory"), "%s", err);
+}
+
+/* Collects ids delivered by store_recent_games. */
+typedef struct collect {
+	int n;            /* delivered */
+	int64_t ids[64];  /* in order */
+	int64_t positions; /* full moves seen */
+	int stop_after;   /* stop when n reaches this (0: never) */
+} collect;
+
+static int collect_fn(void *ctx, int64_t id, const game_record *r)
+{
+	collect *c = ctx;
+	c->ids[c->n++] = id;
+	c->positions += record_full_count(r);
+	return c->stop_after && c->n >= c->stop_after;
+}
+
+Test(store, corrupt_rows_are_skipped_and_counted)
+{
+	char err[512];
+	store *s = store_open(db_path, err, sizeof(err));
+	cr_assert(s, "%s", err);
+	uint64_t rng = 5;
+	for (int i = 0; i < 6; i++) {
+		game_record r;
+		random_game(&r, GAME_KIND_CONNECT4, &rng, 2);
+		cr_assert_eq(store_add_game(s, 0, "w", &r, NULL), 0);
+		record_free(&r);
+	}
+	store_close(s);
+	/* Row 2 truncated, row 4 with a flipped byte, row 5 not a record. */
+	raw_sql(db_path, "UPDATE games SET record = substr(record, 1, length(record) - 3) WHERE id = 2;"
+			 "UPDATE games SET record = substr(record, 1, 10) || X'5A' || substr(record, 12) WHERE id = 4;"
+			 "UPDATE games SET record = zeroblob(30) WHERE id = 5;");
+	s = store_open(db_path, err, sizeof(err));
+	cr_assert(s, "%s", err);
+	collect c = { 0 };
+	cr_assert_eq(store_recent_games(s, 0, 0, collect_fn, &c, err, sizeof(err)), 3);
+	cr_assert_eq(store_last_skipped(s), 3);
+	cr_assert(strstr(err, "skipped 3 corrupt game rows (game 5: record:"), "%s", err);
+	cr_assert_eq(c.ids[0], 6);
+	cr_assert_eq(c.ids[1], 3);
+	cr_assert_eq(c.ids[2], 1);
+	store_close(s);
+}
+
+Test(store, window_is_newest_games_up_to_max_positions)
+{
+	char err[512];
+	store *s = store_open(db_path, err, sizeof(err));
+	cr_assert(s, "%s", err);
+	uint64_t rng = 6;
+	/* Ten games of exactly 4 full moves each (Connect Four lasts >= 7). */
+	for (int i = 0; i < 10; i++) {
+		game_record r;
+		random_game(&r, GAME_KIND_CONNECT4, &rng, 4);
+		cr_assert_eq(record_full_count(&r), 4);
+		cr_assert_eq(store_add_game(s, 0, NULL, &r, NULL), 0);
+		record_free(&r);
+	}
+	collect c = { 0 };
+	cr_assert_eq(store_recent_games(s, 10, 0, collect_fn, &c, err, sizeof(err)), 3, "4+4 < 10 <= 12");
+	cr_assert_eq(c.ids[0], 10);
+	cr_assert_eq(c.ids[2], 8);
+	cr_assert_eq(c.positions, 12);
+
+	memset(&c, 0, sizeof(c));
+	cr_assert_eq(store_recent_games(s, 8, 0, collect_fn, &c, err, sizeof(err)), 2, "exactly 8");
+
+	memset(&c, 0, sizeof(c));
+	cr_assert_eq(store_recent_games(s, 1000, 7, collect_fn, &c, err, sizeof(err)), 3, "ids 8, 9, 10");
+	cr_assert_eq(c.ids[2], 8);
+
+	memset(&c, 0, sizeof(c));
+	cr_assert_eq(store_recent_games(s, 0, 10, collect_fn, &c, err, sizeof(err)), 0, "nothing newer");
+
+	memset(&c, 0, sizeof(c));
+	c.stop_after = 2;
+	cr_assert_eq(store_recent_games(s, 0, 0, collect_fn, &c, err, sizeof(err)), 2, "the callback stops it");
+	store_close(s);
+}
+
+/* Four processes open the same new database at once and each adds 50
+ * games: the schema is created once, and every row arrives. */
+Test(store, four_writers_at_once, .timeout = 60)
+{
+	pid_t pids[4];
+	for (int w = 0; w < 4; w++) {
+		pids[w] = fork();
+		cr_assert(pids[w] >= 0);
+		if (pids[w] == 0) {
+			char err[512], worker[16];
+			store *s = store_open(db_path, err, sizeof(err));
+			if (!s) {
+				fprintf(stderr, "writer %d: %s\n", w, err);
+				_exit(1);
+			}
+			snprintf(worker, sizeof(worker), "w%d", w);
+			uint64_t rng = 100 + (uint64_t)w;
+			for (int i = 0; i < 50; i++) {
+				game_record r;
+				random_game(&r, i % 5 ? GAME_KIND_CONNECT4 : GAME_KIND_GO, &rng, 3);
+				if (store_add_game(s, 0, worker, &r, NULL)) {
+					fprintf(stderr, "writer %d game %d: %s\n", w, i, store_errmsg(s));
+					_exit(2);
+				}
+				record_free(&r);
+			}
+			store_close(s);
+			_exit(0);
+		}
+	}
+	for (int w = 0; w < 4; w++) {
+		int st;
+		cr_assert_eq(waitpid(pids[w], &st, 0), pids[w]);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer %d failed (status %d)", w, st);
+	}
+	char err[512];
+	store *s = store_open(db_path, err, sizeof(err));
+	cr_assert(s, "%s", err);
+	int64_t games, positions;
+	cr_assert_eq(store_count(s, &games, &positions), 0);
+	cr_assert_eq(games, 200);
+	cr_assert_eq(positions, 600);
+	cr_assert_eq(store_integrity_check(s, NULL, 0), 0, "%s", store_errmsg(s));
+	store_close(s);
+}
+
+/* ---- sente db ------------------------------------------------------------- */
+
+static char out[1 << 16];
+
+/* Runs `sente ARGS`, returns its exit code; stdout+stderr go to out. */
+static int run_sente(const char *args)
+{
+	const char *bin = getenv("SENTE_BIN");
+	if (!bin) {
+		remove_dir(); /* a skipped test does not run .fini */
+		cr_skip_test("SENTE_BIN is not set (run through make test)");
+	}
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", bin, args);
+	FILE *f = popen(cmd, "r");
+	cr_assert(f, "popen %s", cmd);
+	size_t n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	int st = pclose(f);
+	cr_assert(WIFEXITED(st), "%s did not exit normally", cmd);
+	return WEXITSTATUS(st);
+}
+
+Test(store, cli_db)
+{
+	char args[512], err[512];
+	if (run_sente("db --help") == 2 && strstr(out, "unknown command 'db'")) {
+		remove_dir(); /* a skipped test does not run .fini */
+		cr_skip_test("bin/sente does not have the db command wired in");
+	}
+	cr_assert(strstr(out, "export-sgf"), "%s", out);
+
+	store *s = store_open(db_path, err, sizeof(err));
+	cr_assert(s, "%s", err);
+	int64_t model;
+	cr_assert_eq(store_add_model(s, "models/m1.sente", 0, 500, "first", &model), 0);
+	uint64_t rng = 9;
+	game_record go;
+	random_game(&go, GAME_KIND_GO, &rng, 10);
+	int64_t go_id, c4_id;
+	cr_assert_eq(store_add_game(s, model, "box-1", &go, &go_id), 0);
+	game_record c4;
+	random_game(&c4, GAME_KIND_CONNECT4, &rng, 5);
+	cr_assert_eq(store_add_game(s, model, "box-1", &c4, &c4_id), 0);
+	store_close(s);
+
+	snprintf(args, sizeof(args), "db %s stats", db_path);
+	cr_assert_eq(run_sente(args), 0, "%s", out);
+	cr_assert(strstr(out, "schema        2"), "%s", out);
+	cr_assert(strstr(out, "games         2"), "%s", out);
+	cr_assert(strstr(out, "go 9x9"), "%s", out);
+	cr_assert(strstr(out, "models/m1.sente"), "%s", out);
+
+	snprintf(args, sizeof(args), "db %s --json", db_path);
+	cr_assert_eq(run_sente(args), 0, "%s", out);
+	cr_assert(strstr(out, "\"schema\":2,") && strstr(out, "\"games\":2,"), "%s", out);
+	cr_assert(out[0] == '{' && strchr(out, '\n') == strrchr(out, '\n'), "one JSON line: %s", out);
+
+	snprintf(args, sizeof(args), "db %s games --limit 5", db_path);
+	cr_assert_eq(run_sente(args), 0, "%s", out);
+	cr_assert(strstr(out, "box-1") && strstr(out, "connect4"), "%s", out);
+
+	snprintf(args, sizeof(args), "db %s models", db_path);
+	cr_assert_eq(run_sente(args), 0, "%s", out);
+	cr_assert(strstr(out, "models/m1.sente") && strstr(out, "first"), "%s", out);
+
+	/* Export: the SGF reads back with the same moves. */
+	snprintf(args, sizeof(args), "db %s export-sgf %s/sgf", db_path, dir);
+	cr_assert_eq(run_sente(args), 0, "%s", out);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/sgf/game-%lld.sgf", dir, (long long)go_id);
+	sgf_record sr;
+	cr_assert_eq(sgf_load_file(path, &sr, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(sr.size, 9);
+	cr_assert_eq(sr.n_moves, go.n_moves);
+	for (int i = 0; i < go.n_moves; i++)
+		cr_assert_eq(sr.moves[i].point, go.moves[i]);
+	sgf_record_free(&sr);
+	snprintf(path, sizeof(path), "%s/sgf/game-%lld.c4.txt", dir, (long long)c4_id);
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "%s", path);
+	char line[128] = "";
+	cr_assert(fgets(line, sizeof(line), f));
+	fclose(f);
+	cr_assert_eq((int)strlen(line), c4.n_moves + 1, "%s", line);
+	for (int i = 0; i < c4.n_moves; i++)
+		cr_assert_eq(line[i], '1' + c4.moves[i]);
+
+	snprintf(args, sizeof(args), "db %s vacuum", db_path);
+	cr_assert_eq(run_sente(args), 0, "%s", out);
+
+	/* Usage errors exit 2, before the file is looked at. */
+	snprintf(args, sizeof(args), "db %s frobnicate", db_path);
+	cr_assert_eq(run_sente(args), 2, "%s", out);
+	cr_assert(strstr(out, "unknown subcommand 'frobnicate'"), "%s", out);
+	snprintf(args, sizeof(args), "db %s games --limit x", db_path);
+	cr_assert_eq(run_sente(args), 2, "%s", out);
+	snprintf(args, sizeof(args), "db %s export-sgf", db_path);
+	cr_assert_eq(run_sente(args), 2, "%s", out);
+	cr_assert_eq(run_sente("db"), 2, "%s", out);
+
+	/* A missing or broken database exits 1 with the reason. */
+	snprintf(args, sizeof(args), "db %s/nope.db stats", dir);
+	cr_assert_eq(run_sente(args), 1, "%s", out);
+	cr_assert(strstr(out, "nope.db"), "%s", out);
+	snprintf(path, sizeof(path), "%s/junk.db", dir);
+	f = fopen(path, "w");
+	fputs("this is not a database, not even close, but long enough to look at..............\n", f);
+	fclose(f);
+	snprintf(args, sizeof(args), "db %s stats", path);
+	cr_assert_eq(run_sente(args), 1, "%s", out);
+	cr_assert(strstr(out, "not a sente database"), "%s", out);
+	record_free(&go);
+	record_free(&c4);
+}

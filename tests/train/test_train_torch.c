@@ -1,0 +1,117 @@
+/* Two whole SGD (Nesterov) steps against PyTorch (tests/train/torch_ref.py,
+ * float64): losses of each step and the updated weights and running
+ * statistics. Skipped when /usr/bin/python3 has no torch. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/train/train_util.h"
+
+#define PY "/usr/bin/python3"
+
+static int have_torch(void)
+{
+	return system(PY " -c 'import torch' >/dev/null 2>&1") == 0;
+}
+
+static void write_batch(const char *path, const train_batch *b)
+{
+	FILE *f = fopen(path, "wb");
+	cr_assert(f);
+	int32_t h[4] = { b->n, b->in_size, b->n_actions, b->wdl != NULL };
+	cr_assert_eq(fwrite(h, 4, 4, f), 4);
+	cr_assert_eq(fwrite(b->planes, sizeof(float), (size_t)b->n * b->in_size, f),
+		     (size_t)b->n * b->in_size);
+	cr_assert_eq(fwrite(b->policy, sizeof(float), (size_t)b->n * b->n_actions, f),
+		     (size_t)b->n * b->n_actions);
+	cr_assert_eq(fwrite(b->value, sizeof(float), (size_t)b->n, f), (size_t)b->n);
+	if (b->wdl)
+		cr_assert_eq(fwrite(b->wdl, sizeof(float), 3 * (size_t)b->n, f), 3 * (size_t)b->n);
+	fclose(f);
+}
+
+static void check_against_torch(game_kind kind, int size, int blocks, int channels, int wdl,
+				uint64_t seed)
+{
+	enum { STEPS = 2 };
+	char err[256], dir[] = "/tmp/sente_torch_XXXXXX", model[128], batch[128], out[128],
+		     cmd[1024];
+	if (!have_torch())
+		cr_skip_test("PyTorch is not installed for " PY " (apt-get install python3-torch)");
+	cr_assert(mkdtemp(dir));
+	snprintf(model, sizeof(model), "%s/net.sente", dir);
+	snprintf(batch, sizeof(batch), "%s/batch.bin", dir);
+	snprintf(out, sizeof(out), "%s/out.bin", dir);
+	nn_net *net = tu_net(kind, size, blocks, channels, seed);
+	train_options o = train_options_default();
+	o.batch = 8;
+	o.threads = 1;
+	o.lr = 0.1;
+	o.momentum = 0.9;
+	o.weight_decay = 1e-3;
+	o.value_weight = 0.8;
+	o.bn_momentum = 0.1;
+	trainer *t = trainer_new(net, &o, err, sizeof(err));
+	cr_assert(t, "%s", err);
+	train_batch *b = tu_batch(net, 8, seed + 1, 0, wdl);
+	if (wdl)
+		for (int i = 0; i < 8; i++) { /* soft WDL targets, not derivable from value */
+			b->wdl[3 * i] = 0.5f;
+			b->wdl[3 * i + 1] = 0.3f;
+			b->wdl[3 * i + 2] = 0.2f;
+		}
+	cr_assert_eq(nn_net_save(net, model, err, sizeof(err)), 0, "%s", err);
+	write_batch(batch, b);
+	snprintf(cmd, sizeof(cmd), PY " tests/train/torch_ref.py %s %s %s %d %.17g %.17g %.17g %.17g %.17g",
+		 model, batch, out, STEPS, o.lr, o.momentum, o.weight_decay, o.value_weight,
+		 o.bn_momentum);
+	cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+	FILE *f = fopen(out, "rb");
+	cr_assert(f);
+	double want_loss[STEPS][4];
+	float *want = malloc(sizeof(float) * net->n_floats);
+	cr_assert_eq(fread(want_loss, sizeof(double), 4 * STEPS, f), 4 * STEPS);
+	cr_assert_eq(fread(want, sizeof(float), net->n_floats, f), net->n_floats);
+	fclose(f);
+	for (int s = 0; s < STEPS; s++) {
+		train_stats st;
+		cr_assert_eq(trainer_step(t, b, &st), 0, "%s", trainer_error(t));
+		double got[4] = { st.policy_loss, st.value_loss, st.l2, st.loss };
+		static const char *const names[4] = { "policy", "value", "l2", "total" };
+		for (int k = 0; k < 4; k++)
+			cr_assert(fabs(got[k] - want_loss[s][k]) <= 1e-4 * fabs(want_loss[s][k]),
+				  "step %d %s loss: %.9g, torch %.9g", s, names[k], got[k],
+				  want_loss[s][k]);
+	}
+	/* Weights within rel 1e-3, and the change itself within 1% of the
+	 * largest change, so that a wrong update cannot hide in the weight. */
+	const float *w = trainer_net(t)->data, *w0 = net->data;
+	double maxd = 0;
+	for (size_t i = 0; i < net->n_floats; i++)
+		maxd = fmax(maxd, fabs((double)want[i] - w0[i]));
+	cr_assert_gt(maxd, 1e-3);
+	for (size_t i = 0; i < net->n_floats; i++) {
+		cr_assert(fabs((double)w[i] - want[i]) <= 1e-3 * fabs(want[i]) + 1e-6,
+			  "weight %zu: %.9g, torch %.9g", i, (double)w[i], (double)want[i]);
+		double dg = (double)w[i] - w0[i], dw = (double)want[i] - w0[i];
+		cr_assert(fabs(dg - dw) <= 1e-2 * maxd, "update of %zu: %.9g, torch %.9g", i, dg, dw);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	free(want);
+	train_batch_free(b);
+	trainer_free(t);
+	nn_net_free(net);
+}
+
+Test(train_torch, connect4_wdl_sgd_steps_match_pytorch)
+{
+	check_against_torch(GAME_KIND_CONNECT4, 0, 2, 16, 1, 7);
+}
+
+Test(train_torch, go_tanh_sgd_steps_match_pytorch)
+{
+	check_against_torch(GAME_KIND_GO, 5, 1, 8, 0, 8);
+}

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""torch_ref.py: the PyTorch reference for sente's trainer (tests/train).
+
+Usage: torch_ref.py MODEL.sente BATCH.bin OUT.bin STEPS LR MOMENTUM WD VALUE_WEIGHT BN_MOMENTUM
+
+Reads a .sente model (format at the top of nn/net.h) and a batch written by
+the test (little-endian: i32 n, in_size, n_actions, has_wdl; f32 planes
+[n][in_size], policy [n][n_actions], value [n], wdl [n][3] when has_wdl),
+builds the same network in float64, and runs STEPS steps of
+torch.optim.SGD(nesterov=True) on the loss
+
+    policy cross-entropy + VALUE_WEIGHT * value loss + WD * sum(w^2)
+
+(w: conv and FC weights), batch norm in training mode with running
+statistics updated by BN_MOMENTUM. Writes OUT: f64 [STEPS][4] (policy,
+value, l2, total loss of each step, before its update), then the updated
+tensors as f32 in the model file's order.
+"""
+import struct
+import sys
+
+import torch
+import torch.nn.functional as F
+
+EPS = 1e-5
+
+
+def read_model(path):
+    b = open(path, "rb").read()
+    assert b[:8] == b"SENTENET", "not a sente model"
+    version, hlen = struct.unpack_from("<II", b, 8)
+    h = b[16:16 + hlen]
+    f = struct.unpack_from("<14I", h, 0)
+    arch = dict(zip(["game", "w", "h", "enc", "in_planes", "blocks", "channels", "se",
+                     "pc", "po", "vc", "vh", "vo", "flags"], f))
+    assert arch["flags"] & 1 == 0, "folded nets do not train"
+    kinds = h[14 * 4 + 16 + 128:14 * 4 + 16 + 128 + arch["blocks"]]
+    assert all(k == 0 for k in kinds), "SE blocks are not supported here"
+    pos = 16 + hlen
+    (n,) = struct.unpack_from("<Q", b, pos)
+    data = torch.frombuffer(bytearray(b[pos + 8:pos + 8 + 4 * n]), dtype=torch.float32)
+    return arch, data.to(torch.float64)
+
+
+def carve(arch, data):
+    """Tensors in file order: list of (name, tensor, kind) with kind in
+    'w' (decayed weight), 'p' (other parameter), 'r' (running stat)."""
+    out = []
+    pos = 0
+    hw = arch["w"] * arch["h"]
+
+    def take(name, shape, kind):
+        nonlocal pos
+        cnt = 1
+        for s in shape:
+            cnt *= s
+        t = data[pos:pos + cnt].clone().reshape(shape)
+        pos += cnt
+        out.append((name, t, kind))
+
+    def conv(name, cin, cout, k):
+        take(name + ".w", (cout, cin, k, k), "w")
+        take(name + ".b", (cout,), "p")
+        take(name + ".mean", (cout,), "r")
+        take(name + ".var", (cout,), "r")
+        take(name + ".gamma", (cout,), "p")
+        take(name + ".beta", (cout,), "p")
+
+    def fc(name, nin, nout):
+        take(name + ".w", (nout, nin), "w")
+        take(name + ".b", (nout,), "p")
+
+    c = arch["channels"]
+    conv("input", arch["in_planes"], c, 3)
+    for i in range(arch["blocks"]):
+        conv("b%d.1" % i, c, c, 3)
+        conv("b%d.2" % i, c, c, 3)
+    conv("pconv", c, arch["pc"], 1)
+    fc("pfc", arch["pc"] * hw, arch["po"])
+    conv("vconv", c, arch["vc"], 1)
+    fc("vfc1", arch["vc"] * hw, arch["vh"])
+    fc("vfc2", arch["vh"], arch["vo"])
+    assert pos == data.numel()
+    return out
+
+
+def main():
+    (model, batch, outp, steps, lr, mom, wd, vw, bnm) = sys.argv[1:10]
+    steps, lr, mom, wd, vw, bnm = int(steps), float(lr), float(mom), float(wd), float(vw), float(bnm)
+    torch.set_num_threads(1)
+    arch, data = read_model(model)
+    tensors = carve(arch, data)
+    T = {name: t for name, t, _ in tensors}
+    for name, t, kind in tensors:
+        if kind != "r":
+            t.requires_grad_(True)
+    bb = open(batch, "rb").read()
+    n, in_size, na, has_wdl = struct.unpack_from("<4i", bb, 0)
+    fl = torch.frombuffer(bytearray(bb[16:]), dtype=torch.float32).to(torch.float64)
+    p = 0
+    planes = fl[p:p + n * in_size].reshape(n, arch["in_planes"], arch["h"], arch["w"])
+    p += n * in_size
+    policy = fl[p:p + n * na].reshape(n, na)
+    p += n * na
+    value = fl[p:p + n]
+    p += n
+    if has_wdl:
+        wdl = fl[p:p + 3 * n].reshape(n, 3)
+    else:
+        wdl = torch.stack([value.clamp(min=0), 1 - value.abs(), (-value).clamp(min=0)], 1)
+
+    def cbr(x, name, k):
+        y = F.conv2d(x, T[name + ".w"], T[name + ".b"], padding=k // 2)
+        y = F.batch_norm(y, T[name + ".mean"], T[name + ".var"], T[name + ".gamma"],
+                         T[name + ".beta"], training=True, momentum=bnm, eps=EPS)
+        return y
+
+    params = [t for _, t, kind in tensors if kind != "r"]
+    decayed = [t for _, t, kind in tensors if kind == "w"]
+    opt = torch.optim.SGD(params, lr=lr, momentum=mom, nesterov=True)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        x = F.relu(cbr(planes, "input", 3))
+        for i in range(arch["blocks"]):
+            y = F.relu(cbr(x, "b%d.1" % i, 3))
+            x = F.relu(cbr(y, "b%d.2" % i, 3) + x)
+        pz = F.relu(cbr(x, "pconv", 1)).reshape(n, -1)
+        logits = F.linear(pz, T["pfc.w"], T["pfc.b"])
+        pl = -(policy * F.log_softmax(logits, 1)).sum(1).mean()
+        vz = F.relu(cbr(x, "vconv", 1)).reshape(n, -1)
+        hid = F.relu(F.linear(vz, T["vfc1.w"], T["vfc1.b"]))
+        vo = F.linear(hid, T["vfc2.w"], T["vfc2.b"])
+        if arch["vo"] == 1:
+            vl = ((torch.tanh(vo[:, 0]) - value) ** 2).mean()
+        else:
+            vl = -(wdl * F.log_softmax(vo, 1)).sum(1).mean()
+        l2 = wd * sum((w * w).sum() for w in decayed)
+        total = pl + vw * vl + l2
+        total.backward()
+        opt.step()
+        losses += [pl.item(), vl.item(), l2.item(), total.item()]
+    with open(outp, "wb") as f:
+        f.write(struct.pack("<%dd" % len(losses), *losses))
+        flat = torch.cat([t.detach().reshape(-1) for _, t, _ in tensors]).to(torch.float32)
+        f.write(flat.numpy().tobytes())
+
+
+if __name__ == "__main__":
+    main()

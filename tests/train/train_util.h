@@ -1,0 +1,22 @@
+/* train_util.h: shared pieces of the trainer tests: tiny nets, random
+ * batches, and a training-mode reference loss in double precision. */
+#ifndef SENTE_TESTS_TRAIN_UTIL_H
+#define SENTE_TESTS_TRAIN_UTIL_H
+
+#include "train/trainer.h"
+
+/* A random net: Connect Four (WDL) or Go size x size (native, tanh). */
+nn_net *tu_net(game_kind kind, int size, int blocks, int channels, uint64_t seed);
+/* A batch of n random positions (random legal play) with random targets:
+ * one-hot policy on a legal move when onehot, else random distributions
+ * over legal moves; value in {-1, 0, 1}; WDL targets derived when wdl. */
+train_batch *tu_batch(const nn_net *net, int n, uint64_t seed, int onehot, int wdl);
+/* Total loss of the net (weights from dat, laid out as net->data) on b
+ * with BN in training mode, in double; parts into pol/val/l2 (may be NULL).
+ * sgd: l2 is part of the total. */
+double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, double wd,
+		   double value_weight, int sgd, double *pol, double *val, double *l2);
+uint64_t tu_rng(uint64_t *s);
+double tu_uniform(uint64_t *s, double lo, double hi);
+
+#endif

@@ -1,0 +1,1437 @@
+/* cpu_train.c: the trainer on oneDNN 2.6 (C API). Every oneDNN call of the
+ * learner lives in this file, so a port to oneDNN 3.x touches only it.
+ *
+ * Shape of the work, decided once in trainer_new for the fixed batch N:
+ * - Primitives are made per layer SHAPE, not per layer: the input conv, one
+ *   tower conv shared by every block conv, the two head convs, with their
+ *   batch norms and ReLUs, and the three inner products. Each conv has
+ *   forward_training, backward_data (not for the input conv: the planes
+ *   need no gradient) and backward_weights primitives.
+ * - Layout: the tower and the head convs run in one layout, nChw16c (the
+ *   blocked layout of oneDNN's AVX-512 convolutions) when the width is a
+ *   multiple of 16, else NHWC; plain NCHW would send the convolutions to
+ *   oneDNN's reference code, 20x slower. The input planes (NCHW) are
+ *   reordered in when needed; the head activations are reordered to NCHW
+ *   for the inner products, which read them as a flat [N][C*H*W]
+ *   (channel-major, as net.h says), and their gradients back. Every tower
+ *   activation and its gradient share one layout without padding, so the
+ *   residual add is a plain loop.
+ * - Weights: the user-side tensors are the trainer's own nn_net (OIHW / OI);
+ *   conv weights are reordered into the formats the primitives chose
+ *   ("any") at the start of each pass, and weight gradients back to OIHW
+ *   into the gradient array, which is parallel to nn_net.data. Biases, BN
+ *   scale/shift and their gradients are memories directly over those
+ *   arrays; inner products use plain OI weights in place.
+ * - Memory: every internal buffer is carved from one allocation (the
+ *   arena), and every primitive shares one user-mode scratchpad; both are
+ *   sized once all primitives exist. Steps allocate nothing.
+ * - Threads: oneDNN runs on OpenMP here; omp_set_num_threads (looked up
+ *   with dlsym, as in nn/cpu) is applied on the calling thread at create
+ *   and at every pass.
+ * - Losses, the running-statistics update and the optimizers are plain C.
+ */
+#include "train/layers.h"
+#include "train/train_internal.h"
+#include "train/trainer.h"
+
+#include <assert.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dnnl.h>
+#include <dnnl_debug.h>
+
+/* Needs `rc`, `err`, `errlen` and an `out:` label in scope. */
+#define DNNL_CHECK(call)                                                                  \
+	do {                                                                              \
+		dnnl_status_t s_ = (call);                                                \
+		if (s_ != dnnl_success) {                                                 \
+			snprintf(err, errlen, "%s:%d: %s: %s", __FILE__, __LINE__, #call, \
+				 dnnl_status2str(s_));                                    \
+			rc = -1;                                                          \
+			goto out;                                                         \
+		}                                                                         \
+	} while (0)
+
+/* Runs a primitive with the given {arg, memory} pairs plus its scratchpad;
+ * needs `c` (the tr_ctx) and what DNNL_CHECK needs. */
+#define RUN(op, ...)                                                                    \
+	do {                                                                            \
+		dnnl_exec_arg_t a_[] = { __VA_ARGS__, { DNNL_ARG_SCRATCHPAD, (op)->scratch } }; \
+		DNNL_CHECK(dnnl_primitive_execute((op)->prim, c->stream,                \
+						  (int)(sizeof(a_) / sizeof(a_[0])), a_)); \
+	} while (0)
+
+/* ---- context: engine, stream, owned memories, arena, scratchpad ---------- */
+
+enum { TR_MEM_EXTERNAL, TR_MEM_ARENA, TR_MEM_SCRATCH };
+
+/* One memory object the context owns. */
+typedef struct tr_mem {
+	dnnl_memory_t m; /* the object (destroyed with the context) */
+	size_t size;     /* bytes it needs (arena and scratch kinds) */
+	int kind;        /* TR_MEM_*: over caller data, carved, or the scratchpad */
+} tr_mem;
+
+typedef struct tr_ctx {
+	dnnl_engine_t engine;     /* CPU engine */
+	dnnl_stream_t stream;     /* in-order stream */
+	tr_mem *mem;              /* every memory object made */
+	int n_mem, cap_mem;       /* used and allocated entries of mem */
+	dnnl_primitive_t *prim;   /* every primitive made */
+	int n_prim, cap_prim;     /* used and allocated entries of prim */
+	void *arena;              /* one allocation for every internal buffer */
+	void *scratch;            /* the shared scratchpad */
+	void (*omp_set)(int);     /* omp_set_num_threads, or NULL */
+	int threads;              /* thread count to apply, 0 = default */
+} tr_ctx;
+
+/* A primitive and its scratchpad view (both owned by the context). */
+typedef struct tr_op {
+	dnnl_primitive_t prim;  /* NULL when the op is not needed */
+	dnnl_memory_t scratch;  /* scratchpad view */
+} tr_op;
+
+static void tr_apply_threads(const tr_ctx *c)
+{
+	if (c->threads > 0 && c->omp_set)
+		c->omp_set(c->threads);
+}
+
+static int tr_ctx_init(tr_ctx *c, int threads, char *err, size_t errlen)
+{
+	int rc = 0;
+	memset(c, 0, sizeof(*c));
+	c->threads = threads;
+	c->omp_set = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+	tr_apply_threads(c);
+	DNNL_CHECK(dnnl_engine_create(&c->engine, dnnl_cpu, 0));
+	DNNL_CHECK(dnnl_stream_create(&c->stream, c->engine, dnnl_stream_default_flags));
+out:
+	return rc;
+}
+
+static void tr_ctx_free(tr_ctx *c)
+{
+	for (int i = 0; i < c->n_prim; i++)
+		dnnl_primitive_destroy(c->prim[i]);
+	for (int i = 0; i < c->n_mem; i++)
+		dnnl_memory_destroy(c->mem[i].m);
+	free(c->prim);
+	free(c->mem);
+	free(c->arena);
+	free(c->scratch);
+	if (c->stream)
+		dnnl_stream_destroy(c->stream);
+	if (c->engine)
+		dnnl_engine_destroy(c->engine);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Makes a memory of layout md: over `data` when given (caller-owned),
+ * else carved from the arena once tr_ctx_finish runs. */
+static int tr_mem_new(tr_ctx *c, const dnnl_memory_desc_t *md, void *data, int kind,
+		      dnnl_memory_t *out, char *err, size_t errlen)
+{
+	int rc = 0;
+	*out = NULL;
+	if (c->n_mem == c->cap_mem) {
+		int cap = c->cap_mem ? 2 * c->cap_mem : 64;
+		tr_mem *m = realloc(c->mem, (size_t)cap * sizeof(*m));
+		if (!m) {
+			snprintf(err, errlen, "out of memory for the trainer");
+			return -1;
+		}
+		c->mem = m;
+		c->cap_mem = cap;
+	}
+	DNNL_CHECK(dnnl_memory_create(out, md, c->engine, data ? data : DNNL_MEMORY_NONE));
+	c->mem[c->n_mem].m = *out;
+	c->mem[c->n_mem].size = dnnl_memory_desc_get_size(md);
+	c->mem[c->n_mem].kind = data ? TR_MEM_EXTERNAL : kind;
+	c->n_mem++;
+out:
+	return rc;
+}
+
+static int tr_buf(tr_ctx *c, const dnnl_memory_desc_t *md, dnnl_memory_t *out, char *err,
+		  size_t errlen)
+{
+	return tr_mem_new(c, md, NULL, TR_MEM_ARENA, out, err, errlen);
+}
+
+static int tr_ext(tr_ctx *c, const dnnl_memory_desc_t *md, const void *data, dnnl_memory_t *out,
+		  char *err, size_t errlen)
+{
+	return tr_mem_new(c, md, (void *)data, TR_MEM_EXTERNAL, out, err, errlen);
+}
+
+/* Creates the primitive of pd, registers it and its scratchpad view. */
+static int tr_op_from_pd(tr_ctx *c, const_dnnl_primitive_desc_t pd, tr_op *op, char *err,
+			 size_t errlen)
+{
+	int rc = 0;
+	if (c->n_prim == c->cap_prim) {
+		int cap = c->cap_prim ? 2 * c->cap_prim : 32;
+		dnnl_primitive_t *p = realloc(c->prim, (size_t)cap * sizeof(*p));
+		if (!p) {
+			snprintf(err, errlen, "out of memory for the trainer");
+			return -1;
+		}
+		c->prim = p;
+		c->cap_prim = cap;
+	}
+	DNNL_CHECK(dnnl_primitive_create(&op->prim, pd));
+	c->prim[c->n_prim++] = op->prim;
+	const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+	if (tr_mem_new(c, smd, NULL, TR_MEM_SCRATCH, &op->scratch, err, errlen) < 0)
+		rc = -1;
+out:
+	return rc;
+}
+
+/* The primitive for op descriptor `desc` (hint: its forward pd, or NULL).
+ * When pd_out is given the pd is returned there (the caller destroys it). */
+static int tr_op_make(tr_ctx *c, const_dnnl_op_desc_t desc, const_dnnl_primitive_desc_t hint,
+		      tr_op *op, dnnl_primitive_desc_t *pd_out, char *err, size_t errlen)
+{
+	int rc = 0;
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_primitive_desc_t pd = NULL;
+	DNNL_CHECK(dnnl_primitive_attr_create(&attr));
+	DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+	DNNL_CHECK(dnnl_primitive_desc_create(&pd, desc, attr, c->engine, hint));
+	if (tr_op_from_pd(c, pd, op, err, errlen) < 0) {
+		rc = -1;
+		goto out;
+	}
+	if (pd_out) {
+		*pd_out = pd;
+		pd = NULL;
+	}
+out:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
+	return rc;
+}
+
+static int tr_reorder_make(tr_ctx *c, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
+			   tr_op *op, char *err, size_t errlen)
+{
+	int rc = 0;
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_primitive_desc_t pd = NULL;
+	DNNL_CHECK(dnnl_primitive_attr_create(&attr));
+	DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+	DNNL_CHECK(dnnl_reorder_primitive_desc_create(&pd, from, c->engine, to, c->engine, attr));
+	rc = tr_op_from_pd(c, pd, op, err, errlen);
+out:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
+	return rc;
+}
+
+/* Allocates the arena and the scratchpad and points the deferred memories
+ * into them. Called once, after every primitive and buffer is made. */
+static int tr_ctx_finish(tr_ctx *c, char *err, size_t errlen)
+{
+	int rc = 0;
+	size_t arena = 0, scratch = 64;
+	for (int i = 0; i < c->n_mem; i++) {
+		size_t sz = (c->mem[i].size + 63) / 64 * 64;
+		if (c->mem[i].kind == TR_MEM_ARENA)
+			arena += sz;
+		else if (c->mem[i].kind == TR_MEM_SCRATCH && sz > scratch)
+			scratch = sz;
+	}
+	c->arena = aligned_alloc(64, arena ? arena : 64);
+	c->scratch = aligned_alloc(64, scratch);
+	if (!c->arena || !c->scratch) {
+		snprintf(err, errlen, "out of memory for %zu bytes of trainer buffers",
+			 arena + scratch);
+		return -1;
+	}
+	/* Zeroed so that padding and never-written gradients read as 0. */
+	memset(c->arena, 0, arena ? arena : 64);
+	size_t off = 0;
+	for (int i = 0; i < c->n_mem; i++) {
+		if (c->mem[i].kind == TR_MEM_ARENA) {
+			DNNL_CHECK(dnnl_memory_set_data_handle(c->mem[i].m, (char *)c->arena + off));
+			off += (c->mem[i].size + 63) / 64 * 64;
+		} else if (c->mem[i].kind == TR_MEM_SCRATCH) {
+			DNNL_CHECK(dnnl_memory_set_data_handle(c->mem[i].m, c->scratch));
+		}
+	}
+out:
+	return rc;
+}
+
+static float *tr_ptr(dnnl_memory_t m)
+{
+	void *h = NULL;
+	dnnl_status_t s = dnnl_memory_get_data_handle(m, &h);
+	assert(s == dnnl_success && h);
+	(void)s;
+	return h;
+}
+
+static size_t tr_floats(dnnl_memory_t m)
+{
+	const dnnl_memory_desc_t *md;
+	dnnl_status_t s = dnnl_memory_get_memory_desc(m, &md);
+	assert(s == dnnl_success);
+	(void)s;
+	return dnnl_memory_desc_get_size(md) / sizeof(float);
+}
+
+/* ---- layer shapes ---------------------------------------------------------- */
+
+/* The primitives of one convolution shape. */
+typedef struct tr_conv_prims {
+	dnnl_memory_desc_t src, dst; /* activation layouts */
+	dnnl_memory_desc_t w_user;   /* OIHW, the net's layout */
+	dnnl_memory_desc_t w_fwd;    /* weights as forward wants them */
+	dnnl_memory_desc_t w_bwd;    /* weights as backward_data wants them */
+	dnnl_memory_desc_t dw;       /* weight gradient as backward_weights writes it */
+	dnnl_memory_desc_t bias;     /* x */
+	int has_bwd_d;               /* 1: backward_data exists */
+	tr_op fwd, bwd_d, bwd_w;     /* the three passes */
+	tr_op to_fwd, to_bwd, from_dw; /* reorders; prim NULL when formats agree */
+} tr_conv_prims;
+
+/* One conv's weight memories over the net and gradient arrays. */
+typedef struct tr_convw {
+	dnnl_memory_t w_user, w_fwd, w_bwd; /* OIHW over the net; formatted copies or aliases */
+	dnnl_memory_t b;                    /* bias over the net */
+	dnnl_memory_t dw_user, dw;          /* OIHW over the gradient; as written, or alias */
+	dnnl_memory_t db;                   /* bias gradient over the gradient array */
+} tr_convw;
+
+typedef struct tr_bn_prims {
+	dnnl_memory_desc_t data, stat; /* activation layout; [C] statistics */
+	tr_op fwd, inf, bwd;           /* training forward, inference forward, backward */
+} tr_bn_prims;
+
+typedef struct tr_relu_prims {
+	tr_op fwd, bwd; /* in-place forward; backward from the output */
+} tr_relu_prims;
+
+typedef struct tr_ip_prims {
+	dnnl_memory_desc_t src, w, bias, dst; /* all plain */
+	tr_op fwd, bwd_d, bwd_w;              /* the three passes */
+} tr_ip_prims;
+
+static int tr_conv_prims_make(tr_ctx *c, tr_conv_prims *p, int n, int cin, int cout, int k, int h,
+			      int w, dnnl_format_tag_t src_tag, dnnl_format_tag_t dst_tag,
+			      int bwd_d, char *err, size_t errlen)
+{
+	int rc = 0;
+	dnnl_primitive_desc_t fpd = NULL, pd = NULL;
+	dnnl_dims_t sd = { n, cin, h, w }, dd = { n, cout, h, w }, wd = { cout, cin, k, k },
+		    bd = { cout };
+	dnnl_dims_t strides = { 1, 1 }, pad = { k / 2, k / 2 };
+	dnnl_memory_desc_t w_any;
+	dnnl_convolution_desc_t d;
+	memset(p, 0, sizeof(*p));
+	p->has_bwd_d = bwd_d;
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->src, 4, sd, dnnl_f32, src_tag));
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->dst, 4, dd, dnnl_f32, dst_tag));
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->w_user, 4, wd, dnnl_f32, dnnl_oihw));
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w_any, 4, wd, dnnl_f32, dnnl_format_tag_any));
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->bias, 1, bd, dnnl_f32, dnnl_x));
+	DNNL_CHECK(dnnl_convolution_forward_desc_init(&d, dnnl_forward_training,
+						      dnnl_convolution_direct, &p->src, &w_any,
+						      &p->bias, &p->dst, strides, pad, pad));
+	if (tr_op_make(c, &d, NULL, &p->fwd, &fpd, err, errlen) < 0)
+		goto fail;
+	p->w_fwd = *dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0);
+	p->w_bwd = p->w_fwd;
+	/* A source asked as "any" (the input conv) is what forward chose. */
+	p->src = *dnnl_primitive_desc_query_md(fpd, dnnl_query_src_md, 0);
+	if (bwd_d) {
+		DNNL_CHECK(dnnl_convolution_backward_data_desc_init(&d, dnnl_convolution_direct,
+								    &p->src, &w_any, &p->dst,
+								    strides, pad, pad));
+		if (tr_op_make(c, &d, fpd, &p->bwd_d, &pd, err, errlen) < 0)
+			goto fail;
+		p->w_bwd = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+		dnnl_primitive_desc_destroy(pd);
+		pd = NULL;
+	}
+	DNNL_CHECK(dnnl_convolution_backward_weights_desc_init(&d, dnnl_convolution_direct,
+							       &p->src, &w_any, &p->bias, &p->dst,
+							       strides, pad, pad));
+	if (tr_op_make(c, &d, fpd, &p->bwd_w, &pd, err, errlen) < 0)
+		goto fail;
+	p->dw = *dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 0);
+	if (!dnnl_memory_desc_equal(&p->w_user, &p->w_fwd) &&
+	    tr_reorder_make(c, &p->w_user, &p->w_fwd, &p->to_fwd, err, errlen) < 0)
+		goto fail;
+	if (bwd_d && !dnnl_memory_desc_equal(&p->w_bwd, &p->w_fwd) &&
+	    !dnnl_memory_desc_equal(&p->w_bwd, &p->w_user) &&
+	    tr_reorder_make(c, &p->w_user, &p->w_bwd, &p->to_bwd, err, errlen) < 0)
+		goto fail;
+	if (!dnnl_memory_desc_equal(&p->dw, &p->w_user) &&
+	    tr_reorder_make(c, &p->dw, &p->w_user, &p->from_dw, err, errlen) < 0)
+		goto fail;
+	goto out;
+fail:
+	rc = -1;
+out:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (fpd)
+		dnnl_primitive_desc_destroy(fpd);
+	return rc;
+}
+
+/* Weight memories of one conv of shape p over w/b (net) and dw/db (grad). */
+static int tr_convw_bind(tr_ctx *c, const tr_conv_prims *p, tr_convw *m, const float *w,
+			 const float *b, float *dw, float *db, char *err, size_t errlen)
+{
+	memset(m, 0, sizeof(*m));
+	if (tr_ext(c, &p->w_user, w, &m->w_user, err, errlen) < 0 ||
+	    tr_ext(c, &p->bias, b, &m->b, err, errlen) < 0 ||
+	    tr_ext(c, &p->w_user, dw, &m->dw_user, err, errlen) < 0 ||
+	    tr_ext(c, &p->bias, db, &m->db, err, errlen) < 0)
+		return -1;
+	m->w_fwd = m->w_user;
+	if (p->to_fwd.prim && tr_buf(c, &p->w_fwd, &m->w_fwd, err, errlen) < 0)
+		return -1;
+	if (dnnl_memory_desc_equal(&p->w_bwd, &p->w_fwd))
+		m->w_bwd = m->w_fwd;
+	else if (dnnl_memory_desc_equal(&p->w_bwd, &p->w_user))
+		m->w_bwd = m->w_user;
+	else if (tr_buf(c, &p->w_bwd, &m->w_bwd, err, errlen) < 0)
+		return -1;
+	m->dw = m->dw_user;
+	if (p->from_dw.prim && tr_buf(c, &p->dw, &m->dw, err, errlen) < 0)
+		return -1;
+	return 0;
+}
+
+/* Brings the formatted weight copies up to date with the net's weights. */
+static int tr_convw_prep(tr_ctx *c, const tr_conv_prims *p, const tr_convw *m, char *err,
+			 size_t errlen)
+{
+	int rc = 0;
+	if (p->to_fwd.prim)
+		RUN(&p->to_fwd, { DNNL_ARG_FROM, m->w_user }, { DNNL_ARG_TO, m->w_fwd });
+	if (p->to_bwd.prim)
+		RUN(&p->to_bwd, { DNNL_ARG_FROM, m->w_user }, { DNNL_ARG_TO, m->w_bwd });
+out:
+	return rc;
+}
+
+static int tr_bn_prims_make(tr_ctx *c, tr_bn_prims *p, const dnnl_memory_desc_t *data, int ch,
+			    char *err, size_t errlen)
+{
+	int rc = 0;
+	dnnl_primitive_desc_t fpd = NULL;
+	dnnl_batch_normalization_desc_t d;
+	dnnl_dims_t cd = { ch };
+	unsigned flags = dnnl_use_scale | dnnl_use_shift;
+	memset(p, 0, sizeof(*p));
+	p->data = *data;
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->stat, 1, cd, dnnl_f32, dnnl_x));
+	DNNL_CHECK(dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_training, data,
+							       NN_BN_EPS, flags));
+	if (tr_op_make(c, &d, NULL, &p->fwd, &fpd, err, errlen) < 0)
+		goto fail;
+	DNNL_CHECK(dnnl_batch_normalization_backward_desc_init(&d, dnnl_backward, data, data,
+								NN_BN_EPS, flags));
+	if (tr_op_make(c, &d, fpd, &p->bwd, NULL, err, errlen) < 0)
+		goto fail;
+	DNNL_CHECK(dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_inference, data,
+							       NN_BN_EPS,
+							       flags | dnnl_use_global_stats));
+	if (tr_op_make(c, &d, NULL, &p->inf, NULL, err, errlen) < 0)
+		goto fail;
+	goto out;
+fail:
+	rc = -1;
+out:
+	if (fpd)
+		dnnl_primitive_desc_destroy(fpd);
+	return rc;
+}
+
+static int tr_relu_prims_make(tr_ctx *c, tr_relu_prims *p, const dnnl_memory_desc_t *data,
+			      char *err, size_t errlen)
+{
+	int rc = 0;
+	dnnl_primitive_desc_t fpd = NULL;
+	dnnl_eltwise_desc_t d;
+	memset(p, 0, sizeof(*p));
+	/* The _use_dst_for_bwd form lets the forward run in place: backward
+	 * needs only the output. */
+	DNNL_CHECK(dnnl_eltwise_forward_desc_init(&d, dnnl_forward_training,
+						  dnnl_eltwise_relu_use_dst_for_bwd, data, 0.0f,
+						  0.0f));
+	if (tr_op_make(c, &d, NULL, &p->fwd, &fpd, err, errlen) < 0)
+		goto fail;
+	DNNL_CHECK(dnnl_eltwise_backward_desc_init(&d, dnnl_eltwise_relu_use_dst_for_bwd, data,
+						   data, 0.0f, 0.0f));
+	if (tr_op_make(c, &d, fpd, &p->bwd, NULL, err, errlen) < 0)
+		goto fail;
+	goto out;
+fail:
+	rc = -1;
+out:
+	if (fpd)
+		dnnl_primitive_desc_destroy(fpd);
+	return rc;
+}
+
+/* An inner product from src (4-D NCHW when ch > 0, else 2-D [n][nin]) to
+ * [n][nout]; weights plain OIHW / OI, so they are the net's [out][in]. */
+static int tr_ip_prims_make(tr_ctx *c, tr_ip_prims *p, int n, int nin, int nout, int ch, int h,
+			    int w, char *err, size_t errlen)
+{
+	int rc = 0;
+	dnnl_primitive_desc_t fpd = NULL;
+	dnnl_inner_product_desc_t d;
+	dnnl_dims_t bd = { nout }, dd = { n, nout };
+	memset(p, 0, sizeof(*p));
+	if (ch > 0) {
+		dnnl_dims_t sd = { n, ch, h, w }, wd = { nout, ch, h, w };
+		assert(ch * h * w == nin);
+		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->src, 4, sd, dnnl_f32, dnnl_nchw));
+		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->w, 4, wd, dnnl_f32, dnnl_oihw));
+	} else {
+		dnnl_dims_t sd = { n, nin }, wd = { nout, nin };
+		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->src, 2, sd, dnnl_f32, dnnl_nc));
+		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->w, 2, wd, dnnl_f32, dnnl_oi));
+	}
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->bias, 1, bd, dnnl_f32, dnnl_x));
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->dst, 2, dd, dnnl_f32, dnnl_nc));
+	DNNL_CHECK(dnnl_inner_product_forward_desc_init(&d, dnnl_forward_training, &p->src, &p->w,
+							&p->bias, &p->dst));
+	if (tr_op_make(c, &d, NULL, &p->fwd, &fpd, err, errlen) < 0)
+		goto fail;
+	DNNL_CHECK(dnnl_inner_product_backward_data_desc_init(&d, &p->src, &p->w, &p->dst));
+	if (tr_op_make(c, &d, fpd, &p->bwd_d, NULL, err, errlen) < 0)
+		goto fail;
+	DNNL_CHECK(dnnl_inner_product_backward_weights_desc_init(&d, &p->src, &p->w, &p->bias,
+								 &p->dst));
+	if (tr_op_make(c, &d, fpd, &p->bwd_w, NULL, err, errlen) < 0)
+		goto fail;
+	goto out;
+fail:
+	rc = -1;
+out:
+	if (fpd)
+		dnnl_primitive_desc_destroy(fpd);
+	return rc;
+}
+
+/* ---- losses (plain C, double accumulation) -------------------------------- */
+
+double train_loss_policy(int n, int n_actions, const float *logits, const float *target,
+			 float *dlogits)
+{
+	double total = 0;
+	for (int i = 0; i < n; i++) {
+		const float *z = logits + (size_t)i * n_actions;
+		const float *p = target + (size_t)i * n_actions;
+		double m = z[0], sum = 0, psum = 0, dot = 0;
+		for (int a = 1; a < n_actions; a++)
+			if (z[a] > m)
+				m = z[a];
+		for (int a = 0; a < n_actions; a++) {
+			sum += exp(z[a] - m);
+			psum += p[a];
+			dot += p[a] * (z[a] - m);
+		}
+		double lse = log(sum);
+		/* -sum p log softmax = psum * lse - sum p (z - m) */
+		total += psum * lse - dot;
+		if (dlogits)
+			for (int a = 0; a < n_actions; a++)
+				dlogits[(size_t)i * n_actions + a] =
+					(float)((psum * exp(z[a] - m) / sum - p[a]) / n);
+	}
+	return n ? total / n : 0.0;
+}
+
+/* The WDL target of value z when none is given (see trainer.h). */
+static void tr_wdl_from_value(double z, double *t)
+{
+	t[0] = z > 0 ? z : 0;
+	t[2] = z < 0 ? -z : 0;
+	t[1] = 1.0 - fabs(z);
+}
+
+double train_loss_value(int n, int outputs, const float *out, const float *value,
+			const float *wdl, float *dout)
+{
+	double total = 0;
+	for (int i = 0; i < n; i++) {
+		if (outputs == 1) {
+			double v = tanh(out[i]), e = v - value[i];
+			total += e * e;
+			if (dout)
+				dout[i] = (float)(2.0 * e * (1.0 - v * v) / n);
+			continue;
+		}
+		const float *z = out + 3 * i;
+		double t[3], m = fmax(z[0], fmax(z[1], z[2])), s = 0, tsum = 0, dot = 0;
+		if (wdl)
+			for (int k = 0; k < 3; k++)
+				t[k] = wdl[3 * i + k];
+		else
+			tr_wdl_from_value(value[i], t);
+		for (int k = 0; k < 3; k++) {
+			s += exp(z[k] - m);
+			tsum += t[k];
+			dot += t[k] * (z[k] - m);
+		}
+		total += tsum * log(s) - dot;
+		if (dout)
+			for (int k = 0; k < 3; k++)
+				dout[3 * i + k] = (float)((tsum * exp(z[k] - m) / s - t[k]) / n);
+	}
+	return n ? total / n : 0.0;
+}
+
+/* ---- the trainer ----------------------------------------------------------- */
+
+/* One conv + BN + ReLU layer of the net. */
+typedef struct tr_layer {
+	nn_conv *conv;             /* its tensors in the trainer's net */
+	const tr_conv_prims *cp;   /* conv shape */
+	const tr_bn_prims *bp;     /* BN shape */
+	const tr_relu_prims *rp;   /* ReLU shape */
+	tr_convw w;                /* conv weight memories */
+	dnnl_memory_t gamma, beta; /* BN scale and shift over the net */
+	dnnl_memory_t dgamma, dbeta; /* their gradients over the gradient array */
+	dnnl_memory_t rmean, rvar; /* running statistics over the net */
+	dnnl_memory_t mean, var;   /* batch statistics of the last training pass */
+	dnnl_memory_t z;           /* conv output (BN input) */
+	dnnl_memory_t a;           /* BN output (+ skip), ReLU in place: the layer output */
+} tr_layer;
+
+/* One inner product of the heads. */
+typedef struct tr_fc {
+	const tr_ip_prims *ip; /* shape */
+	dnnl_memory_t w, b;    /* over the net */
+	dnnl_memory_t dw, db;  /* over the gradient array */
+	dnnl_memory_t y;       /* output */
+} tr_fc;
+
+enum { TR_ROLE_BUFFER = 0, TR_ROLE_PARAM = 1, TR_ROLE_DECAY = 2 };
+
+struct trainer {
+	train_options opt;        /* as given (validated) */
+	nn_net *net;              /* the weights, training form (owned) */
+	float *grad;              /* gradient, parallel to net->data */
+	uint8_t *role;            /* TR_ROLE_* of each float of net->data */
+	float *mom[2];            /* optimizer moments, parallel to net->data */
+	int n_mom;                /* SGD 1, AdamW 2 */
+	int64_t step;             /* optimizer steps done */
+	uint64_t rng;             /* splitmix64 state of trainer_random */
+	int batch;                /* N of every primitive */
+	tr_ctx c;                 /* oneDNN objects and buffers */
+	tr_conv_prims cp_in, cp_tower, cp_pol, cp_val; /* conv shapes */
+	tr_bn_prims bp_tower, bp_pol, bp_val;          /* BN shapes */
+	tr_relu_prims rp_tower, rp_pol, rp_val, rp_hid; /* ReLU shapes */
+	tr_ip_prims ip_pol, ip_v1, ip_v2;              /* inner-product shapes */
+	tr_layer *layer;          /* 0 input, 1..2B the tower, 2B+1 policy, 2B+2 value */
+	int n_layer;              /* 2 * blocks + 3 */
+	tr_fc fc_pol, fc_v1, fc_v2; /* policy FC, value FC1 and FC2 */
+	dnnl_memory_t in_user;    /* input planes, NCHW */
+	dnnl_memory_t in;         /* the same in the input conv's layout (or in_user) */
+	tr_op in_reorder;         /* in_user -> in; prim NULL when the same */
+	dnnl_memory_t head_plain[2];  /* policy, value head activations in NCHW (or the layer's a) */
+	dnnl_memory_t head_gplain[2]; /* their gradients from the inner products, NCHW */
+	tr_op head_to_plain[2];   /* a -> head_plain; prim NULL when the layout is NCHW */
+	tr_op head_from_plain[2]; /* head_gplain -> layout of the head conv */
+	dnnl_memory_t g[4];       /* tower-gradient buffers */
+	dnnl_memory_t gp[3], gv[3]; /* policy and value head-conv gradient buffers */
+	dnnl_memory_t dlogits;    /* policy-logit gradient */
+	dnnl_memory_t dvh, dvh2;  /* value-hidden gradient after and before ReLU */
+	dnnl_memory_t dvout;      /* value-output gradient */
+	char err[256];            /* last failure */
+};
+
+train_options train_options_default(void)
+{
+	train_options o;
+	memset(&o, 0, sizeof(o));
+	o.batch = 64;
+	o.optimizer = TRAIN_OPTIMIZER_SGD;
+	o.lr = 0.02;
+	o.momentum = 0.9;
+	o.weight_decay = 1e-4;
+	o.adam_beta1 = 0.9;
+	o.adam_beta2 = 0.999;
+	o.adam_eps = 1e-8;
+	o.value_weight = 1.0;
+	o.bn_momentum = 0.01;
+	o.lr_schedule = TRAIN_LR_SCHEDULE_CONSTANT;
+	o.lr_gamma = 0.1;
+	o.seed = 1;
+	return o;
+}
+
+static int tr_check_options(const train_options *o, char *err, size_t errlen)
+{
+#define OPT_FAIL(...)                                   \
+	do {                                            \
+		snprintf(err, errlen, __VA_ARGS__);     \
+		return -1;                              \
+	} while (0)
+	if (o->batch < 2 || o->batch > 8192)
+		OPT_FAIL("batch %d: must be 2..8192 (batch norm needs two positions)", o->batch);
+	if (o->threads < 0 || o->threads > 1024)
+		OPT_FAIL("%d threads: must be 0 (default) .. 1024", o->threads);
+	if (o->optimizer != TRAIN_OPTIMIZER_SGD && o->optimizer != TRAIN_OPTIMIZER_ADAMW)
+		OPT_FAIL("unknown optimizer %d", (int)o->optimizer);
+	if (!(o->lr >= 0) || !(o->momentum >= 0 && o->momentum < 1) || !(o->weight_decay >= 0))
+		OPT_FAIL("learning rate, momentum (< 1) and weight decay must be >= 0");
+	if (!(o->adam_beta1 >= 0 && o->adam_beta1 < 1) || !(o->adam_beta2 >= 0 && o->adam_beta2 < 1) ||
+	    !(o->adam_eps > 0))
+		OPT_FAIL("Adam betas must be in [0, 1) and eps > 0");
+	if (!(o->value_weight >= 0) || !(o->bn_momentum >= 0 && o->bn_momentum <= 1))
+		OPT_FAIL("value weight must be >= 0 and BN momentum in [0, 1]");
+	if ((unsigned)o->layout > TRAIN_LAYOUT_NHWC)
+		OPT_FAIL("unknown layout %d", (int)o->layout);
+	if ((unsigned)o->lr_schedule > TRAIN_LR_SCHEDULE_COSINE)
+		OPT_FAIL("unknown learning-rate schedule %d", (int)o->lr_schedule);
+	if (o->n_lr_steps < 0 || o->n_lr_steps > TRAIN_MAX_LR_STEPS)
+		OPT_FAIL("%d learning-rate drops: at most %d", o->n_lr_steps, TRAIN_MAX_LR_STEPS);
+	if (o->lr_schedule == TRAIN_LR_SCHEDULE_COSINE && o->lr_total_steps < 1)
+		OPT_FAIL("a cosine schedule needs lr_total_steps >= 1");
+	if (o->warmup_steps < 0)
+		OPT_FAIL("warm-up steps must be >= 0");
+	return 0;
+#undef OPT_FAIL
+}
+
+/* Marks the floats of conv/FC tensors with their role. */
+static void tr_roles(trainer *t)
+{
+	nn_net *n = t->net;
+	uint8_t *r = t->role;
+	memset(r, TR_ROLE_PARAM, n->n_floats);
+	for (int l = 0; l < t->n_layer; l++) {
+		const nn_conv *cv = t->layer[l].conv;
+		size_t nw = (size_t)cv->c_out * cv->c_in * cv->k * cv->k;
+		memset(r + (cv->w - n->data), TR_ROLE_DECAY, nw);
+		memset(r + (cv->bn_mean - n->data), TR_ROLE_BUFFER, (size_t)cv->c_out);
+		memset(r + (cv->bn_var - n->data), TR_ROLE_BUFFER, (size_t)cv->c_out);
+	}
+	const nn_fc *fcs[3] = { &n->policy_fc, &n->value_fc1, &n->value_fc2 };
+	for (int f = 0; f < 3; f++)
+		memset(r + (fcs[f]->w - n->data), TR_ROLE_DECAY, (size_t)fcs[f]->n_in * fcs[f]->n_out);
+}
+
+static float *tr_g(const trainer *t, const float *p)
+{
+	return t->grad + (p - t->net->data);
+}
+
+/* Memories of layer l (conv cv) over the net and gradient arrays, plus its
+ * activations. */
+static int tr_layer_bind(trainer *t, tr_layer *L, nn_conv *cv, const tr_conv_prims *cp,
+			 const tr_bn_prims *bp, const tr_relu_prims *rp, char *err, size_t errlen)
+{
+	tr_ctx *c = &t->c;
+	L->conv = cv;
+	L->cp = cp;
+	L->bp = bp;
+	L->rp = rp;
+	if (tr_convw_bind(c, cp, &L->w, cv->w, cv->b, tr_g(t, cv->w), tr_g(t, cv->b), err,
+			  errlen) < 0 ||
+	    tr_ext(c, &bp->stat, cv->bn_gamma, &L->gamma, err, errlen) < 0 ||
+	    tr_ext(c, &bp->stat, cv->bn_beta, &L->beta, err, errlen) < 0 ||
+	    tr_ext(c, &bp->stat, tr_g(t, cv->bn_gamma), &L->dgamma, err, errlen) < 0 ||
+	    tr_ext(c, &bp->stat, tr_g(t, cv->bn_beta), &L->dbeta, err, errlen) < 0 ||
+	    tr_ext(c, &bp->stat, cv->bn_mean, &L->rmean, err, errlen) < 0 ||
+	    tr_ext(c, &bp->stat, cv->bn_var, &L->rvar, err, errlen) < 0 ||
+	    tr_buf(c, &bp->stat, &L->mean, err, errlen) < 0 ||
+	    tr_buf(c, &bp->stat, &L->var, err, errlen) < 0 ||
+	    tr_buf(c, &cp->dst, &L->z, err, errlen) < 0 || tr_buf(c, &cp->dst, &L->a, err, errlen) < 0)
+		return -1;
+	return 0;
+}
+
+static int tr_fc_bind(trainer *t, tr_fc *F, nn_fc *f, const tr_ip_prims *ip, char *err,
+		      size_t errlen)
+{
+	tr_ctx *c = &t->c;
+	F->ip = ip;
+	if (tr_ext(c, &ip->w, f->w, &F->w, err, errlen) < 0 ||
+	    tr_ext(c, &ip->bias, f->b, &F->b, err, errlen) < 0 ||
+	    tr_ext(c, &ip->w, tr_g(t, f->w), &F->dw, err, errlen) < 0 ||
+	    tr_ext(c, &ip->bias, tr_g(t, f->b), &F->db, err, errlen) < 0 ||
+	    tr_buf(c, &ip->dst, &F->y, err, errlen) < 0)
+		return -1;
+	return 0;
+}
+
+trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_t errlen)
+{
+	trainer *t = NULL;
+	const nn_arch *a = &net->arch;
+	int N = o->batch, H = a->board_h, W = a->board_w, C = a->channels;
+	if (tr_check_options(o, err, errlen) < 0)
+		return NULL;
+	if (net->bn_folded) {
+		snprintf(err, errlen, "the net has its batch norms folded (an inference export); "
+			 "training needs the unfolded form: start from a checkpoint or a "
+			 "training-form model");
+		return NULL;
+	}
+	for (int i = 0; i < a->blocks; i++)
+		if (a->block_kind[i] != NN_BLOCK_PLAIN) {
+			snprintf(err, errlen, "the CPU trainer does not train squeeze-excitation "
+				 "blocks (block %d); use plain residual blocks", i);
+			return NULL;
+		}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		goto oom;
+	t->opt = *o;
+	t->batch = N;
+	t->rng = o->seed;
+	t->net = nn_net_clone(net);
+	if (!t->net)
+		goto oom;
+	nn_net *n = t->net;
+	t->grad = calloc(n->n_floats, sizeof(float));
+	t->role = malloc(n->n_floats);
+	t->n_mom = o->optimizer == TRAIN_OPTIMIZER_ADAMW ? 2 : 1;
+	for (int k = 0; k < t->n_mom; k++)
+		if (!(t->mom[k] = calloc(n->n_floats, sizeof(float))))
+			goto oom;
+	t->n_layer = 2 * a->blocks + 3;
+	t->layer = calloc((size_t)t->n_layer, sizeof(*t->layer));
+	if (!t->grad || !t->role || !t->layer)
+		goto oom;
+	if (tr_ctx_init(&t->c, o->threads, err, errlen) < 0)
+		goto fail;
+	tr_ctx *c = &t->c;
+	int pc = a->policy_channels, vc = a->value_channels, hw = H * W;
+	/* A blocked layout pads channels to 16, which the plain loop of the
+	 * residual add would walk over: blocked only for widths without
+	 * padding. The head convs write the same layout (padded there, which
+	 * only oneDNN primitives touch) since a blocked source with another
+	 * destination layout has no fast kernel. */
+	if (o->layout == TRAIN_LAYOUT_BLOCKED && C % 16) {
+		snprintf(err, errlen, "the blocked layout needs a width that is a multiple of 16, "
+			 "not %d; use the NHWC or auto layout", C);
+		goto fail;
+	}
+	int blocked = o->layout == TRAIN_LAYOUT_BLOCKED ||
+		      (o->layout == TRAIN_LAYOUT_AUTO && C % 16 == 0);
+	dnnl_format_tag_t tl = blocked ? dnnl_nChw16c : dnnl_nhwc;
+	/* The input conv reads the planes in the layout it likes best (NCHW
+	 * for very few planes, else the tower's); they are reordered in. */
+	dnnl_format_tag_t in_tag = dnnl_format_tag_any;
+	if (tr_conv_prims_make(c, &t->cp_in, N, a->in_planes, C, 3, H, W, in_tag, tl, 0, err,
+			       errlen) < 0 ||
+	    (a->blocks && tr_conv_prims_make(c, &t->cp_tower, N, C, C, 3, H, W, tl, tl, 1, err,
+					     errlen) < 0) ||
+	    tr_conv_prims_make(c, &t->cp_pol, N, C, pc, 1, H, W, tl, tl, 1, err, errlen) < 0 ||
+	    tr_conv_prims_make(c, &t->cp_val, N, C, vc, 1, H, W, tl, tl, 1, err, errlen) < 0 ||
+	    tr_bn_prims_make(c, &t->bp_tower, &t->cp_in.dst, C, err, errlen) < 0 ||
+	    tr_bn_prims_make(c, &t->bp_pol, &t->cp_pol.dst, pc, err, errlen) < 0 ||
+	    tr_bn_prims_make(c, &t->bp_val, &t->cp_val.dst, vc, err, errlen) < 0 ||
+	    tr_relu_prims_make(c, &t->rp_tower, &t->cp_in.dst, err, errlen) < 0 ||
+	    tr_relu_prims_make(c, &t->rp_pol, &t->cp_pol.dst, err, errlen) < 0 ||
+	    tr_relu_prims_make(c, &t->rp_val, &t->cp_val.dst, err, errlen) < 0 ||
+	    tr_ip_prims_make(c, &t->ip_pol, N, pc * hw, a->policy_outputs, pc, H, W, err, errlen) < 0 ||
+	    tr_ip_prims_make(c, &t->ip_v1, N, vc * hw, a->value_hidden, vc, H, W, err, errlen) < 0 ||
+	    tr_ip_prims_make(c, &t->ip_v2, N, a->value_hidden, a->value_outputs, 0, 1, 1, err,
+			     errlen) < 0 ||
+	    tr_relu_prims_make(c, &t->rp_hid, &t->ip_v1.dst, err, errlen) < 0)
+		goto fail;
+	if (tr_layer_bind(t, &t->layer[0], &n->input, &t->cp_in, &t->bp_tower, &t->rp_tower, err,
+			  errlen) < 0)
+		goto fail;
+	for (int i = 0; i < a->blocks; i++)
+		if (tr_layer_bind(t, &t->layer[1 + 2 * i], &n->block[i].conv1, &t->cp_tower,
+				  &t->bp_tower, &t->rp_tower, err, errlen) < 0 ||
+		    tr_layer_bind(t, &t->layer[2 + 2 * i], &n->block[i].conv2, &t->cp_tower,
+				  &t->bp_tower, &t->rp_tower, err, errlen) < 0)
+			goto fail;
+	if (tr_layer_bind(t, &t->layer[t->n_layer - 2], &n->policy_conv, &t->cp_pol, &t->bp_pol,
+			  &t->rp_pol, err, errlen) < 0 ||
+	    tr_layer_bind(t, &t->layer[t->n_layer - 1], &n->value_conv, &t->cp_val, &t->bp_val,
+			  &t->rp_val, err, errlen) < 0 ||
+	    tr_fc_bind(t, &t->fc_pol, &n->policy_fc, &t->ip_pol, err, errlen) < 0 ||
+	    tr_fc_bind(t, &t->fc_v1, &n->value_fc1, &t->ip_v1, err, errlen) < 0 ||
+	    tr_fc_bind(t, &t->fc_v2, &n->value_fc2, &t->ip_v2, err, errlen) < 0 ||
+	    tr_buf(c, &t->cp_in.src, &t->in, err, errlen) < 0)
+		goto fail;
+	t->in_user = t->in;
+	dnnl_memory_desc_t umd;
+	dnnl_dims_t ud = { N, a->in_planes, H, W };
+	if (dnnl_memory_desc_init_by_tag(&umd, 4, ud, dnnl_f32, dnnl_nchw) != dnnl_success) {
+		snprintf(err, errlen, "bad input shape %dx%dx%dx%d", N, a->in_planes, H, W);
+		goto fail;
+	}
+	if (!dnnl_memory_desc_equal(&umd, &t->cp_in.src)) {
+		if (tr_buf(c, &umd, &t->in_user, err, errlen) < 0 ||
+		    tr_reorder_make(c, &umd, &t->cp_in.src, &t->in_reorder, err, errlen) < 0)
+			goto fail;
+	}
+	const tr_ip_prims *hip[2] = { &t->ip_pol, &t->ip_v1 };
+	const tr_conv_prims *hcp[2] = { &t->cp_pol, &t->cp_val };
+	for (int h = 0; h < 2; h++) {
+		if (dnnl_memory_desc_equal(&hcp[h]->dst, &hip[h]->src)) {
+			t->head_plain[h] = t->layer[t->n_layer - 2 + h].a;
+			continue;
+		}
+		if (tr_buf(c, &hip[h]->src, &t->head_plain[h], err, errlen) < 0 ||
+		    tr_buf(c, &hip[h]->src, &t->head_gplain[h], err, errlen) < 0 ||
+		    tr_reorder_make(c, &hcp[h]->dst, &hip[h]->src, &t->head_to_plain[h], err,
+				    errlen) < 0 ||
+		    tr_reorder_make(c, &hip[h]->src, &hcp[h]->dst, &t->head_from_plain[h], err,
+				    errlen) < 0)
+			goto fail;
+	}
+	for (int i = 0; i < 4; i++)
+		if (tr_buf(c, &t->cp_in.dst, &t->g[i], err, errlen) < 0)
+			goto fail;
+	for (int i = 0; i < 3; i++)
+		if (tr_buf(c, &t->cp_pol.dst, &t->gp[i], err, errlen) < 0 ||
+		    tr_buf(c, &t->cp_val.dst, &t->gv[i], err, errlen) < 0)
+			goto fail;
+	if (tr_buf(c, &t->ip_pol.dst, &t->dlogits, err, errlen) < 0 ||
+	    tr_buf(c, &t->ip_v1.dst, &t->dvh, err, errlen) < 0 ||
+	    tr_buf(c, &t->ip_v1.dst, &t->dvh2, err, errlen) < 0 ||
+	    tr_buf(c, &t->ip_v2.dst, &t->dvout, err, errlen) < 0 || tr_ctx_finish(c, err, errlen) < 0)
+		goto fail;
+	tr_roles(t);
+	return t;
+oom:
+	snprintf(err, errlen, "out of memory for a trainer");
+fail:
+	trainer_free(t);
+	return NULL;
+}
+
+void trainer_free(trainer *t)
+{
+	if (!t)
+		return;
+	tr_ctx_free(&t->c);
+	nn_net_free(t->net);
+	free(t->grad);
+	free(t->role);
+	free(t->mom[0]);
+	free(t->mom[1]);
+	free(t->layer);
+	free(t);
+}
+
+/* Forward of one conv layer from src; skip (may be NULL) is added before
+ * the ReLU. */
+static int tr_layer_fwd(trainer *t, tr_layer *L, dnnl_memory_t src, dnnl_memory_t skip,
+			int training)
+{
+	tr_ctx *c = &t->c;
+	char *err = t->err;
+	size_t errlen = sizeof(t->err);
+	int rc = 0;
+	RUN(&L->cp->fwd, { DNNL_ARG_SRC, src }, { DNNL_ARG_WEIGHTS, L->w.w_fwd },
+	    { DNNL_ARG_BIAS, L->w.b }, { DNNL_ARG_DST, L->z });
+	if (training)
+		RUN(&L->bp->fwd, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_DST, L->a },
+		    { DNNL_ARG_MEAN, L->mean }, { DNNL_ARG_VARIANCE, L->var },
+		    { DNNL_ARG_SCALE, L->gamma }, { DNNL_ARG_SHIFT, L->beta });
+	else
+		RUN(&L->bp->inf, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_DST, L->a },
+		    { DNNL_ARG_MEAN, L->rmean }, { DNNL_ARG_VARIANCE, L->rvar },
+		    { DNNL_ARG_SCALE, L->gamma }, { DNNL_ARG_SHIFT, L->beta });
+	if (skip) {
+		DNNL_CHECK(dnnl_stream_wait(c->stream));
+		float *x = tr_ptr(L->a);
+		const float *s = tr_ptr(skip);
+		size_t cnt = tr_floats(L->a);
+		for (size_t i = 0; i < cnt; i++)
+			x[i] += s[i];
+	}
+	RUN(&L->rp->fwd, { DNNL_ARG_SRC, L->a }, { DNNL_ARG_DST, L->a });
+out:
+	return rc;
+}
+
+/* Backward of one conv layer: ga is the gradient of its output; gb and gc
+ * are clobbered (gb ends holding the gradient before the ReLU, which a
+ * residual skip needs); the input gradient goes to gout when not NULL. */
+static int tr_layer_bwd(trainer *t, tr_layer *L, dnnl_memory_t src, dnnl_memory_t ga,
+			dnnl_memory_t gb, dnnl_memory_t gc, dnnl_memory_t gout)
+{
+	tr_ctx *c = &t->c;
+	char *err = t->err;
+	size_t errlen = sizeof(t->err);
+	int rc = 0;
+	RUN(&L->rp->bwd, { DNNL_ARG_DST, L->a }, { DNNL_ARG_DIFF_DST, ga },
+	    { DNNL_ARG_DIFF_SRC, gb });
+	RUN(&L->bp->bwd, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_MEAN, L->mean },
+	    { DNNL_ARG_VARIANCE, L->var }, { DNNL_ARG_SCALE, L->gamma }, { DNNL_ARG_SHIFT, L->beta },
+	    { DNNL_ARG_DIFF_DST, gb }, { DNNL_ARG_DIFF_SRC, gc }, { DNNL_ARG_DIFF_SCALE, L->dgamma },
+	    { DNNL_ARG_DIFF_SHIFT, L->dbeta });
+	RUN(&L->cp->bwd_w, { DNNL_ARG_SRC, src }, { DNNL_ARG_DIFF_DST, gc },
+	    { DNNL_ARG_DIFF_WEIGHTS, L->w.dw }, { DNNL_ARG_DIFF_BIAS, L->w.db });
+	if (L->cp->from_dw.prim)
+		RUN(&L->cp->from_dw, { DNNL_ARG_FROM, L->w.dw }, { DNNL_ARG_TO, L->w.dw_user });
+	if (gout)
+		RUN(&L->cp->bwd_d, { DNNL_ARG_DIFF_DST, gc }, { DNNL_ARG_WEIGHTS, L->w.w_bwd },
+		    { DNNL_ARG_DIFF_SRC, gout });
+out:
+	return rc;
+}
+
+/* Backward of an inner product: weight gradients, and the input gradient
+ * into gx. */
+static int tr_fc_bwd(trainer *t, const tr_fc *F, dnnl_memory_t x, dnnl_memory_t gy,
+		     dnnl_memory_t gx)
+{
+	tr_ctx *c = &t->c;
+	char *err = t->err;
+	size_t errlen = sizeof(t->err);
+	int rc = 0;
+	RUN(&F->ip->bwd_w, { DNNL_ARG_SRC, x }, { DNNL_ARG_DIFF_DST, gy },
+	    { DNNL_ARG_DIFF_WEIGHTS, F->dw }, { DNNL_ARG_DIFF_BIAS, F->db });
+	RUN(&F->ip->bwd_d, { DNNL_ARG_DIFF_DST, gy }, { DNNL_ARG_WEIGHTS, F->w },
+	    { DNNL_ARG_DIFF_SRC, gx });
+out:
+	return rc;
+}
+
+static void tr_add(dnnl_memory_t dst, dnnl_memory_t src)
+{
+	float *d = tr_ptr(dst);
+	const float *s = tr_ptr(src);
+	size_t n = tr_floats(dst);
+	for (size_t i = 0; i < n; i++)
+		d[i] += s[i];
+}
+
+/* Forward (training or inference BN), loss over the first n positions,
+ * and, when grad is set, the backward pass into t->grad (L2 included for
+ * SGD). */
+static int tr_pass(trainer *t, const train_batch *b, int training, int grad, train_stats *st)
+{
+	tr_ctx *c = &t->c;
+	char *err = t->err;
+	size_t errlen = sizeof(t->err);
+	int rc = 0;
+	nn_net *n = t->net;
+	const nn_arch *a = &n->arch;
+	int nb = b->n, B = a->blocks, L = t->n_layer;
+	size_t in_n = (size_t)a->in_planes * a->board_w * a->board_h;
+	assert(b->in_size == (int)in_n && b->n_actions == a->policy_outputs);
+	assert(nb >= 1 && nb <= t->batch);
+	tr_apply_threads(c);
+	float *in = tr_ptr(t->in_user);
+	memcpy(in, b->planes, sizeof(float) * in_n * (size_t)nb);
+	/* Padding positions (eval only) must not be garbage: zeros. */
+	memset(in + in_n * (size_t)nb, 0, sizeof(float) * in_n * (size_t)(t->batch - nb));
+	if (t->in_reorder.prim)
+		RUN(&t->in_reorder, { DNNL_ARG_FROM, t->in_user }, { DNNL_ARG_TO, t->in });
+	for (int l = 0; l < L; l++)
+		if (tr_convw_prep(c, t->layer[l].cp, &t->layer[l].w, err, errlen) < 0)
+			return -1;
+	/* Tower. */
+	if (tr_layer_fwd(t, &t->layer[0], t->in, NULL, training) < 0)
+		return -1;
+	for (int i = 0; i < B; i++)
+		if (tr_layer_fwd(t, &t->layer[1 + 2 * i], t->layer[2 * i].a, NULL, training) < 0 ||
+		    tr_layer_fwd(t, &t->layer[2 + 2 * i], t->layer[1 + 2 * i].a, t->layer[2 * i].a,
+				 training) < 0)
+			return -1;
+	dnnl_memory_t top = t->layer[2 * B].a;
+	tr_layer *Lp = &t->layer[L - 2], *Lv = &t->layer[L - 1];
+	/* Heads. */
+	if (tr_layer_fwd(t, Lp, top, NULL, training) < 0 ||
+	    tr_layer_fwd(t, Lv, top, NULL, training) < 0)
+		return -1;
+	for (int h = 0; h < 2; h++)
+		if (t->head_to_plain[h].prim)
+			RUN(&t->head_to_plain[h], { DNNL_ARG_FROM, t->layer[L - 2 + h].a },
+			    { DNNL_ARG_TO, t->head_plain[h] });
+	RUN(&t->ip_pol.fwd, { DNNL_ARG_SRC, t->head_plain[0] }, { DNNL_ARG_WEIGHTS, t->fc_pol.w },
+	    { DNNL_ARG_BIAS, t->fc_pol.b }, { DNNL_ARG_DST, t->fc_pol.y });
+	RUN(&t->ip_v1.fwd, { DNNL_ARG_SRC, t->head_plain[1] }, { DNNL_ARG_WEIGHTS, t->fc_v1.w },
+	    { DNNL_ARG_BIAS, t->fc_v1.b }, { DNNL_ARG_DST, t->fc_v1.y });
+	RUN(&t->rp_hid.fwd, { DNNL_ARG_SRC, t->fc_v1.y }, { DNNL_ARG_DST, t->fc_v1.y });
+	RUN(&t->ip_v2.fwd, { DNNL_ARG_SRC, t->fc_v1.y }, { DNNL_ARG_WEIGHTS, t->fc_v2.w },
+	    { DNNL_ARG_BIAS, t->fc_v2.b }, { DNNL_ARG_DST, t->fc_v2.y });
+	DNNL_CHECK(dnnl_stream_wait(c->stream));
+	/* Loss. */
+	float *dlog = grad ? tr_ptr(t->dlogits) : NULL, *dv = grad ? tr_ptr(t->dvout) : NULL;
+	double pl = train_loss_policy(nb, a->policy_outputs, tr_ptr(t->fc_pol.y), b->policy, dlog);
+	double vl = train_loss_value(nb, a->value_outputs, tr_ptr(t->fc_v2.y), b->value, b->wdl, dv);
+	double l2 = 0;
+	for (size_t i = 0; i < n->n_floats; i++)
+		if (t->role[i] == TR_ROLE_DECAY)
+			l2 += (double)n->data[i] * n->data[i];
+	l2 *= t->opt.weight_decay;
+	if (st) {
+		memset(st, 0, sizeof(*st));
+		st->policy_loss = pl;
+		st->value_loss = vl;
+		st->l2 = l2;
+		st->loss = pl + t->opt.value_weight * vl +
+			   (t->opt.optimizer == TRAIN_OPTIMIZER_SGD ? l2 : 0.0);
+		st->step = t->step;
+	}
+	if (!grad)
+		goto out;
+	{
+		float vw = (float)t->opt.value_weight;
+		for (int i = 0; i < nb * a->value_outputs; i++)
+			dv[i] *= vw;
+	}
+	/* Heads backward; the tower-output gradient ends in g[0]. */
+	dnnl_memory_t pg = t->head_to_plain[0].prim ? t->head_gplain[0] : t->gp[0];
+	dnnl_memory_t vg = t->head_to_plain[1].prim ? t->head_gplain[1] : t->gv[0];
+	if (tr_fc_bwd(t, &t->fc_pol, t->head_plain[0], t->dlogits, pg) < 0)
+		return -1;
+	if (t->head_from_plain[0].prim)
+		RUN(&t->head_from_plain[0], { DNNL_ARG_FROM, pg }, { DNNL_ARG_TO, t->gp[0] });
+	if (tr_layer_bwd(t, Lp, top, t->gp[0], t->gp[1], t->gp[2], t->g[0]) < 0 ||
+	    tr_fc_bwd(t, &t->fc_v2, t->fc_v1.y, t->dvout, t->dvh) < 0)
+		return -1;
+	RUN(&t->rp_hid.bwd, { DNNL_ARG_DST, t->fc_v1.y }, { DNNL_ARG_DIFF_DST, t->dvh },
+	    { DNNL_ARG_DIFF_SRC, t->dvh2 });
+	if (tr_fc_bwd(t, &t->fc_v1, t->head_plain[1], t->dvh2, vg) < 0)
+		return -1;
+	if (t->head_from_plain[1].prim)
+		RUN(&t->head_from_plain[1], { DNNL_ARG_FROM, vg }, { DNNL_ARG_TO, t->gv[0] });
+	if (tr_layer_bwd(t, Lv, top, t->gv[0], t->gv[1], t->gv[2], t->g[1]) < 0)
+		return -1;
+	DNNL_CHECK(dnnl_stream_wait(c->stream));
+	tr_add(t->g[0], t->g[1]);
+	/* Tower backward, block by block: g[0] holds the gradient of the block
+	 * output; g[1] keeps the pre-ReLU gradient for the skip. */
+	for (int i = B - 1; i >= 0; i--) {
+		tr_layer *l1 = &t->layer[1 + 2 * i], *l2l = &t->layer[2 + 2 * i];
+		dnnl_memory_t x0 = t->layer[2 * i].a;
+		if (tr_layer_bwd(t, l2l, l1->a, t->g[0], t->g[1], t->g[2], t->g[3]) < 0 ||
+		    tr_layer_bwd(t, l1, x0, t->g[3], t->g[0], t->g[2], t->g[0]) < 0)
+			return -1;
+		DNNL_CHECK(dnnl_stream_wait(c->stream));
+		tr_add(t->g[0], t->g[1]);
+	}
+	if (tr_layer_bwd(t, &t->layer[0], t->in, t->g[0], t->g[1], t->g[2], NULL) < 0)
+		return -1;
+	DNNL_CHECK(dnnl_stream_wait(c->stream));
+	if (t->opt.optimizer == TRAIN_OPTIMIZER_SGD && t->opt.weight_decay > 0) {
+		float c2 = (float)(2.0 * t->opt.weight_decay);
+		for (size_t i = 0; i < n->n_floats; i++)
+			if (t->role[i] == TR_ROLE_DECAY)
+				t->grad[i] += c2 * n->data[i];
+	}
+out:
+	return rc;
+}
+
+int trainer_gradient(trainer *t, const train_batch *b, train_stats *st)
+{
+	assert(b->n == t->batch);
+	return tr_pass(t, b, 1, 1, st);
+}
+
+int trainer_eval(trainer *t, const train_batch *b, train_stats *st)
+{
+	assert(b->n >= 1 && b->n <= t->batch);
+	return tr_pass(t, b, 0, 0, st);
+}
+
+double trainer_lr_at(const trainer *t, int64_t step)
+{
+	const train_options *o = &t->opt;
+	double lr = o->lr;
+	if (o->lr_schedule == TRAIN_LR_SCHEDULE_STEP) {
+		for (int k = 0; k < o->n_lr_steps; k++)
+			if (step >= o->lr_steps[k])
+				lr *= o->lr_gamma;
+	} else if (o->lr_schedule == TRAIN_LR_SCHEDULE_COSINE) {
+		double s = step < o->lr_total_steps ? (double)step : (double)o->lr_total_steps;
+		lr = o->lr_min + 0.5 * (o->lr - o->lr_min) * (1.0 + cos(M_PI * s / o->lr_total_steps));
+	}
+	if (o->warmup_steps > 0 && step < o->warmup_steps)
+		lr *= (double)(step + 1) / (double)o->warmup_steps;
+	return lr;
+}
+
+/* Running statistics, PyTorch's rule (see trainer.h). */
+static void tr_update_running(trainer *t)
+{
+	const nn_arch *a = &t->net->arch;
+	double m = (double)t->batch * a->board_w * a->board_h;
+	float mo = (float)t->opt.bn_momentum, keep = 1.0f - mo;
+	float unbias = (float)(m / (m - 1.0));
+	for (int l = 0; l < t->n_layer; l++) {
+		nn_conv *cv = t->layer[l].conv;
+		const float *mean = tr_ptr(t->layer[l].mean), *var = tr_ptr(t->layer[l].var);
+		for (int o = 0; o < cv->c_out; o++) {
+			cv->bn_mean[o] = keep * cv->bn_mean[o] + mo * mean[o];
+			cv->bn_var[o] = keep * cv->bn_var[o] + mo * var[o] * unbias;
+		}
+	}
+}
+
+int trainer_step(trainer *t, const train_batch *b, train_stats *st)
+{
+	train_stats s;
+	nn_net *n = t->net;
+	const train_options *o = &t->opt;
+	assert(b->n == t->batch);
+	if (tr_pass(t, b, 1, 1, &s) < 0)
+		return -1;
+	tr_update_running(t);
+	double norm2 = 0;
+	for (size_t i = 0; i < n->n_floats; i++)
+		norm2 += (double)t->grad[i] * t->grad[i]; /* buffers' entries are 0 */
+	double norm = sqrt(norm2);
+	float scale = 1.0f;
+	if (o->clip_norm > 0 && norm > o->clip_norm)
+		scale = (float)(o->clip_norm / norm);
+	double lr = trainer_lr_at(t, t->step);
+	float flr = (float)lr;
+	float *w = n->data;
+	if (o->optimizer == TRAIN_OPTIMIZER_SGD) {
+		float mu = (float)o->momentum, *buf = t->mom[0];
+		for (size_t i = 0; i < n->n_floats; i++) {
+			if (t->role[i] == TR_ROLE_BUFFER)
+				continue;
+			float g = t->grad[i] * scale;
+			buf[i] = mu * buf[i] + g;
+			w[i] -= flr * (g + mu * buf[i]);
+		}
+	} else {
+		double t1 = (double)(t->step + 1);
+		float b1 = (float)o->adam_beta1, b2 = (float)o->adam_beta2, eps = (float)o->adam_eps;
+		float bc1 = (float)(1.0 - pow(o->adam_beta1, t1));
+		float sbc2 = (float)sqrt(1.0 - pow(o->adam_beta2, t1));
+		float decay = (float)(1.0 - lr * o->weight_decay), step = flr / bc1;
+		float *m = t->mom[0], *v = t->mom[1];
+		for (size_t i = 0; i < n->n_floats; i++) {
+			if (t->role[i] == TR_ROLE_BUFFER)
+				continue;
+			if (t->role[i] == TR_ROLE_DECAY)
+				w[i] *= decay;
+			float g = t->grad[i] * scale;
+			m[i] = b1 * m[i] + (1.0f - b1) * g;
+			v[i] = b2 * v[i] + (1.0f - b2) * g * g;
+			w[i] -= step * m[i] / (sqrtf(v[i]) / sbc2 + eps);
+		}
+	}
+	t->step++;
+	n->meta.train_step = (uint64_t)t->step;
+	if (st) {
+		*st = s;
+		st->grad_norm = norm;
+		st->lr = lr;
+		st->step = t->step;
+	}
+	return 0;
+}
+
+const float *trainer_grad(const trainer *t)
+{
+	return t->grad;
+}
+
+nn_net *trainer_net(trainer *t)
+{
+	return t->net;
+}
+
+const train_options *trainer_options(const trainer *t)
+{
+	return &t->opt;
+}
+
+int64_t trainer_steps(const trainer *t)
+{
+	return t->step;
+}
+
+uint64_t trainer_random(trainer *t)
+{
+	uint64_t z = (t->rng += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+const char *trainer_error(const trainer *t)
+{
+	return t->err;
+}
+
+int trainer_n_moments(const trainer *t)
+{
+	return t->n_mom;
+}
+
+float *trainer_moment(trainer *t, int k)
+{
+	assert(k >= 0 && k < t->n_mom);
+	return t->mom[k];
+}
+
+uint64_t trainer_rng_state(const trainer *t)
+{
+	return t->rng;
+}
+
+void trainer_restore_state(trainer *t, int64_t step, uint64_t rng)
+{
+	t->step = step;
+	t->rng = rng;
+}
+
+/* ---- single layers for tests ------------------------------------------------ */
+
+int train_layer_conv(int n, int cin, int cout, int k, int h, int w, const float *x,
+		     const float *wt, const float *b, const float *dy, float *y, float *dx,
+		     float *dw, float *db, char *err, size_t errlen)
+{
+	int rc = -1;
+	tr_ctx ctx, *c = &ctx;
+	tr_conv_prims p;
+	tr_convw m;
+	dnnl_memory_t mx, my, mdy, mdx = NULL;
+	if (tr_ctx_init(c, 0, err, errlen) < 0)
+		goto done;
+	if (tr_conv_prims_make(c, &p, n, cin, cout, k, h, w, dnnl_nchw, dnnl_nchw, dx != NULL, err,
+			       errlen) < 0 ||
+	    tr_convw_bind(c, &p, &m, wt, b, dw, db, err, errlen) < 0 ||
+	    tr_ext(c, &p.src, x, &mx, err, errlen) < 0 || tr_ext(c, &p.dst, y, &my, err, errlen) < 0 ||
+	    tr_ext(c, &p.dst, dy, &mdy, err, errlen) < 0 ||
+	    (dx && tr_ext(c, &p.src, dx, &mdx, err, errlen) < 0) || tr_ctx_finish(c, err, errlen) < 0 ||
+	    tr_convw_prep(c, &p, &m, err, errlen) < 0)
+		goto done;
+	rc = 0;
+	RUN(&p.fwd, { DNNL_ARG_SRC, mx }, { DNNL_ARG_WEIGHTS, m.w_fwd }, { DNNL_ARG_BIAS, m.b },
+	    { DNNL_ARG_DST, my });
+	RUN(&p.bwd_w, { DNNL_ARG_SRC, mx }, { DNNL_ARG_DIFF_DST, mdy },
+	    { DNNL_ARG_DIFF_WEIGHTS, m.dw }, { DNNL_ARG_DIFF_BIAS, m.db });
+	if (p.from_dw.prim)
+		RUN(&p.from_dw, { DNNL_ARG_FROM, m.dw }, { DNNL_ARG_TO, m.dw_user });
+	if (dx)
+		RUN(&p.bwd_d, { DNNL_ARG_DIFF_DST, mdy }, { DNNL_ARG_WEIGHTS, m.w_bwd },
+		    { DNNL_ARG_DIFF_SRC, mdx });
+	DNNL_CHECK(dnnl_stream_wait(c->stream));
+out:
+done:
+	tr_ctx_free(c);
+	return rc;
+}
+
+int train_layer_bn(int n, int ch, int h, int w, const float *x, const float *gamma,
+		   const float *beta, const float *dy, float *y, float *mean, float *var,
+		   float *dx, float *dgamma, float *dbeta, char *err, size_t errlen)
+{
+	int rc = -1;
+	tr_ctx ctx, *c = &ctx;
+	tr_bn_prims p;
+	dnnl_memory_desc_t md;
+	dnnl_dims_t dd = { n, ch, h, w };
+	dnnl_memory_t mx, my, mdy, mdx, mg, mb, mm, mv, mdg, mdb;
+	if (tr_ctx_init(c, 0, err, errlen) < 0)
+		goto done;
+	if (dnnl_memory_desc_init_by_tag(&md, 4, dd, dnnl_f32, dnnl_nchw) != dnnl_success) {
+		snprintf(err, errlen, "bad BN shape");
+		goto done;
+	}
+	if (tr_bn_prims_make(c, &p, &md, ch, err, errlen) < 0 ||
+	    tr_ext(c, &md, x, &mx, err, errlen) < 0 || tr_ext(c, &md, y, &my, err, errlen) < 0 ||
+	    tr_ext(c, &md, dy, &mdy, err, errlen) < 0 || tr_ext(c, &md, dx, &mdx, err, errlen) < 0 ||
+	    tr_ext(c, &p.stat, gamma, &mg, err, errlen) < 0 ||
+	    tr_ext(c, &p.stat, beta, &mb, err, errlen) < 0 ||
+	    tr_ext(c, &p.stat, mean, &mm, err, errlen) < 0 ||
+	    tr_ext(c, &p.stat, var, &mv, err, errlen) < 0 ||
+	    tr_ext(c, &p.stat, dgamma, &mdg, err, errlen) < 0 ||
+	    tr_ext(c, &p.stat, dbeta, &mdb, err, errlen) < 0 || tr_ctx_finish(c, err, errlen) < 0)
+		goto done;
+	rc = 0;
+	RUN(&p.fwd, { DNNL_ARG_SRC, mx }, { DNNL_ARG_DST, my }, { DNNL_ARG_MEAN, mm },
+	    { DNNL_ARG_VARIANCE, mv }, { DNNL_ARG_SCALE, mg }, { DNNL_ARG_SHIFT, mb });
+	RUN(&p.bwd, { DNNL_ARG_SRC, mx }, { DNNL_ARG_MEAN, mm }, { DNNL_ARG_VARIANCE, mv },
+	    { DNNL_ARG_SCALE, mg }, { DNNL_ARG_SHIFT, mb }, { DNNL_ARG_DIFF_DST, mdy },
+	    { DNNL_ARG_DIFF_SRC, mdx }, { DNNL_ARG_DIFF_SCALE, mdg }, { DNNL_ARG_DIFF_SHIFT, mdb });
+	DNNL_CHECK(dnnl_stream_wait(c->stream));
+out:
+done:
+	tr_ctx_free(c);
+	return rc;
+}
+
+int train_layer_relu(int n, int ch, int h, int w, const float *x, const float *dy, float *y,
+		     float *dx, char *err, size_t errlen)
+{
+	int rc = -1;
+	tr_ctx ctx, *c = &ctx;
+	tr_relu_prims p;
+	dnnl_memory_desc_t md;
+	dnnl_dims_t dd = { n, ch, h, w };
+	dnnl_memory_t my, mdy, mdx;
+	if (tr_ctx_init(c, 0, err, errlen) < 0)
+		goto done;
+	if (dnnl_memory_desc_init_by_tag(&md, 4, dd, dnnl_f32, dnnl_nchw) != dnnl_success) {
+		snprintf(err, errlen, "bad ReLU shape");
+		goto done;
+	}
+	/* The trainer runs ReLU in place: so does this. */
+	memcpy(y, x, sizeof(float) * (size_t)n * ch * h * w);
+	if (tr_relu_prims_make(c, &p, &md, err, errlen) < 0 ||
+	    tr_ext(c, &md, y, &my, err, errlen) < 0 || tr_ext(c, &md, dy, &mdy, err, errlen) < 0 ||
+	    tr_ext(c, &md, dx, &mdx, err, errlen) < 0 || tr_ctx_finish(c, err, errlen) < 0)
+		goto done;
+	rc = 0;
+	RUN(&p.fwd, { DNNL_ARG_SRC, my }, { DNNL_ARG_DST, my });
+	RUN(&p.bwd, { DNNL_ARG_DST, my }, { DNNL_ARG_DIFF_DST, mdy }, { DNNL_ARG_DIFF_SRC, mdx });
+	DNNL_CHECK(dnnl_stream_wait(c->stream));
+out:
+done:
+	tr_ctx_free(c);
+	return rc;
+}
+
+int train_layer_fc(int n, int nin, int nout, const float *x, const float *wt, const float *b,
+		   const float *dy, float *y, float *dx, float *dw, float *db, char *err,
+		   size_t errlen)
+{
+	int rc = -1;
+	tr_ctx ctx, *c = &ctx;
+	tr_ip_prims p;
+	dnnl_memory_t mx, mw, mb, my, mdy, mdx, mdw, mdb;
+	if (tr_ctx_init(c, 0, err, errlen) < 0)
+		goto done;
+	if (tr_ip_prims_make(c, &p, n, nin, nout, 0, 1, 1, err, errlen) < 0 ||
+	    tr_ext(c, &p.src, x, &mx, err, errlen) < 0 || tr_ext(c, &p.w, wt, &mw, err, errlen) < 0 ||
+	    tr_ext(c, &p.bias, b, &mb, err, errlen) < 0 || tr_ext(c, &p.dst, y, &my, err, errlen) < 0 ||
+	    tr_ext(c, &p.dst, dy, &mdy, err, errlen) < 0 ||
+	    tr_ext(c, &p.src, dx, &mdx, err, errlen) < 0 ||
+	    tr_ext(c, &p.w, dw, &mdw, err, errlen) < 0 ||
+	    tr_ext(c, &p.bias, db, &mdb, err, errlen) < 0 || tr_ctx_finish(c, err, errlen) < 0)
+		goto done;
+	rc = 0;
+	RUN(&p.fwd, { DNNL_ARG_SRC, mx }, { DNNL_ARG_WEIGHTS, mw }, { DNNL_ARG_BIAS, mb },
+	    { DNNL_ARG_DST, my });
+	RUN(&p.bwd_w, { DNNL_ARG_SRC, mx }, { DNNL_ARG_DIFF_DST, mdy }, { DNNL_ARG_DIFF_WEIGHTS, mdw },
+	    { DNNL_ARG_DIFF_BIAS, mdb });
+	RUN(&p.bwd_d, { DNNL_ARG_DIFF_DST, mdy }, { DNNL_ARG_WEIGHTS, mw }, { DNNL_ARG_DIFF_SRC, mdx });
+	DNNL_CHECK(dnnl_stream_wait(c->stream));
+out:
+done:
+	tr_ctx_free(c);
+	return rc;
+}

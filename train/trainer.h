@@ -1,0 +1,186 @@
+/* trainer.h: the CPU learner: loss, backward pass, optimizer, checkpoints.
+ *
+ * A trainer owns a copy of a network in training form (BN unfolded, with
+ * running statistics) and everything one training step needs for a fixed
+ * batch size: oneDNN primitives, activations, gradients, optimizer moments.
+ * All of it is allocated by trainer_new; trainer_step allocates nothing.
+ *
+ * Loss (mean over the batch):
+ *   policy: cross-entropy of softmax(logits over ALL actions) against the
+ *       target distribution (normalised visits; illegal actions are 0);
+ *   value: 1-output nets: (tanh(v) - z)^2 with z in [-1, 1] from the side
+ *       to move; 3-output (WDL) nets: cross-entropy of softmax(logits)
+ *       against the WDL target (given, or derived from z: W = max(z, 0),
+ *       L = max(-z, 0), D = 1 - |z|);
+ *   total = policy + value_weight * value (+ l2 for SGD, below).
+ * Weight decay, on conv and FC weights only (never biases or BN):
+ *   SGD: L2 in the loss, l2 = weight_decay * sum w^2 (gradient 2 c w);
+ *   AdamW: decoupled, w -= lr * weight_decay * w each step; l2 is then
+ *       reported in the stats but not part of the loss.
+ * Batch norm in training: batch statistics (biased variance, as PyTorch),
+ * running mean/var updated PyTorch-style: r = (1 - m) r + m * batch stat,
+ * the variance unbiased (x M / (M - 1), M = batch * H * W).
+ * Optimizers follow PyTorch's torch.optim.SGD(nesterov=True, dampening 0)
+ * and torch.optim.AdamW. Gradient clipping scales every gradient by
+ * clip_norm / norm when the global L2 norm exceeds clip_norm.
+ *
+ * Squeeze-excitation blocks are refused: only plain residual blocks train.
+ *
+ * Determinism: for a fixed thread count, the same CPU and the same oneDNN,
+ * a step is a pure function of (weights, optimizer state, batch), so a
+ * checkpoint resumes bit for bit.
+ */
+#ifndef SENTE_TRAIN_TRAINER_H
+#define SENTE_TRAIN_TRAINER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nn/net.h"
+
+#define TRAIN_MAX_LR_STEPS 16
+
+typedef enum train_optimizer {
+	TRAIN_OPTIMIZER_SGD = 0,   /* SGD with Nesterov momentum */
+	TRAIN_OPTIMIZER_ADAMW = 1, /* Adam with decoupled weight decay */
+} train_optimizer;
+
+typedef enum train_lr_schedule {
+	TRAIN_LR_SCHEDULE_CONSTANT = 0, /* lr throughout */
+	TRAIN_LR_SCHEDULE_STEP = 1,     /* lr * gamma^(drops passed) */
+	TRAIN_LR_SCHEDULE_COSINE = 2,   /* lr -> lr_min over lr_total_steps */
+} train_lr_schedule;
+
+typedef enum train_layout {
+	TRAIN_LAYOUT_AUTO = 0,    /* blocked when the width is a multiple of 16, else NHWC */
+	TRAIN_LAYOUT_BLOCKED = 1, /* nChw16c (oneDNN's AVX-512 layout; width % 16 == 0) */
+	TRAIN_LAYOUT_NHWC = 2,    /* channels last, any width */
+} train_layout;
+
+typedef struct train_options {
+	int batch;                 /* training batch size (fixed) */
+	int threads;               /* oneDNN threads; 0 = the runtime's default */
+	train_optimizer optimizer; /* SGD or AdamW */
+	double lr;                 /* base learning rate */
+	double momentum;           /* SGD momentum (Nesterov) */
+	double weight_decay;       /* L2 coefficient c (SGD) or decoupled rate (AdamW) */
+	double adam_beta1;         /* AdamW first-moment decay */
+	double adam_beta2;         /* AdamW second-moment decay */
+	double adam_eps;           /* AdamW denominator guard */
+	double clip_norm;          /* global gradient-norm clip; <= 0: none */
+	double value_weight;       /* weight of the value loss in the total */
+	double bn_momentum;        /* running-stat update rate (PyTorch's momentum) */
+	train_lr_schedule lr_schedule; /* how lr moves with the step */
+	int64_t lr_steps[TRAIN_MAX_LR_STEPS]; /* STEP: steps at which lr drops */
+	int n_lr_steps;            /* used entries of lr_steps */
+	double lr_gamma;           /* STEP: factor per drop */
+	int64_t lr_total_steps;    /* COSINE: length of the decay */
+	double lr_min;             /* COSINE: final rate */
+	int64_t warmup_steps;      /* linear warm-up from 0 over this many steps */
+	uint64_t seed;             /* seed of the trainer's RNG (trainer_random) */
+	train_layout layout;       /* activation layout of the tower */
+} train_options;
+
+/* A minibatch, laid out for the net's arch. */
+typedef struct train_batch {
+	int n;          /* positions used */
+	int cap;        /* positions allocated */
+	int in_size;    /* floats of planes per position (C * H * W) */
+	int n_actions;  /* policy targets per position */
+	float *planes;  /* [cap][C][H][W] input planes */
+	float *policy;  /* [cap][n_actions] target probabilities */
+	float *value;   /* [cap] result in [-1, 1] from the side to move */
+	float *wdl;     /* [cap][3] win/draw/loss target, or NULL (then derived
+			 * from value) */
+} train_batch;
+
+typedef struct train_stats {
+	double loss;        /* total that was minimised */
+	double policy_loss; /* policy cross-entropy */
+	double value_loss;  /* value MSE or WDL cross-entropy (unweighted) */
+	double l2;          /* weight_decay * sum w^2 (before the step) */
+	double grad_norm;   /* global gradient norm before clipping (step only) */
+	double lr;          /* learning rate used (step only) */
+	int64_t step;       /* steps done after this call */
+} train_stats;
+
+typedef struct trainer trainer;
+
+/* Defaults: batch 64, threads 0, SGD, lr 0.02, momentum 0.9, weight decay
+ * 1e-4, Adam 0.9/0.999/1e-8, no clipping, value weight 1, BN momentum 0.01,
+ * constant lr, gamma 0.1, seed 1, layout auto. */
+train_options train_options_default(void);
+
+/* A trainer for a copy of `net` (the caller keeps and may free its own);
+ * the net must be unfolded (training form) and without SE blocks. NULL with
+ * a message on bad options, an unsupported net or short memory. */
+trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_t errlen);
+void trainer_free(trainer *t);
+
+/* One optimizer step on b (b->n must equal the batch size): forward in
+ * training mode, backward, running-stat update, clipping, update. 0, or -1
+ * with trainer_error() set (a oneDNN failure). st may be NULL. */
+int trainer_step(trainer *t, const train_batch *b, train_stats *st);
+/* Loss only, BN in inference mode (running statistics), 1 <= b->n <= batch;
+ * changes nothing. */
+int trainer_eval(trainer *t, const train_batch *b, train_stats *st);
+/* Loss and gradient (trainer_grad) in training mode without changing the
+ * weights or running statistics; b->n == batch. For tests and tools. */
+int trainer_gradient(trainer *t, const train_batch *b, train_stats *st);
+/* The gradient of the last trainer_gradient / trainer_step (before
+ * clipping), parallel to trainer_net(t)->data (0 for running stats). */
+const float *trainer_grad(const trainer *t);
+
+/* The current weights (training form), owned by the trainer and updated in
+ * place by every step. Callers clone, fold and save them for inference;
+ * tests may perturb them between calls. */
+nn_net *trainer_net(trainer *t);
+const train_options *trainer_options(const trainer *t);
+int64_t trainer_steps(const trainer *t);
+/* Learning rate the schedule gives at `step`. */
+double trainer_lr_at(const trainer *t, int64_t step);
+/* Next number of the trainer's RNG (splitmix64, seeded by options.seed and
+ * saved in checkpoints) so that callers' sampling resumes exactly. */
+uint64_t trainer_random(trainer *t);
+/* Message of the last failure. */
+const char *trainer_error(const trainer *t);
+
+/* Checkpoints (train/checkpoint.c): the weights, optimizer moments, step,
+ * RNG state and an opaque caller blob (e.g. the replay position), with magic,
+ * version, header and CRC-32, written to PATH.tmp, fsync'd and renamed.
+ * Format (little-endian):
+ *   "SENTECKP", u32 version, u32 header length L, header (L bytes):
+ *     u32 arch fields x 13 (as the model file), u32 bn_folded, u8 block kind
+ *     [blocks], u64 meta train_step, u64 meta created, char[64] parent,
+ *     char[64] name, u32 optimizer, u32 moment arrays K, u64 step,
+ *     u64 rng state, u64 float count N, u64 blob length B
+ *   N floats of weights, K x N floats of optimizer moments, B blob bytes,
+ *   u32 CRC-32 (zlib) of every byte before it. */
+int trainer_checkpoint_save(trainer *t, const char *path, const void *blob, size_t blob_len,
+			    char *err, size_t errlen);
+/* Restores a checkpoint into t, which must have been made for the same
+ * architecture and optimizer. *blob (malloc'd, the caller frees) and
+ * *blob_len receive the caller blob when blob is not NULL. On failure t is
+ * unchanged. 0, or -1 with a message. */
+int trainer_checkpoint_load(trainer *t, const char *path, void **blob, size_t *blob_len,
+			    char *err, size_t errlen);
+/* The network stored in a checkpoint (to build a trainer to load it into).
+ * NULL with a message. */
+nn_net *trainer_checkpoint_net(const char *path, char *err, size_t errlen);
+
+/* Batches (train/batch.c). */
+/* A batch with room for cap positions of arch a (wdl: allocate WDL targets).
+ * NULL when memory is short. */
+train_batch *train_batch_new(const nn_arch *a, int cap, int wdl);
+void train_batch_free(train_batch *b);
+/* Encodes g under symmetry sym into slot `slot` of b, with the policy target
+ * the normalised visits permuted the same way (target at
+ * game_symmetry_move(g, sym, a) = visits of a / total) and the value target
+ * (side to move); WDL targets, when b has them, are derived from it. 0, or
+ * -1 when the encoding does not fit the game or the batch, a move is out of
+ * range, or there are no visits. */
+int train_batch_from_position(const game *g, nn_encoding enc, int sym, const int16_t *visit_moves,
+			      const uint16_t *visit_counts, int n_visits, float value_target,
+			      train_batch *b, int slot);
+
+#endif
