@@ -108,13 +108,17 @@ asan:
 	@LSAN_OPTIONS=suppressions=$(abspath scripts/lsan.supp):print_suppressions=0 \
 		$(MAKE) --no-print-directory SAN=1 BUILD=build-asan BIN=build-asan/bin/sente test-run
 
+RUN_MINUTES ?= 10
+
 bench: $(BIN)
 	$(BIN) bench board
+	$(BIN) bench nn --threads 2
+	$(BIN) bench search -v 800 --repeat 1
 
 run:
 	@sh scripts/deps.sh --ensure
 	@$(MAKE) --no-print-directory $(BIN)
-	$(BIN) demo --game connect4
+	$(BIN) run --game connect4 --dir runs/connect4 --minutes $(RUN_MINUTES)
 
 deps:
 	sh scripts/deps.sh --ensure

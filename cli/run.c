@@ -15,6 +15,7 @@
 #include "cli/report.h"
 #include "data/replay.h"
 #include "data/store.h"
+#include "selfplay/arena.h"
 #include "selfplay/selfplay.h"
 #include "selfplay/strength.h"
 #include "train/trainer.h"
@@ -222,6 +223,61 @@ out:
 	eval_free(ev);
 	nn_backend_free(be);
 	nn_net_free(copy);
+}
+
+/* An evaluator over its own copy of `net` (BN folded); NULL on failure. */
+static evaluator *make_evaluator(const nn_net *net, nn_net **copy, nn_backend **be, char *err,
+				 size_t errlen)
+{
+	*copy = nn_net_clone(net);
+	*be = NULL;
+	if (!*copy) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	nn_net_fold_bn(*copy);
+	nn_backend_options bo = nn_backend_options_default();
+	*be = nn_backend_new(&nn_backend_cpu, *copy, 16, &bo, err, errlen);
+	if (!*be)
+		return NULL;
+	eval_options eo = eval_options_default();
+	return eval_new(be, 1, (*copy)->arch.encoding, &eo, err, errlen);
+}
+
+/* Go strength: games against the run's first network (model id 1). */
+static void measure_go(store *db, const nn_net *net, const run_opts *o, int64_t step, bool quiet)
+{
+	char err[512], file[4096];
+	nn_net *first = NULL, *c1 = NULL, *c2 = NULL;
+	nn_backend *b1 = NULL, *b2 = NULL;
+	evaluator *e1 = NULL, *e2 = NULL;
+	if (store_model_file(db, 1, file, sizeof(file)) != 0 ||
+	    !(first = nn_net_load_any(file, NULL, err, sizeof(err)))) {
+		fprintf(stderr, "sente run: no first model to measure against\n");
+		goto out;
+	}
+	e1 = make_evaluator(net, &c1, &b1, err, sizeof(err));
+	e2 = e1 ? make_evaluator(first, &c2, &b2, err, sizeof(err)) : NULL;
+	arena_result r;
+	enum { GAMES = 10 };
+	if (!e2 || arena_play(e1, e2, &o->game, GAMES, o->eval_visits / 4 + 1, o->eval_visits / 4 + 1, 4,
+			      (uint64_t)step, &r, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sente run: strength not measured: %s\n", err);
+		goto out;
+	}
+	double rate = (r.wins + 0.5 * r.draws) / r.games;
+	store_add_metric(db, step, "go_winrate_vs_first", rate);
+	if (!quiet)
+		fprintf(stderr, "sente run: step %lld: against the first network %d-%d-%d (%.0f%%)\n",
+			(long long)step, r.wins, r.losses, r.draws, rate * 100);
+out:
+	eval_free(e1);
+	eval_free(e2);
+	nn_backend_free(b1);
+	nn_backend_free(b2);
+	nn_net_free(c1);
+	nn_net_free(c2);
+	nn_net_free(first);
 }
 
 static bool parse_opts(int argc, char **argv, run_opts *o, int *rc)
@@ -550,6 +606,8 @@ int cli_run(int argc, char **argv)
 		/* 4. Strength; the search measurement every third iteration. */
 		if (have_bench)
 			measure_c4(db, &bench, trainer_net(t), &o, step, iteration % 3 == 0, o.quiet);
+		else if (o.game.kind == GAME_KIND_GO && iteration % 3 == 0)
+			measure_go(db, trainer_net(t), &o, step, o.quiet);
 		snprintf(path, sizeof(path), "%s/report.html", o.dir);
 		report_write(db, path, o.game.kind, err, sizeof(err));
 	}

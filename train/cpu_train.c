@@ -834,8 +834,10 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 		      (o->layout == TRAIN_LAYOUT_AUTO && C % 16 == 0);
 	dnnl_format_tag_t tl = blocked ? dnnl_nChw16c : dnnl_nhwc;
 	/* The input conv reads the planes in the layout it likes best (NCHW
-	 * for very few planes, else the tower's); they are reordered in. */
-	dnnl_format_tag_t in_tag = dnnl_format_tag_any;
+	 * for very few planes, else blocked); they are reordered in. "any"
+	 * with an NHWC destination picks NCHW and oneDNN's reference code,
+	 * so NHWC it is there. */
+	dnnl_format_tag_t in_tag = blocked ? dnnl_format_tag_any : dnnl_nhwc;
 	if (tr_conv_prims_make(c, &t->cp_in, N, a->in_planes, C, 3, H, W, in_tag, tl, 0, err,
 			       errlen) < 0 ||
 	    (a->blocks && tr_conv_prims_make(c, &t->cp_tower, N, C, C, 3, H, W, tl, tl, 1, err,
