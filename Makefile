@@ -127,11 +127,18 @@ deps:
 FUZZ_SRC = $(wildcard fuzz/*.c)
 FUZZ_BIN = $(FUZZ_SRC:fuzz/%.c=build-fuzz/%)
 FUZZ_TIME ?= 60
-FUZZ_LIBSRC = $(LIB_SRC)
 fuzz: $(FUZZ_BIN)
-build-fuzz/%: fuzz/%.c $(FUZZ_LIBSRC)
+# The library is compiled once for the fuzzers (coverage and sanitizers),
+# then linked into each target.
+FUZZ_CFLAGS = $(CSTD) -g -O1 -I. -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_OBJ = $(LIB_SRC:%.c=build-fuzz/obj/%.o)
+.SECONDARY: $(FUZZ_OBJ)
+build-fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	clang $(CSTD) -g -O1 -I. -fsanitize=fuzzer,address,undefined $< $(FUZZ_LIBSRC) -ldnnl -lsqlite3 -lz -lm -lpthread -o $@
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+build-fuzz/%: fuzz/%.c $(FUZZ_OBJ)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -ldnnl -lsqlite3 -lz -lm -lpthread -o $@
 fuzz-run: fuzz
 	@for f in $(FUZZ_BIN); do n=$$(basename $$f | sed 's/^fuzz_//'); \
 	  mkdir -p build-fuzz/corpus-$$n; \

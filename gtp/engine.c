@@ -127,6 +127,16 @@ static void reply_add(gtp_reply *r, const char *fmt, ...) __attribute__((format(
 static void reply_add(gtp_reply *r, const char *fmt, ...)
 {
 	va_list ap;
+	if (!r->text) {
+		r->cap = 256;
+		r->len = 0;
+		r->text = malloc(r->cap);
+		if (!r->text) {
+			r->cap = 0;
+			return;
+		}
+		r->text[0] = '\0';
+	}
 	for (;;) {
 		size_t room = r->cap - r->len;
 		va_start(ap, fmt);
