@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/rng.h"
+
 /* One game of the window, with its positions' move indices. */
 typedef struct replay_game {
 	game_record rec;  /* the game (deep copy) */
@@ -23,13 +25,6 @@ struct replay_buffer {
 	bool prefix_ok;        /* prefix matches the ring */
 };
 
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = (*s += 0x9e3779b97f4a7c15ULL);
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
 
 replay_buffer *replay_new(int64_t window)
 {

@@ -1,18 +1,12 @@
 /* connect4.c: Connect Four on bitboards (see connect4.h for the layout). */
 #include "engine/connect4.h"
+#include "engine/rng.h"
 
 #include <assert.h>
 #include <string.h>
 
 #define C4_COL_BITS (C4_HEIGHT + 1)
 
-static uint64_t c4_splitmix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
 
 /* True when the bitboard holds four in a row in any direction: vertical (1),
  * horizontal (7), and the two diagonals (6, 8). The sentinel row keeps the
@@ -117,5 +111,5 @@ int c4_cell(const c4_board *b, int col, int row)
  * strong mix of them is as good as a Zobrist table and needs none. */
 uint64_t c4_hash(const c4_board *b)
 {
-	return c4_splitmix(b->stones[0] ^ c4_splitmix(b->stones[1] + 0x51ed27u));
+	return rng_mix(b->stones[0] ^ rng_mix(b->stones[1] + 0x51ed27u));
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/rng.h"
 #include "nn/encode.h"
 
 /* Largest input of one position: 32 planes of 19x19 covers every encoding. */
@@ -69,13 +70,6 @@ struct evaluator {
 	atomic_uint_fast64_t n_requests, n_hits, n_evals, n_batches, n_failures;
 };
 
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
 
 eval_options eval_options_default(void)
 {
@@ -85,15 +79,15 @@ eval_options eval_options_default(void)
 
 uint64_t eval_key(const game *g, nn_encoding enc)
 {
-	uint64_t k = mix64(game_hash(g) ^ (uint64_t)enc << 56);
+	uint64_t k = rng_mix(game_hash(g) ^ (uint64_t)enc << 56);
 	if (g->params.kind != GAME_KIND_GO)
 		return k | 1;
 	/* Go encodings see the last 8 positions: fold in their hashes. */
 	const go_board *b = &g->u.go;
 	for (int i = 1; i < GO_PAST_POSITIONS && b->n_history - i >= 0; i++)
-		k = mix64(k ^ b->past_hash[b->n_history - i]);
+		k = rng_mix(k ^ b->past_hash[b->n_history - i]);
 	if (enc == NN_ENC_GO_NATIVE)
-		k = mix64(k ^ (uint64_t)(int64_t)(b->komi * 2));
+		k = rng_mix(k ^ (uint64_t)(int64_t)(b->komi * 2));
 	return k | 1; /* 0 marks an empty cache slot */
 }
 
@@ -376,7 +370,7 @@ static int prepare(evaluator *ev, const game *g, int sym, bool use_cache, float 
 		sym = 0;
 		if (ev->opt.random_symmetry) {
 			uint64_t draw = atomic_fetch_add(&ev->sym_counter, 1);
-			sym = (int)(mix64(ev->opt.seed ^ mix64(draw)) % (uint64_t)game_num_symmetries(g));
+			sym = (int)(rng_mix(ev->opt.seed ^ rng_mix(draw)) % (uint64_t)game_num_symmetries(g));
 		}
 	}
 	/* The transformed position's logit for its action sym(a) belongs to

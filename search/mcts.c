@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/rng.h"
+
 #define MCTS_MAX_DEPTH 2048
 #define MCTS_MAX_THREADS 256
 #define MCTS_NONE UINT32_MAX
@@ -89,15 +91,6 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = (*s += 0x9e3779b97f4a7c15ULL);
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
 
 static double rng_normal(uint64_t *s)
 {

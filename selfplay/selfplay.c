@@ -11,6 +11,7 @@
 
 #include "search/eval.h"
 #include "search/mcts.h"
+#include "engine/rng.h"
 
 /* A network with its backend and evaluator, shared by the games that
  * started with it; freed when the last of them lets go. */
@@ -55,15 +56,6 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = (*s += 0x9e3779b97f4a7c15ULL);
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
 
 selfplay_options selfplay_options_default(const game_params *g)
 {
