@@ -22,7 +22,8 @@ static const char gtp_help[] =
 	"  -t, --threads N      search threads (default 2)\n"
 	"  -b, --batch N        largest network batch (default 16)\n"
 	"      --nn-threads N   network compute threads (default: all cores)\n"
-	"      --precision P    fp32 or bf16 (default fp32)\n"
+	"      --precision P    fp32, bf16 or int8 (default fp32; int8 calibrates\n"
+	"                       on 256 positions at load)\n"
 	"      --noponder       do not think during the opponent's turn\n"
 	"  -s, --seed N         random seed (default 1)\n"
 	"  -r, --resign PCT     resign when the winrate is below PCT percent\n"
@@ -86,7 +87,7 @@ int cli_gtp(int argc, char **argv)
 			opt.nn.threads = (int)n;
 		} else if (!strcmp(a, "--precision") && takes) {
 			if (!nn_precision_from_name(v, &opt.nn.precision))
-				return cli_usage_error("gtp", "--precision takes fp32 or bf16, got '%s'", v);
+				return cli_usage_error("gtp", "--precision takes fp32, bf16 or int8, got '%s'", v);
 		} else if (!strcmp(a, "--noponder")) {
 			opt.ponder = false;
 			i--;

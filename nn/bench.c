@@ -235,6 +235,12 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 		planes[i] = (float)(s & 1);
 	}
 	double flops = nn_net_flops(net);
+	/* libgomp reads it once at load: spinning workers (the default) lose
+	 * whole time slices when the two cores are shared, PASSIVE does not. */
+	const char *wait_policy = getenv("OMP_WAIT_POLICY");
+	if (!wait_policy || strlen(wait_policy) > 16 || strchr(wait_policy, '"') ||
+	    strchr(wait_policy, '\\'))
+		wait_policy = wait_policy ? "?" : "default";
 	for (int bi = 0; bi < o->n_batches; bi++) {
 		int b = o->batches[bi];
 		/* Warm up: first runs touch fresh memory and JIT caches. */
@@ -253,11 +259,11 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 		printf("{\"bench\":\"nn\",\"backend\":\"%s\",\"precision\":\"%s\",\"game\":\"%s\","
 		       "\"blocks\":%d,\"channels\":%d,\"size\":%d,\"batch\":%d,\"threads\":%d,"
 		       "\"evals_per_s\":%.1f,\"ms_per_batch\":%.3f,\"gflops\":%.2f,"
-		       "\"create_s\":%.3f%s}\n",
+		       "\"create_s\":%.3f,\"omp_wait_policy\":\"%s\"%s}\n",
 		       be->ops->name, nn_precision_name(o->backend.precision),
 		       game_kind_name(a->game), a->blocks, a->channels, a->board_w, b,
 		       o->backend.threads, evals, 1e3 * t / runs, evals * flops * 1e-9, t_create,
-		       acc_json);
+		       wait_policy, acc_json);
 		fflush(stdout);
 	}
 	rc = 0;

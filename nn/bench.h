@@ -3,7 +3,7 @@
  * One line per batch size:
  *   {"bench":"nn","backend":"cpu","precision":"fp32","blocks":6,"channels":64,
  *    "size":19,"batch":8,"threads":2,"evals_per_s":...,"ms_per_batch":...,
- *    "gflops":...,"create_s":...}
+ *    "gflops":...,"create_s":...,"omp_wait_policy":"default"}
  * and, for a precision other than fp32, its agreement with an fp32 context
  * over positions of random legal play:
  *    "accuracy_positions":N,"policy_max_abs_diff":...,"policy_kl":...,
@@ -11,7 +11,8 @@
  * (policy_kl: mean KL(fp32 || this) of the softmax over all actions;
  * top1_agreement: share of positions whose largest logit is the same
  * action). create_s is the time to build the context (int8: calibration
- * included).
+ * included); omp_wait_policy echoes OMP_WAIT_POLICY ("default" when unset),
+ * which decides the figures on a shared machine.
  * gflops counts the convolutions and FCs (2 * multiply-adds) per position,
  * times positions per second. Inputs are random 0/1 planes: the arithmetic
  * does not depend on them.
