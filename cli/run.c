@@ -38,12 +38,14 @@ static const char run_help[] =
 	"  --size N, --komi K    Go board and komi (default 9, 7)\n"
 	"  --dir DIR             the run's folder (default runs/GAME)\n"
 	"  --minutes M           stop after M minutes of this session (default 10)\n"
-	"  --blocks B            residual blocks of a new network (C4 4, Go 6)\n"
-	"  --channels C          channels of a new network (C4 48, Go 64)\n"
-	"  --parallel-games K    self-play games at once (default 32)\n"
-	"  --visits V            full search visits (C4 200, Go 200)\n"
-	"  --cheap-visits V      cheap search visits (default 40; 0 = off)\n"
-	"  --positions N         new recorded positions per iteration (C4 2000, Go 3000)\n"
+	"  --blocks B            residual blocks of a new network (C4 4, Go 9x9 4,\n"
+	"                        larger Go 6)\n"
+	"  --channels C          channels of a new network (C4 48, Go 9x9 48, larger\n"
+	"                        Go 64)\n"
+	"  --parallel-games K    self-play games at once (C4 32, Go 64)\n"
+	"  --visits V            full search visits (C4 200, Go 100)\n"
+	"  --cheap-visits V      cheap search visits (C4 40, Go 25; 0 = off)\n"
+	"  --positions N         new recorded positions per iteration (default 2000)\n"
 	"  --window N            positions the learner samples from (C4 60000, Go 100000)\n"
 	"  --batch N             training batch (default 256)\n"
 	"  --sample-ratio R      training samples per new position (default 6)\n"
@@ -285,13 +287,11 @@ static bool parse_opts(int argc, char **argv, run_opts *o, int *rc)
 	long n, size = 9;
 	double d, komi = 7;
 	bool dir_given = false;
-	int given_blocks = -1, given_channels = -1, given_visits = -1;
+	int given_blocks = -1, given_channels = -1, given_visits = -1, given_cheap = -1, given_par = -1;
 	int64_t given_pos = -1, given_window = -1;
 	memset(o, 0, sizeof(*o));
 	o->game = game_params_default(GAME_KIND_CONNECT4);
 	o->minutes = 10;
-	o->parallel_games = 32;
-	o->cheap_visits = 40;
 	o->batch = 256;
 	o->sample_ratio = 6;
 	o->lr = 0.02;
@@ -329,13 +329,13 @@ static bool parse_opts(int argc, char **argv, run_opts *o, int *rc)
 			given_channels = (int)n;
 		} else if (FLAG("--parallel-games")) {
 			if (!INT(1, 1024)) return false;
-			o->parallel_games = (int)n;
+			given_par = (int)n;
 		} else if (FLAG("--visits")) {
 			if (!INT(2, 100000)) return false;
 			given_visits = (int)n;
 		} else if (FLAG("--cheap-visits")) {
 			if (!INT(0, 100000)) return false;
-			o->cheap_visits = (int)n;
+			given_cheap = (int)n;
 		} else if (FLAG("--positions")) {
 			if (!INT(1, 100000000)) return false;
 			given_pos = n;
@@ -379,10 +379,16 @@ static bool parse_opts(int argc, char **argv, run_opts *o, int *rc)
 			return false;
 		}
 	}
-	o->blocks = given_blocks > 0 ? given_blocks : c4 ? 4 : 6;
-	o->channels = given_channels > 0 ? given_channels : c4 ? 48 : 64;
-	o->visits = given_visits > 0 ? given_visits : 200;
-	o->positions_per_iter = given_pos > 0 ? given_pos : c4 ? 2000 : 3000;
+	/* Go on 9x9 and below: a smaller net and searches, many more games an
+	 * hour on two cores (the first hour is about learning to count, not
+	 * reading deeply). */
+	bool small = c4 || o->game.size <= 9;
+	o->blocks = given_blocks > 0 ? given_blocks : small ? 4 : 6;
+	o->channels = given_channels > 0 ? given_channels : small ? 48 : 64;
+	o->visits = given_visits > 0 ? given_visits : c4 ? 200 : 100;
+	o->cheap_visits = given_cheap >= 0 ? given_cheap : c4 ? 40 : 25;
+	o->parallel_games = given_par > 0 ? given_par : c4 ? 32 : 64;
+	o->positions_per_iter = given_pos > 0 ? given_pos : 2000;
 	o->window = given_window > 0 ? given_window : c4 ? 60000 : 100000;
 	if (!dir_given)
 		snprintf(o->dir, sizeof(o->dir), "runs/%s", game_kind_name(o->game.kind));
@@ -524,9 +530,10 @@ int cli_run(int argc, char **argv)
 
 	int64_t games0, positions0;
 	store_count(db, &games0, &positions0);
-	fprintf(stderr, "sente run: %s %s in %s, network %dx%d, %s at step %lld, %lld games and "
+	fprintf(stderr, "sente run: %s %dx%d in %s, network %dx%d, %s at step %lld, %lld games and "
 		"%lld positions stored, window %lld; %.1f minutes\n",
-		game_kind_name(o.game.kind), o.game.kind == GAME_KIND_GO ? "" : "7x6", o.dir,
+		game_kind_name(o.game.kind), o.game.kind == GAME_KIND_GO ? o.game.size : 7,
+		o.game.kind == GAME_KIND_GO ? o.game.size : 6, o.dir,
 		net->arch.blocks, net->arch.channels, resumed ? "resumed" : "new", (long long)trainer_steps(t),
 		(long long)games0, (long long)positions0, (long long)replay_positions(replay), o.minutes);
 	if (have_bench && !resumed)

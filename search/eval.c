@@ -2,6 +2,7 @@
 #include "search/eval.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/rng.h"
 #include "nn/encode.h"
@@ -17,6 +19,8 @@
 #define EVAL_MAX_INPUT (32 * GO_MAX_SIZE * GO_MAX_SIZE)
 #define EVAL_QUEUE_CAP 4096
 #define EVAL_CACHE_STRIPES 256
+/* Longest wait for registered clients before a short batch runs. */
+#define EVAL_FILL_WAIT_NS 3000000L
 
 /* One pending position. It lives on the waiting thread's stack: the server
  * must not touch it after it has signalled done (under the queue lock). */
@@ -32,6 +36,7 @@ typedef struct eval_request {
 	float *value;         /* answer */
 	int status;           /* 0 pending, 1 done, -1 backend failure */
 	pthread_cond_t done;  /* signalled when status changes */
+	int *unanswered;      /* the poster's count of its requests not yet done */
 } eval_request;
 
 typedef struct eval_server {
@@ -65,6 +70,8 @@ struct evaluator {
 	eval_request *queue[EVAL_QUEUE_CAP]; /* ring of pending requests */
 	int q_head, q_count;      /* ring position and fill */
 	int stop;                 /* servers must exit */
+	int n_clients;            /* threads between eval_client_enter and _leave */
+	int n_waiting;            /* threads with requests not yet answered */
 	eval_cache *cache;        /* NULL when off */
 	atomic_uint_fast64_t sym_counter; /* symmetry draws so far */
 	atomic_uint_fast64_t n_requests, n_hits, n_evals, n_batches, n_failures;
@@ -196,6 +203,26 @@ static void answer_request(eval_request *r, const float *logits, float value)
 	*r->value = value < -1 ? -1 : value > 1 ? 1 : value;
 }
 
+/* Before taking a short batch, waits for the registered clients that are
+ * still working (descending their trees) to post: they will within a
+ * playout, and a batch of 32 costs little more than one of 16. It stops
+ * waiting when the batch is full, when every client is blocked on an answer
+ * (no more requests can come), or after EVAL_FILL_WAIT_NS, for clients held
+ * up elsewhere. Called and returns with ev->mu held. */
+static void fill_wait(evaluator *ev)
+{
+	if (ev->stop || ev->q_count >= ev->opt.max_batch || ev->n_clients <= ev->n_waiting)
+		return;
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_nsec += EVAL_FILL_WAIT_NS;
+	dl.tv_sec += dl.tv_nsec / 1000000000L;
+	dl.tv_nsec %= 1000000000L;
+	while (!ev->stop && ev->q_count < ev->opt.max_batch && ev->n_clients > ev->n_waiting)
+		if (pthread_cond_timedwait(&ev->not_empty, &ev->mu, &dl) == ETIMEDOUT)
+			break;
+}
+
 static void *server_main(void *arg)
 {
 	eval_server *s = arg;
@@ -209,6 +236,7 @@ static void *server_main(void *arg)
 			pthread_cond_wait(&ev->not_empty, &ev->mu);
 		if (ev->q_count == 0)
 			break; /* stopping, and every request is answered */
+		fill_wait(ev);
 		int k = ev->q_count < ev->opt.max_batch ? ev->q_count : ev->opt.max_batch;
 		for (int i = 0; i < k; i++) {
 			batch[i] = ev->queue[ev->q_head];
@@ -236,6 +264,8 @@ static void *server_main(void *arg)
 		pthread_mutex_lock(&ev->mu);
 		for (int i = 0; i < k; i++) {
 			batch[i]->status = rc == 0 ? 1 : -1;
+			if (--*batch[i]->unanswered == 0)
+				ev->n_waiting--; /* counted off here, not when it wakes */
 			pthread_cond_signal(&batch[i]->done);
 		}
 	}
@@ -258,7 +288,11 @@ evaluator *eval_new(nn_backend **backends, int n_backends, nn_encoding enc,
 	if (ev->opt.max_batch < 1)
 		ev->opt.max_batch = 1;
 	pthread_mutex_init(&ev->mu, NULL);
-	pthread_cond_init(&ev->not_empty, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ev->not_empty, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&ev->not_full, NULL);
 	if (n_backends == 0)
 		return ev;
@@ -398,9 +432,10 @@ static int prepare(evaluator *ev, const game *g, int sym, bool use_cache, float 
  * number that failed (answered uniform). */
 static int post_and_wait(evaluator *ev, eval_request **reqs, int n)
 {
-	int failed = 0;
+	int failed = 0, unanswered = n;
 	pthread_mutex_lock(&ev->mu);
 	for (int i = 0; i < n; i++) {
+		reqs[i]->unanswered = &unanswered;
 		while (ev->q_count == EVAL_QUEUE_CAP) {
 			pthread_cond_signal(&ev->not_empty);
 			pthread_cond_wait(&ev->not_full, &ev->mu);
@@ -408,6 +443,7 @@ static int post_and_wait(evaluator *ev, eval_request **reqs, int n)
 		ev->queue[(ev->q_head + ev->q_count) % EVAL_QUEUE_CAP] = reqs[i];
 		ev->q_count++;
 	}
+	ev->n_waiting++;
 	pthread_cond_broadcast(&ev->not_empty);
 	for (int i = 0; i < n; i++)
 		while (reqs[i]->status == 0)
@@ -523,6 +559,21 @@ int eval_raw(evaluator *ev, const game *g, int sym, float *policy, float *value)
 	if (sym < 0 || sym >= game_num_symmetries(g))
 		sym = 0;
 	return evaluate(ev, g, sym, false, policy, value);
+}
+
+void eval_client_enter(evaluator *ev)
+{
+	pthread_mutex_lock(&ev->mu);
+	ev->n_clients++;
+	pthread_mutex_unlock(&ev->mu);
+}
+
+void eval_client_leave(evaluator *ev)
+{
+	pthread_mutex_lock(&ev->mu);
+	ev->n_clients--;
+	pthread_cond_broadcast(&ev->not_empty); /* a waiting server re-checks */
+	pthread_mutex_unlock(&ev->mu);
 }
 
 void eval_get_stats(const evaluator *ev, eval_stats *out)

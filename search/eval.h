@@ -76,6 +76,15 @@ int eval_raw(evaluator *ev, const game *g, int sym, float *policy, float *value)
  * history (and komi) as the encoding sees. */
 uint64_t eval_key(const game *g, nn_encoding enc);
 
+/* A thread that will keep posting requests (a search thread for the length
+ * of its search) registers as a client. The server then waits, before
+ * running a batch that is not full, until every registered client is
+ * blocked on an answer (or a short timeout passes), so that many clients
+ * that each post one leaf still fill a batch. Unregistered threads are
+ * served greedily, as before. */
+void eval_client_enter(evaluator *ev);
+void eval_client_leave(evaluator *ev);
+
 void eval_get_stats(const evaluator *ev, eval_stats *out);
 /* Empties the NN cache (GTP clear_cache). */
 void eval_clear_cache(evaluator *ev);

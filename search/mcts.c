@@ -624,6 +624,7 @@ static void *search_main(void *arg)
 {
 	mcts_thread *t = arg;
 	mcts *m = t->m;
+	eval_client_enter(m->ev);
 	while (!atomic_load_explicit(&m->stop, memory_order_relaxed) &&
 	       atomic_load_explicit(&m->started, memory_order_relaxed) < m->budget) {
 		int done = search_round(m, t, t->gather);
@@ -632,6 +633,7 @@ static void *search_main(void *arg)
 		    (m->deadline > 0 && now() >= m->deadline))
 			atomic_store(&m->stop, 1);
 	}
+	eval_client_leave(m->ev);
 	return NULL;
 }
 

@@ -30,6 +30,14 @@ typedef struct sp_worker {
 	uint64_t rng;        /* its random state */
 } sp_worker;
 
+/* Resignation as AlphaGo Zero sets it: the threshold is the one that would
+ * have resigned at most SP_FALSE_RESIGN of the recent no-resign games that
+ * the resigner went on to win or draw, capped by resign_pct, and off until
+ * SP_RESIGN_MIN_SAMPLES such games were seen. */
+#define SP_RESIGN_SAMPLES 400
+#define SP_RESIGN_MIN_SAMPLES 50
+#define SP_FALSE_RESIGN 0.05
+
 struct selfplay {
 	selfplay_options opt;       /* as given */
 	pthread_mutex_t mu;         /* guards model and counters */
@@ -47,6 +55,10 @@ struct selfplay {
 	volatile sig_atomic_t *ext_stop; /* the caller's signal flag */
 	selfplay_game_fn fn;        /* finished-game callback */
 	void *fn_ctx;               /* its context */
+	/* Resignation calibration: for the latest no-resign games, the lowest
+	 * winrate (percent) the eventual winner's searches reported. */
+	float winner_min[SP_RESIGN_SAMPLES];
+	int n_winner_min, winner_min_pos;
 };
 
 static double now(void)
@@ -75,6 +87,39 @@ selfplay_options selfplay_options_default(const game_params *g)
 	o.seed = 1;
 	o.progress_seconds = 10;
 	return o;
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The winrate (percent) below which a game resigns now; 0: not yet. Call
+ * with sp->mu held. */
+static float resign_threshold_locked(const selfplay *sp)
+{
+	int n = sp->n_winner_min;
+	if (sp->opt.resign_pct <= 0)
+		return 0;
+	if (sp->opt.no_resign_fraction <= 0)
+		return sp->opt.resign_pct; /* nothing to calibrate on: as given */
+	if (n < SP_RESIGN_MIN_SAMPLES)
+		return 0;
+	float v[SP_RESIGN_SAMPLES];
+	memcpy(v, sp->winner_min, sizeof(float) * (size_t)n);
+	qsort(v, (size_t)n, sizeof(float), cmp_float);
+	/* Fewer than SP_FALSE_RESIGN * n values lie strictly below v[k]. */
+	float t = v[(int)(SP_FALSE_RESIGN * n)];
+	return t < sp->opt.resign_pct ? t : sp->opt.resign_pct;
+}
+
+float selfplay_resign_threshold(selfplay *sp)
+{
+	pthread_mutex_lock(&sp->mu);
+	float t = resign_threshold_locked(sp);
+	pthread_mutex_unlock(&sp->mu);
+	return t;
 }
 
 static void model_release(selfplay *sp, sp_model *m)
@@ -227,6 +272,10 @@ static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec
 	game_init(&g, &o->game);
 	record_init(rec, &o->game);
 	bool no_resign = o->resign_pct <= 0 || rng_uniform(&w->rng) < o->no_resign_fraction;
+	pthread_mutex_lock(&sp->mu);
+	float resign_at = resign_threshold_locked(sp);
+	pthread_mutex_unlock(&sp->mu);
+	float min_wr[2] = { 100, 100 }; /* lowest winrate seen, per player */
 	int would_resign = -1;
 	int rc = 0;
 	mcts_child_info ci[GAME_MAX_ACTIONS];
@@ -244,7 +293,10 @@ static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec
 		mcts_search(m);
 		float v = mcts_root_value(m);
 		int mover = game_to_move(&g);
-		if (o->resign_pct > 0 && (v + 1) * 50 < o->resign_pct && mcts_root_visits(m) >= 20) {
+		float wr = (v + 1) * 50;
+		if (mcts_root_visits(m) >= 20 && wr < min_wr[mover])
+			min_wr[mover] = wr;
+		if (resign_at > 0 && wr < resign_at && mcts_root_visits(m) >= 20) {
 			if (!no_resign) {
 				game_resign(&g, mover);
 				break;
@@ -280,10 +332,16 @@ static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec
 	record_set_outcome(rec, &g);
 	pthread_mutex_lock(&sp->mu);
 	if (no_resign && o->resign_pct > 0) {
+		int r = game_result(&g); /* +1 first player */
+		float wmin = r > 0 ? min_wr[GAME_BLACK] : r < 0 ? min_wr[GAME_WHITE]
+				   : fminf(min_wr[GAME_BLACK], min_wr[GAME_WHITE]);
+		sp->winner_min[sp->winner_min_pos] = wmin;
+		sp->winner_min_pos = (sp->winner_min_pos + 1) % SP_RESIGN_SAMPLES;
+		if (sp->n_winner_min < SP_RESIGN_SAMPLES)
+			sp->n_winner_min++;
 		sp->stats.no_resign_games++;
 		if (would_resign >= 0) {
 			sp->stats.would_resign++;
-			int r = game_result(&g); /* +1 first player */
 			int for_resigner = would_resign == GAME_BLACK ? r : -r;
 			if (for_resigner >= 0)
 				sp->stats.false_resign++;
@@ -362,13 +420,14 @@ static void print_progress(selfplay *sp, const selfplay_stats *a, const selfplay
 		printf("{\"selfplay\":\"progress\",\"seconds\":%.1f,\"games\":%lld,\"positions\":%lld,"
 		       "\"games_per_s\":%.2f,\"positions_per_s\":%.1f,\"evals_per_s\":%.1f,"
 		       "\"mean_batch\":%.2f,\"cache_hit_rate\":%.3f,\"false_resign\":%lld,"
-		       "\"no_resign_games\":%lld}\n",
+		       "\"no_resign_games\":%lld,\"resign_threshold\":%.2f}\n",
 		       elapsed, (long long)b->games, (long long)b->positions, gps, pps, eps, mb, hit,
-		       (long long)b->false_resign, (long long)b->no_resign_games);
+		       (long long)b->false_resign, (long long)b->no_resign_games,
+		       selfplay_resign_threshold(sp));
 	else if (!sp->opt.quiet)
 		fprintf(stderr, "selfplay: %6.0f s  %lld games  %.1f positions/s  %.0f evals/s  "
-			"batch %.1f  cache %.0f%%\n", elapsed, (long long)b->games, pps, eps, mb,
-			hit * 100);
+			"batch %.1f  cache %.0f%%  resign <%.1f%%\n", elapsed, (long long)b->games, pps,
+			eps, mb, hit * 100, selfplay_resign_threshold(sp));
 	fflush(stdout);
 }
 

@@ -29,7 +29,10 @@ typedef struct selfplay_options {
 	int cheap_visits;        /* cheap search visits; 0 turns playout-cap randomisation off */
 	double full_fraction;    /* chance that a move gets the full search */
 	int temperature_moves;   /* moves played at temperature 1 */
-	float resign_pct;        /* resign below this winrate, percent; 0: never */
+	float resign_pct;        /* resign below this winrate, percent, at most;
+				  * 0: never. The threshold in use is
+				  * calibrated on the no-resign games (see
+				  * selfplay_resign_threshold) */
 	double no_resign_fraction; /* games that never resign, to measure false resignations */
 	int batch;               /* largest network batch */
 	nn_backend_options nn;   /* network threads and precision */
@@ -65,7 +68,7 @@ typedef struct selfplay selfplay;
 
 /* Defaults for 2 CPU cores: 16 games at once, 200 full / 40 cheap visits,
  * 25% full searches, temperature for the first moves (8 for Connect Four,
- * size for Go), resign at 5% with 10% of games never resigning. */
+ * size for Go), resign at 5% at most with 10% of games never resigning. */
 selfplay_options selfplay_options_default(const game_params *g);
 
 selfplay *selfplay_new(const selfplay_options *o, char *err, size_t errlen);
@@ -83,5 +86,14 @@ int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_
 
 /* Totals since selfplay_new. */
 void selfplay_get_stats(selfplay *sp, selfplay_stats *out);
+
+/* The winrate (percent) below which games now resign: the largest value,
+ * up to resign_pct, that would have resigned at most 5% of the latest 400
+ * no-resign games in a position their side went on to win or draw (the
+ * rule AlphaGo Zero used); resign_pct itself when no_resign_fraction is 0.
+ * 0 until 50 no-resign games have been played:
+ * an early network's confident values are often wrong, and resigning on
+ * them would fill the window with games that end after a few moves. */
+float selfplay_resign_threshold(selfplay *sp);
 
 #endif

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "search/eval.h"
 #include "tests/search/fake_net.h"
@@ -101,6 +102,108 @@ Test(eval, every_waiter_gets_its_own_answer)
 	cr_assert(atomic_load(&f.max_batch_seen) <= 16, "never above max_batch");
 	cr_assert(st.batches < st.evals / 2, "mean batch %.2f: batching does not work",
 		  (double)st.evals / st.batches);
+}
+
+/* A client as a search thread is one: registered, one leaf at a time, some
+ * tree work (a sleep) between leaves. */
+typedef struct client {
+	evaluator *ev;
+	int id, n, work_us, registered;
+	int errors;
+} client;
+
+static void *client_main(void *arg)
+{
+	client *c = arg;
+	worker w = { .ev = c->ev, .id = c->id, .n = 1 };
+	if (c->registered)
+		eval_client_enter(c->ev);
+	for (int i = 0; i < c->n; i++) {
+		w.id = c->id * 1000 + i;
+		eval_worker(&w);
+		struct timespec ts = { 0, (long)c->work_us * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	if (c->registered)
+		eval_client_leave(c->ev);
+	c->errors = w.errors;
+	return NULL;
+}
+
+static double run_clients(int registered, int *errors)
+{
+	fake_net f;
+	fake_c4_init(&f, 8, 0); /* an instant network: only waiting forms batches */
+	nn_backend *be = &f.be;
+	eval_options o = eval_options_default();
+	o.cache_bytes = 0;
+	o.random_symmetry = 0;
+	o.max_batch = 8;
+	char err[128];
+	evaluator *ev = eval_new(&be, 1, NN_ENC_C4, &o, err, sizeof(err));
+	cr_assert(ev, "%s", err);
+	enum { T = 8, N = 40 };
+	pthread_t th[T];
+	client c[T];
+	for (int i = 0; i < T; i++) {
+		/* Different amounts of work, so that leaves arrive spread out. */
+		c[i] = (client){ .ev = ev, .id = i, .n = N, .work_us = 100 + 150 * i,
+				 .registered = registered };
+		pthread_create(&th[i], NULL, client_main, &c[i]);
+	}
+	*errors = 0;
+	for (int i = 0; i < T; i++) {
+		pthread_join(th[i], NULL);
+		*errors += c[i].errors;
+	}
+	eval_stats st;
+	eval_get_stats(ev, &st);
+	eval_free(ev);
+	cr_assert_eq(st.evals, (uint64_t)T * N);
+	return (double)st.evals / (double)st.batches;
+}
+
+Test(eval, registered_clients_fill_batches)
+{
+	/* Eight registered clients that each post one leaf: the server waits
+	 * until all eight are blocked, so batches are (nearly) full even though
+	 * the leaves arrive over more than a millisecond. Unregistered, the
+	 * same clients get the greedy server: small batches. */
+	int errors;
+	double filled = run_clients(1, &errors);
+	cr_assert_eq(errors, 0);
+	double greedy = run_clients(0, &errors);
+	cr_assert_eq(errors, 0);
+	cr_assert(filled >= 6.0, "registered clients: mean batch %.2f of 8", filled);
+	cr_assert(greedy < filled, "greedy %.2f, registered %.2f", greedy, filled);
+}
+
+Test(eval, idle_registered_client_costs_only_the_timeout)
+{
+	/* A registered client that never posts (held up elsewhere) must not
+	 * stall the others: each short batch waits at most the fill timeout
+	 * (3 ms). 50 evaluations take well under a second. */
+	fake_net f;
+	fake_c4_init(&f, 8, 0);
+	nn_backend *be = &f.be;
+	eval_options o = eval_options_default();
+	o.cache_bytes = 0;
+	o.max_batch = 8;
+	char err[128];
+	evaluator *ev = eval_new(&be, 1, NN_ENC_C4, &o, err, sizeof(err));
+	cr_assert(ev, "%s", err);
+	eval_client_enter(ev); /* the idle one */
+	client c = { .ev = ev, .id = 1, .n = 50, .work_us = 0, .registered = 1 };
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	client_main(&c);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	eval_client_leave(ev);
+	eval_free(ev);
+	double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+	cr_assert_eq(c.errors, 0);
+	cr_assert(s >= 50 * 0.0025, "%.3f s: the server did not wait for the idle client", s);
+	cr_assert(s < 2.0, "%.3f s for 50 evaluations: the fill wait has no bound", s);
 }
 
 Test(eval, symmetry_maps_policy_back)

@@ -1,6 +1,7 @@
 /* Self-play: games finish with valid records, many games share batches,
  * a model swap between games, stop flags. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <string.h>
 
 #include "selfplay/selfplay.h"
@@ -103,6 +104,90 @@ Test(selfplay, parallel_games_share_batches_and_swap_models)
 		later += c.model_ids[i] == 7;
 	cr_assert(later > 0, "games started after the swap use the new model");
 	cr_assert_eq(c.model_ids[0], 3);
+	selfplay_free(sp);
+	nn_net_free(net);
+}
+
+/* The lowest winrate (percent) the winner's searches reported in r; for a
+ * draw, the lower of both players'. */
+typedef struct winner_mins {
+	int n;
+	float v[128];
+} winner_mins;
+
+static int on_game_mins(void *ctx, const game_record *r, int64_t model_id)
+{
+	winner_mins *w = ctx;
+	float m[2] = { 100, 100 };
+	for (int i = 0; i < r->n_moves; i++) {
+		float wr = (r->root_value[i] + 1) * 50;
+		if (wr == wr && wr < m[i % 2])
+			m[i % 2] = wr;
+	}
+	if (w->n < 128)
+		w->v[w->n++] = r->result > 0 ? m[0] : r->result < 0 ? m[1] : fminf(m[0], m[1]);
+	(void)model_id;
+	return 0;
+}
+
+static selfplay *resign_selfplay(nn_net *net, double no_resign_fraction)
+{
+	game_params gp = game_params_default(GAME_KIND_CONNECT4);
+	selfplay_options o = selfplay_options_default(&gp);
+	o.parallel_games = 8;
+	o.batch = 8;
+	o.visits = 24;
+	o.cheap_visits = 0;
+	o.resign_pct = 50; /* a random net's values cross this all the time */
+	o.no_resign_fraction = no_resign_fraction;
+	o.progress_seconds = 0;
+	o.quiet = true;
+	o.nn.threads = 1;
+	char err[256];
+	selfplay *sp = selfplay_new(&o, err, sizeof(err));
+	cr_assert(sp, "%s", err);
+	cr_assert_eq(selfplay_set_model(sp, net, 1, err, sizeof(err)), 0, "%s", err);
+	return sp;
+}
+
+Test(selfplay, resignation_waits_for_calibration)
+{
+	game_params gp = game_params_default(GAME_KIND_CONNECT4);
+	char err[256];
+	nn_arch a = nn_arch_default(&gp, 1, 8);
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 5);
+
+	/* Fewer than 50 no-resign games: nobody resigns, although the cap
+	 * (50%) is crossed in nearly every game. */
+	selfplay *sp = resign_selfplay(net, 0.5);
+	winner_mins w = { 0 };
+	cr_assert_eq(selfplay_run(sp, 40, 0, on_game_mins, &w, NULL), 40);
+	selfplay_stats st;
+	selfplay_get_stats(sp, &st);
+	cr_assert_eq(st.resigned, 0, "%lld games resigned before calibration", (long long)st.resigned);
+	cr_assert_float_eq(selfplay_resign_threshold(sp), 0.0f, 0);
+	int below_cap = 0;
+	for (int i = 0; i < w.n; i++)
+		below_cap += w.v[i] < 50;
+	cr_assert(below_cap > 0, "the test needs games whose winner once looked lost");
+	selfplay_free(sp);
+
+	/* 60 no-resign games: the threshold would have resigned at most 5% of
+	 * them in a position their side went on to win or draw. */
+	sp = resign_selfplay(net, 1.0);
+	w.n = 0;
+	cr_assert_eq(selfplay_run(sp, 60, 0, on_game_mins, &w, NULL), 60);
+	float t = selfplay_resign_threshold(sp);
+	cr_assert(t > 0 && t <= 50, "threshold %.2f", t);
+	int false_resigns = 0;
+	for (int i = 0; i < w.n; i++)
+		false_resigns += w.v[i] < t;
+	cr_assert(false_resigns <= 3, "%d of 60 games would have resigned falsely at %.2f%%",
+		  false_resigns, t);
+	selfplay_get_stats(sp, &st);
+	cr_assert_eq(st.resigned, 0);
 	selfplay_free(sp);
 	nn_net_free(net);
 }
