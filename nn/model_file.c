@@ -1,16 +1,13 @@
 /* model_file.c: .sente model files (format in net.h) and format sniffing. */
+#include "engine/fileio.h"
 #include "nn/net.h"
 
 #include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-#include <zlib.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "model files are written as the host's floats: a big-endian port needs byte swaps"
@@ -50,21 +47,6 @@ static int mf_put_u32(mf_buf *b, uint32_t v)
 	return mf_put(b, &v, 4);
 }
 
-static uint32_t mf_get_u32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint64_t mf_get_u64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
-/* The header bytes (after magic, version and length) of a net. */
 static int mf_header(const nn_net *net, mf_buf *b)
 {
 	const nn_arch *a = &net->arch;
@@ -93,85 +75,35 @@ static int mf_header(const nn_net *net, mf_buf *b)
 	return rc ? -1 : 0;
 }
 
-static int mf_write_all(FILE *f, const void *p, size_t n, uLong *crc)
-{
-	*crc = crc32(*crc, p, (uInt)n);
-	return fwrite(p, 1, n, f) == n ? 0 : -1;
-}
-
 int nn_net_save(const nn_net *net, const char *path, char *err, size_t errlen)
 {
-	int rc = -1;
 	mf_buf hdr = { 0 };
-	FILE *f = NULL;
-	char *tmp = NULL;
-	uLong crc = crc32(0L, Z_NULL, 0);
 	for (size_t i = 0; i < net->n_floats; i++)
 		if (!isfinite(net->data[i])) {
 			snprintf(err, errlen, "refusing to save %s: weight %zu is %g", path, i,
 				 (double)net->data[i]);
-			goto out;
+			return -1;
 		}
 	if (mf_header(net, &hdr) < 0) {
 		snprintf(err, errlen, "out of memory");
-		goto out;
+		free(hdr.p);
+		return -1;
 	}
-	size_t plen = strlen(path);
-	tmp = malloc(plen + 5);
-	if (!tmp) {
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	memcpy(tmp, path, plen);
-	memcpy(tmp + plen, ".tmp", 5);
-	f = fopen(tmp, "wb");
-	if (!f) {
-		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
-		goto out;
+	fileio_writer w;
+	if (fileio_begin(&w, path, err, errlen) < 0) {
+		free(hdr.p);
+		return -1;
 	}
 	uint32_t version = NN_FILE_VERSION, hlen = (uint32_t)hdr.n;
 	uint64_t count = net->n_floats;
-	if (mf_write_all(f, MF_MAGIC, MF_MAGIC_LEN, &crc) < 0 ||
-	    mf_write_all(f, &version, 4, &crc) < 0 || mf_write_all(f, &hlen, 4, &crc) < 0 ||
-	    mf_write_all(f, hdr.p, hdr.n, &crc) < 0 || mf_write_all(f, &count, 8, &crc) < 0)
-		goto write_err;
-	/* crc32 takes a uInt length: feed the weights in chunks. */
-	const uint8_t *w = (const uint8_t *)net->data;
-	size_t left = net->n_floats * sizeof(float);
-	while (left) {
-		size_t n = left < (1u << 30) ? left : (1u << 30);
-		if (mf_write_all(f, w, n, &crc) < 0)
-			goto write_err;
-		w += n;
-		left -= n;
-	}
-	uint32_t c32 = (uint32_t)crc;
-	if (fwrite(&c32, 4, 1, f) != 1 || fflush(f) != 0 || fsync(fileno(f)) != 0)
-		goto write_err;
-	if (fclose(f) != 0) {
-		f = NULL;
-		goto write_err;
-	}
-	f = NULL;
-	if (rename(tmp, path) != 0) {
-		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		unlink(tmp);
-		goto out;
-	}
-	rc = 0;
-	goto out;
-write_err:
-	snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-	if (f)
-		fclose(f);
-	f = NULL;
-	unlink(tmp);
-out:
-	if (f)
-		fclose(f);
-	free(tmp);
+	fileio_put(&w, MF_MAGIC, MF_MAGIC_LEN);
+	fileio_put(&w, &version, 4);
+	fileio_put(&w, &hlen, 4);
+	fileio_put(&w, hdr.p, hdr.n);
+	fileio_put(&w, &count, 8);
+	fileio_put(&w, net->data, net->n_floats * sizeof(float));
 	free(hdr.p);
-	return rc;
+	return fileio_commit(&w, err, errlen);
 }
 
 /* What a file that is not ours may be, as a hint. */
@@ -201,7 +133,7 @@ nn_net *nn_net_load_mem(const void *vbuf, size_t len, const nn_expect *expect, c
 		snprintf(err, errlen, "truncated model: %zu bytes, the header alone needs more", len);
 		goto fail;
 	}
-	uint32_t version = mf_get_u32(p + 8), hlen = mf_get_u32(p + 12);
+	uint32_t version = fileio_u32(p + 8), hlen = fileio_u32(p + 12);
 	if (version != NN_FILE_VERSION) {
 		snprintf(err, errlen, "model file version %u, this build reads version %u: %s",
 			 version, NN_FILE_VERSION,
@@ -222,7 +154,7 @@ nn_net *nn_net_load_mem(const void *vbuf, size_t len, const nn_expect *expect, c
 	const uint8_t *h = p + off;
 	uint32_t f[MF_N_U32];
 	for (int i = 0; i < MF_N_U32; i++)
-		f[i] = mf_get_u32(h + 4 * i);
+		f[i] = fileio_u32(h + 4 * i);
 	memset(&a, 0, sizeof(a));
 	/* Range-check before the int casts so a flipped high bit cannot turn
 	 * into a plausible negative. */
@@ -251,7 +183,7 @@ nn_net *nn_net_load_mem(const void *vbuf, size_t len, const nn_expect *expect, c
 		goto fail;
 	}
 	memcpy(a.block_kind, h + MF_FIXED, (size_t)a.blocks);
-	uint64_t count = mf_get_u64(p + off + hlen);
+	uint64_t count = fileio_u64(p + off + hlen);
 	size_t want = off + hlen + 8;
 	if (count > (SIZE_MAX - want - 4) / 4) {
 		snprintf(err, errlen, "corrupt model: %llu floats", (unsigned long long)count);
@@ -266,13 +198,7 @@ nn_net *nn_net_load_mem(const void *vbuf, size_t len, const nn_expect *expect, c
 		snprintf(err, errlen, "corrupt model: %zu bytes after the checksum", len - want);
 		goto fail;
 	}
-	uLong crc = crc32(0L, Z_NULL, 0);
-	for (size_t done = 0; done < len - 4;) {
-		size_t n = len - 4 - done < (1u << 30) ? len - 4 - done : (1u << 30);
-		crc = crc32(crc, p + done, (uInt)n);
-		done += n;
-	}
-	if ((uint32_t)crc != mf_get_u32(p + len - 4)) {
+if (fileio_crc(p, len - 4) != fileio_u32(p + len - 4)) {
 		snprintf(err, errlen, "corrupt model: checksum mismatch (file damaged or "
 			 "incompletely copied)");
 		goto fail;
@@ -311,8 +237,8 @@ nn_net *nn_net_load_mem(const void *vbuf, size_t len, const nn_expect *expect, c
 		}
 	net->bn_folded = (flags & MF_FLAG_FOLDED) != 0;
 	h += MF_N_U32 * 4;
-	net->meta.train_step = mf_get_u64(h);
-	net->meta.created = mf_get_u64(h + 8);
+	net->meta.train_step = fileio_u64(h);
+	net->meta.created = fileio_u64(h + 8);
 	memcpy(net->meta.parent, h + 16, NN_ID_LEN);
 	memcpy(net->meta.name, h + 16 + NN_ID_LEN, NN_ID_LEN);
 	net->meta.parent[NN_ID_LEN - 1] = 0;
@@ -323,43 +249,11 @@ fail:
 	return NULL;
 }
 
-/* Reads a whole file; NULL with a message. */
-static uint8_t *mf_slurp(const char *path, size_t *len, char *err, size_t errlen)
-{
-	uint8_t *buf = NULL;
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-		return NULL;
-	}
-	if (fseek(f, 0, SEEK_END) != 0)
-		goto io;
-	long n = ftell(f);
-	if (n < 0 || fseek(f, 0, SEEK_SET) != 0)
-		goto io;
-	buf = malloc(n ? (size_t)n : 1);
-	if (!buf) {
-		snprintf(err, errlen, "out of memory reading %s (%ld bytes)", path, n);
-		fclose(f);
-		return NULL;
-	}
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n)
-		goto io;
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-io:
-	snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-	free(buf);
-	fclose(f);
-	return NULL;
-}
-
 nn_net *nn_net_load(const char *path, const nn_expect *expect, char *err, size_t errlen)
 {
 	size_t len;
 	char e[400];
-	uint8_t *buf = mf_slurp(path, &len, err, errlen);
+	uint8_t *buf = fileio_slurp(path, "model", &len, err, errlen);
 	if (!buf)
 		return NULL;
 	nn_net *net = nn_net_load_mem(buf, len, expect, e, sizeof(e));

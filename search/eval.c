@@ -19,8 +19,6 @@
 #define EVAL_MAX_INPUT (32 * GO_MAX_SIZE * GO_MAX_SIZE)
 #define EVAL_QUEUE_CAP 4096
 #define EVAL_CACHE_STRIPES 256
-/* Longest wait for registered clients before a short batch runs. */
-#define EVAL_FILL_WAIT_NS 3000000L
 
 /* One pending position. It lives on the waiting thread's stack: the server
  * must not touch it after it has signalled done (under the queue lock). */
@@ -80,7 +78,8 @@ struct evaluator {
 
 eval_options eval_options_default(void)
 {
-	eval_options o = { .max_batch = 16, .cache_bytes = 64u << 20, .random_symmetry = 1, .seed = 1 };
+	eval_options o = { .max_batch = 16, .cache_bytes = 64u << 20, .random_symmetry = 1, .seed = 1,
+			   .fill_wait_us = 3000 };
 	return o;
 }
 
@@ -207,7 +206,7 @@ static void answer_request(eval_request *r, const float *logits, float value)
  * still working (descending their trees) to post: they will within a
  * playout, and a batch of 32 costs little more than one of 16. It stops
  * waiting when the batch is full, when every client is blocked on an answer
- * (no more requests can come), or after EVAL_FILL_WAIT_NS, for clients held
+ * (no more requests can come), or after opt.fill_wait_us, for clients held
  * up elsewhere. Called and returns with ev->mu held. */
 static void fill_wait(evaluator *ev)
 {
@@ -215,7 +214,7 @@ static void fill_wait(evaluator *ev)
 		return;
 	struct timespec dl;
 	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_nsec += EVAL_FILL_WAIT_NS;
+	dl.tv_nsec += (long)ev->opt.fill_wait_us * 1000L;
 	dl.tv_sec += dl.tv_nsec / 1000000000L;
 	dl.tv_nsec %= 1000000000L;
 	while (!ev->stop && ev->q_count < ev->opt.max_batch && ev->n_clients > ev->n_waiting)

@@ -25,6 +25,8 @@ typedef struct eval_options {
 	size_t cache_bytes;    /* NN cache memory; 0 turns the cache off */
 	int random_symmetry;   /* 1: evaluate under a random board symmetry */
 	uint64_t seed;         /* for the symmetry choice */
+	int fill_wait_us;      /* longest wait for registered clients before a
+				* batch that is not full runs (eval_client_enter) */
 } eval_options;
 
 typedef struct eval_stats {
@@ -37,7 +39,8 @@ typedef struct eval_stats {
 
 typedef struct evaluator evaluator;
 
-/* Defaults: batch 16, 64 MB cache, random symmetry on, seed 1. */
+/* Defaults: batch 16, 64 MB cache, random symmetry on, seed 1, fill wait
+ * 3 ms. */
 eval_options eval_options_default(void);
 
 /* An evaluator over n_backends backends (one server thread each; the caller
@@ -79,7 +82,7 @@ uint64_t eval_key(const game *g, nn_encoding enc);
 /* A thread that will keep posting requests (a search thread for the length
  * of its search) registers as a client. The server then waits, before
  * running a batch that is not full, until every registered client is
- * blocked on an answer (or a short timeout passes), so that many clients
+ * blocked on an answer (or fill_wait_us passes), so that many clients
  * that each post one leaf still fill a batch. Unregistered threads are
  * served greedily, as before. */
 void eval_client_enter(evaluator *ev);

@@ -37,6 +37,9 @@ typedef struct sp_worker {
 #define SP_RESIGN_SAMPLES 400
 #define SP_RESIGN_MIN_SAMPLES 50
 #define SP_FALSE_RESIGN 0.05
+/* Searches in a row below the threshold before a player resigns (as
+ * KataGo's resignConsecTurns). */
+#define SP_RESIGN_CONSEC 3
 
 struct selfplay {
 	selfplay_options opt;       /* as given */
@@ -80,6 +83,9 @@ selfplay_options selfplay_options_default(const game_params *g)
 	o.full_fraction = 0.25;
 	o.temperature_moves = g->kind == GAME_KIND_CONNECT4 ? 8 : g->size;
 	o.resign_pct = 5;
+	/* A quarter of the board (20 moves on 9x9, 90 on 19x19), Connect
+	 * Four's first 8 plies. */
+	o.resign_after_moves = g->kind == GAME_KIND_CONNECT4 ? 8 : g->size * g->size / 4;
 	o.no_resign_fraction = 0.1;
 	o.batch = 16;
 	o.nn = nn_backend_options_default();
@@ -275,7 +281,9 @@ static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec
 	pthread_mutex_lock(&sp->mu);
 	float resign_at = resign_threshold_locked(sp);
 	pthread_mutex_unlock(&sp->mu);
-	float min_wr[2] = { 100, 100 }; /* lowest winrate seen, per player */
+	float min_wr[2] = { 100, 100 }; /* lowest resign-relevant winrate, per player */
+	float last_wr[2][SP_RESIGN_CONSEC];
+	int n_wr[2] = { 0, 0 };
 	int would_resign = -1;
 	int rc = 0;
 	mcts_child_info ci[GAME_MAX_ACTIONS];
@@ -293,10 +301,22 @@ static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec
 		mcts_search(m);
 		float v = mcts_root_value(m);
 		int mover = game_to_move(&g);
-		float wr = (v + 1) * 50;
-		if (mcts_root_visits(m) >= 20 && wr < min_wr[mover])
-			min_wr[mover] = wr;
-		if (resign_at > 0 && wr < resign_at && mcts_root_visits(m) >= 20) {
+		/* A player resigns when its last SP_RESIGN_CONSEC searches (of
+		 * 20 visits or more, past the opening) all stood below the
+		 * threshold: the highest of them is what is compared, and what
+		 * calibration records. */
+		float wr = (v + 1) * 50, recent = 100;
+		if (mcts_root_visits(m) >= 20 && game_move_count(&g) >= o->resign_after_moves) {
+			last_wr[mover][n_wr[mover]++ % SP_RESIGN_CONSEC] = wr;
+			if (n_wr[mover] >= SP_RESIGN_CONSEC) {
+				recent = last_wr[mover][0];
+				for (int k = 1; k < SP_RESIGN_CONSEC; k++)
+					recent = fmaxf(recent, last_wr[mover][k]);
+			}
+		}
+		if (recent < min_wr[mover])
+			min_wr[mover] = recent;
+		if (resign_at > 0 && recent < resign_at) {
 			if (!no_resign) {
 				game_resign(&g, mover);
 				break;

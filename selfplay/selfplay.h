@@ -34,6 +34,7 @@ typedef struct selfplay_options {
 				  * calibrated on the no-resign games (see
 				  * selfplay_resign_threshold) */
 	double no_resign_fraction; /* games that never resign, to measure false resignations */
+	int resign_after_moves;  /* no resignation before this many moves */
 	int batch;               /* largest network batch */
 	nn_backend_options nn;   /* network threads and precision */
 	size_t cache_bytes;      /* NN cache */
@@ -68,7 +69,9 @@ typedef struct selfplay selfplay;
 
 /* Defaults for 2 CPU cores: 16 games at once, 200 full / 40 cheap visits,
  * 25% full searches, temperature for the first moves (8 for Connect Four,
- * size for Go), resign at 5% at most with 10% of games never resigning. */
+ * size for Go), resign at 5% at most (three searches in a row, not in the
+ * first quarter of the board or 8 Connect Four plies) with 10% of games
+ * never resigning. */
 selfplay_options selfplay_options_default(const game_params *g);
 
 selfplay *selfplay_new(const selfplay_options *o, char *err, size_t errlen);

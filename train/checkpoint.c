@@ -1,16 +1,13 @@
 /* checkpoint.c: learner checkpoints (format in trainer.h). A checkpoint is
  * read whole and checked (magic, version, sizes, CRC) before anything of
  * the trainer changes, so a bad file leaves the trainer as it was. */
+#include "engine/fileio.h"
 #include "train/train_internal.h"
 #include "train/trainer.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-#include <zlib.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "checkpoints are written as the host's numbers: a big-endian port needs byte swaps"
@@ -38,39 +35,14 @@ typedef struct ck_view {
 	const uint8_t *blob;  /* caller blob */
 } ck_view;
 
-/* Writes n bytes and folds them into crc; 0 or -1. */
-static int ck_write(FILE *f, const void *p, size_t n, uLong *crc)
-{
-	const uint8_t *b = p;
-	for (size_t done = 0; done < n;) {
-		size_t k = n - done > (1u << 30) ? (1u << 30) : n - done;
-		*crc = crc32(*crc, b + done, (uInt)k);
-		done += k;
-	}
-	return n == 0 || fwrite(p, 1, n, f) == n ? 0 : -1;
-}
-
 int trainer_checkpoint_save(trainer *t, const char *path, const void *blob, size_t blob_len,
 			    char *err, size_t errlen)
 {
-	int rc = -1;
 	const nn_net *net = trainer_net(t);
 	const nn_arch *a = &net->arch;
-	uLong crc = crc32(0L, Z_NULL, 0);
-	FILE *f = NULL;
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 5);
-	if (!tmp) {
-		snprintf(err, errlen, "out of memory");
+	fileio_writer w;
+	if (fileio_begin(&w, path, err, errlen) < 0)
 		return -1;
-	}
-	memcpy(tmp, path, plen);
-	memcpy(tmp + plen, ".tmp", 5);
-	f = fopen(tmp, "wb");
-	if (!f) {
-		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
-		goto out;
-	}
 	uint32_t version = CK_VERSION, hlen = (uint32_t)(CK_FIXED + a->blocks);
 	uint32_t arch[CK_N_ARCH] = {
 		(uint32_t)a->game, (uint32_t)a->board_w, (uint32_t)a->board_h,
@@ -88,90 +60,27 @@ int trainer_checkpoint_save(trainer *t, const char *path, const void *blob, size
 	memset(name, 0, sizeof(name));
 	memcpy(parent, net->meta.parent, strnlen(net->meta.parent, NN_ID_LEN - 1));
 	memcpy(name, net->meta.name, strnlen(net->meta.name, NN_ID_LEN - 1));
-	int bad = ck_write(f, CK_MAGIC, CK_MAGIC_LEN, &crc) || ck_write(f, &version, 4, &crc) ||
-		  ck_write(f, &hlen, 4, &crc) || ck_write(f, arch, sizeof(arch), &crc) ||
-		  ck_write(f, &folded, 4, &crc) ||
-		  ck_write(f, a->block_kind, (size_t)a->blocks, &crc) ||
-		  ck_write(f, &net->meta.train_step, 8, &crc) ||
-		  ck_write(f, &net->meta.created, 8, &crc) || ck_write(f, parent, NN_ID_LEN, &crc) ||
-		  ck_write(f, name, NN_ID_LEN, &crc) || ck_write(f, &opt, 4, &crc) ||
-		  ck_write(f, &k, 4, &crc) || ck_write(f, &step, 8, &crc) ||
-		  ck_write(f, &rng, 8, &crc) || ck_write(f, &nf, 8, &crc) ||
-		  ck_write(f, &bl, 8, &crc) || ck_write(f, net->data, nf * sizeof(float), &crc);
-	for (uint32_t i = 0; i < k && !bad; i++)
-		bad = ck_write(f, trainer_moment(t, (int)i), nf * sizeof(float), &crc);
-	if (!bad)
-		bad = ck_write(f, blob, blob_len, &crc);
-	uint32_t c32 = (uint32_t)crc;
-	if (bad || fwrite(&c32, 4, 1, f) != 1 || fflush(f) != 0 || fsync(fileno(f)) != 0) {
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	if (fclose(f) != 0) {
-		f = NULL;
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	f = NULL;
-	if (rename(tmp, path) != 0) {
-		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		goto out;
-	}
-	rc = 0;
-out:
-	if (f)
-		fclose(f);
-	if (rc < 0)
-		unlink(tmp);
-	free(tmp);
-	return rc;
-}
-
-/* Reads a whole file; NULL with a message. */
-static uint8_t *ck_read_file(const char *path, size_t *len, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf = NULL;
-	long sz;
-	if (!f) {
-		snprintf(err, errlen, "cannot open checkpoint %s: %s", path, strerror(errno));
-		return NULL;
-	}
-	if (fseek(f, 0, SEEK_END) != 0 || (sz = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-		snprintf(err, errlen, "cannot read checkpoint %s: %s", path, strerror(errno));
-		goto fail;
-	}
-	buf = malloc(sz ? (size_t)sz : 1);
-	if (!buf) {
-		snprintf(err, errlen, "out of memory reading %s (%ld bytes)", path, sz);
-		goto fail;
-	}
-	if (sz && fread(buf, 1, (size_t)sz, f) != (size_t)sz) {
-		snprintf(err, errlen, "cannot read checkpoint %s: %s", path,
-			 ferror(f) ? strerror(errno) : "short read");
-		goto fail;
-	}
-	fclose(f);
-	*len = (size_t)sz;
-	return buf;
-fail:
-	free(buf);
-	fclose(f);
-	return NULL;
-}
-
-static uint32_t ck_u32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint64_t ck_u64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
+	fileio_put(&w, CK_MAGIC, CK_MAGIC_LEN);
+	fileio_put(&w, &version, 4);
+	fileio_put(&w, &hlen, 4);
+	fileio_put(&w, arch, sizeof(arch));
+	fileio_put(&w, &folded, 4);
+	fileio_put(&w, a->block_kind, (size_t)a->blocks);
+	fileio_put(&w, &net->meta.train_step, 8);
+	fileio_put(&w, &net->meta.created, 8);
+	fileio_put(&w, parent, NN_ID_LEN);
+	fileio_put(&w, name, NN_ID_LEN);
+	fileio_put(&w, &opt, 4);
+	fileio_put(&w, &k, 4);
+	fileio_put(&w, &step, 8);
+	fileio_put(&w, &rng, 8);
+	fileio_put(&w, &nf, 8);
+	fileio_put(&w, &bl, 8);
+	fileio_put(&w, net->data, nf * sizeof(float));
+	for (uint32_t i = 0; i < k; i++)
+		fileio_put(&w, trainer_moment(t, (int)i), nf * sizeof(float));
+	fileio_put(&w, blob, blob_len);
+	return fileio_commit(&w, err, errlen);
 }
 
 /* Checks and parses a checkpoint held in buf; 0, or -1 with a message. */
@@ -188,7 +97,7 @@ static int ck_parse(const char *path, const uint8_t *buf, size_t len, ck_view *v
 				 : "");
 		return -1;
 	}
-	uint32_t version = ck_u32(buf + 8), hlen = ck_u32(buf + 12);
+	uint32_t version = fileio_u32(buf + 8), hlen = fileio_u32(buf + 12);
 	if (version != CK_VERSION) {
 		snprintf(err, errlen, "%s: checkpoint version %u, this sente reads version %u; "
 			 "use the sente that wrote it, or restart from its exported model",
@@ -200,17 +109,12 @@ static int ck_parse(const char *path, const uint8_t *buf, size_t len, ck_view *v
 		snprintf(err, errlen, "%s: truncated checkpoint header; %s", path, again);
 		return -1;
 	}
-	uint32_t crc_file = ck_u32(buf + len - 4);
-	uLong crc = crc32(0L, Z_NULL, 0);
-	for (size_t done = 0; done < len - 4;) {
-		size_t k = len - 4 - done > (1u << 30) ? (1u << 30) : len - 4 - done;
-		crc = crc32(crc, buf + done, (uInt)k);
-		done += k;
-	}
+	uint32_t crc_file = fileio_u32(buf + len - 4);
+	uint32_t crc = fileio_crc(buf, len - 4);
 	const uint8_t *h = buf + pos;
 	uint32_t f[CK_N_ARCH];
 	for (int i = 0; i < CK_N_ARCH; i++)
-		f[i] = ck_u32(h + 4 * i);
+		f[i] = fileio_u32(h + 4 * i);
 	nn_arch *a = &v->arch;
 	memset(a, 0, sizeof(*a));
 	a->game = (game_kind)f[0];
@@ -231,24 +135,24 @@ static int ck_parse(const char *path, const uint8_t *buf, size_t len, ck_view *v
 		return -1;
 	}
 	size_t q = CK_N_ARCH * 4;
-	v->bn_folded = (int)ck_u32(h + q);
+	v->bn_folded = (int)fileio_u32(h + q);
 	q += 4;
 	memcpy(a->block_kind, h + q, (size_t)a->blocks);
 	q += (size_t)a->blocks;
-	v->meta.train_step = ck_u64(h + q);
-	v->meta.created = ck_u64(h + q + 8);
+	v->meta.train_step = fileio_u64(h + q);
+	v->meta.created = fileio_u64(h + q + 8);
 	q += 16;
 	memcpy(v->meta.parent, h + q, NN_ID_LEN);
 	v->meta.parent[NN_ID_LEN - 1] = 0;
 	memcpy(v->meta.name, h + q + NN_ID_LEN, NN_ID_LEN);
 	v->meta.name[NN_ID_LEN - 1] = 0;
 	q += 2 * NN_ID_LEN;
-	v->optimizer = ck_u32(h + q);
-	v->n_mom = ck_u32(h + q + 4);
-	v->step = ck_u64(h + q + 8);
-	v->rng = ck_u64(h + q + 16);
-	v->n_floats = ck_u64(h + q + 24);
-	v->blob_len = ck_u64(h + q + 32);
+	v->optimizer = fileio_u32(h + q);
+	v->n_mom = fileio_u32(h + q + 4);
+	v->step = fileio_u64(h + q + 8);
+	v->rng = fileio_u64(h + q + 16);
+	v->n_floats = fileio_u64(h + q + 24);
+	v->blob_len = fileio_u64(h + q + 32);
 	pos += hlen;
 	/* Sizes before the CRC so that a cut file says "truncated", which is
 	 * more useful than "bad CRC". Guard the products against overflow. */
@@ -299,7 +203,7 @@ nn_net *trainer_checkpoint_net(const char *path, char *err, size_t errlen)
 	size_t len;
 	ck_view v;
 	nn_net *net = NULL;
-	uint8_t *buf = ck_read_file(path, &len, err, errlen);
+	uint8_t *buf = fileio_slurp(path, "checkpoint", &len, err, errlen);
 	if (buf && ck_parse(path, buf, len, &v, err, errlen) == 0)
 		net = ck_net(path, &v, err, errlen);
 	free(buf);
@@ -315,7 +219,7 @@ int trainer_checkpoint_load(trainer *t, const char *path, void **blob, size_t *b
 	nn_net *net = trainer_net(t);
 	void *b = NULL;
 	char d1[160], d2[160];
-	uint8_t *buf = ck_read_file(path, &len, err, errlen);
+	uint8_t *buf = fileio_slurp(path, "checkpoint", &len, err, errlen);
 	if (!buf || ck_parse(path, buf, len, &v, err, errlen) < 0)
 		goto out;
 	const nn_arch *a = &net->arch, *c = &v.arch;

@@ -44,17 +44,7 @@
 #include <dnnl.h>
 #include <dnnl_debug.h>
 
-/* Needs `rc`, `err`, `errlen` and an `out:` label in scope. */
-#define DNNL_CHECK(call)                                                                  \
-	do {                                                                              \
-		dnnl_status_t s_ = (call);                                                \
-		if (s_ != dnnl_success) {                                                 \
-			snprintf(err, errlen, "%s:%d: %s: %s", __FILE__, __LINE__, #call, \
-				 dnnl_status2str(s_));                                    \
-			rc = -1;                                                          \
-			goto out;                                                         \
-		}                                                                         \
-	} while (0)
+#include "nn/cpu/dnnl_check.h"
 
 /* Runs a primitive with the given {arg, memory} pairs plus its scratchpad;
  * needs `c` (the tr_ctx) and what DNNL_CHECK needs. */

@@ -63,19 +63,8 @@
 #include <dnnl_debug.h>
 
 #include "engine/game.h"
+#include "nn/cpu/dnnl_check.h"
 #include "nn/encode.h"
-
-/* Needs `rc`, `err`, `errlen` and an `out:` label in scope. */
-#define DNNL_CHECK(call)                                                              \
-	do {                                                                          \
-		dnnl_status_t s_ = (call);                                            \
-		if (s_ != dnnl_success) {                                             \
-			snprintf(err, errlen, "%s:%d: %s: %s", __FILE__, __LINE__, #call, \
-				 dnnl_status2str(s_));                                \
-			rc = -1;                                                      \
-			goto out;                                                     \
-		}                                                                     \
-	} while (0)
 
 #define CPU_MAX_SETS 16
 #define CPU_CALIB_BATCH 32      /* calibration batch */

@@ -108,21 +108,31 @@ Test(selfplay, parallel_games_share_batches_and_swap_models)
 	nn_net_free(net);
 }
 
-/* The lowest winrate (percent) the winner's searches reported in r; for a
- * draw, the lower of both players'. */
+/* What resignation looks at, per the rule in selfplay.h: past the opening
+ * (8 plies of Connect Four), the highest winrate (percent) of a player's
+ * last three searches; its lowest value over the game for the winner (for
+ * a draw, the lower of both players'). */
 typedef struct winner_mins {
 	int n;
 	float v[128];
+	int resigned, early; /* games resigned; of those, before the rule allows */
 } winner_mins;
 
 static int on_game_mins(void *ctx, const game_record *r, int64_t model_id)
 {
 	winner_mins *w = ctx;
-	float m[2] = { 100, 100 };
-	for (int i = 0; i < r->n_moves; i++) {
-		float wr = (r->root_value[i] + 1) * 50;
-		if (wr == wr && wr < m[i % 2])
-			m[i % 2] = wr;
+	float m[2] = { 100, 100 }, last[2][3];
+	int n[2] = { 0, 0 };
+	for (int i = 8; i < r->n_moves; i++) {
+		int p = i % 2;
+		last[p][n[p]++ % 3] = (r->root_value[i] + 1) * 50;
+		if (n[p] >= 3)
+			m[p] = fminf(m[p], fmaxf(last[p][0], fmaxf(last[p][1], last[p][2])));
+	}
+	if (r->resigned >= 0) {
+		w->resigned++;
+		/* Own searches at plies 8, 10 and 12 at the earliest. */
+		w->early += r->n_moves < 12;
 	}
 	if (w->n < 128)
 		w->v[w->n++] = r->result > 0 ? m[0] : r->result < 0 ? m[1] : fminf(m[0], m[1]);
@@ -188,6 +198,15 @@ Test(selfplay, resignation_waits_for_calibration)
 		  false_resigns, t);
 	selfplay_get_stats(sp, &st);
 	cr_assert_eq(st.resigned, 0);
+	selfplay_free(sp);
+
+	/* Without no-resign games the cap is the threshold: games resign, but
+	 * never in the opening nor on one bad search. */
+	sp = resign_selfplay(net, 0);
+	memset(&w, 0, sizeof(w));
+	cr_assert_eq(selfplay_run(sp, 30, 0, on_game_mins, &w, NULL), 30);
+	cr_assert(w.resigned > 0, "a 50%% threshold must end some games");
+	cr_assert_eq(w.early, 0, "%d games resigned in the opening", w.early);
 	selfplay_free(sp);
 	nn_net_free(net);
 }

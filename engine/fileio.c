@@ -1,0 +1,144 @@
+#include "engine/fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+int fileio_begin(fileio_writer *w, const char *path, char *err, size_t errlen)
+{
+	memset(w, 0, sizeof(*w));
+	size_t n = strlen(path);
+	w->tmp = malloc(n + 5);
+	if (!w->tmp) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	memcpy(w->tmp, path, n);
+	memcpy(w->tmp + n, ".tmp", 5);
+	w->path = path;
+	w->crc = crc32(0L, Z_NULL, 0);
+	w->f = fopen(w->tmp, "wb");
+	if (!w->f) {
+		snprintf(err, errlen, "cannot create %s: %s", w->tmp, strerror(errno));
+		free(w->tmp);
+		w->tmp = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+void fileio_put(fileio_writer *w, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	/* crc32 takes a uInt length: feed it in chunks. */
+	for (size_t done = 0; done < n;) {
+		size_t k = n - done > (1u << 30) ? (1u << 30) : n - done;
+		w->crc = crc32(w->crc, b + done, (uInt)k);
+		done += k;
+	}
+	if (!w->failed && n && fwrite(p, 1, n, w->f) != n)
+		w->failed = errno ? errno : EIO;
+}
+
+uint32_t fileio_crc(const void *p, size_t n)
+{
+	uLong c = crc32(0L, Z_NULL, 0);
+	const uint8_t *b = p;
+	for (size_t done = 0; done < n;) {
+		size_t k = n - done > (1u << 30) ? (1u << 30) : n - done;
+		c = crc32(c, b + done, (uInt)k);
+		done += k;
+	}
+	return (uint32_t)c;
+}
+
+/* fsyncs the folder holding path, so that the rename itself is durable. */
+static void sync_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if ((size_t)(slash - path) < sizeof(dir))
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	else
+		return;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+int fileio_commit(fileio_writer *w, char *err, size_t errlen)
+{
+	uint32_t c32 = (uint32_t)w->crc;
+	if (!w->failed && (fwrite(&c32, 4, 1, w->f) != 1 || fflush(w->f) != 0 || fsync(fileno(w->f)) != 0))
+		w->failed = errno ? errno : EIO;
+	if (fclose(w->f) != 0 && !w->failed)
+		w->failed = errno ? errno : EIO;
+	w->f = NULL;
+	if (w->failed) {
+		snprintf(err, errlen, "cannot write %s: %s", w->tmp, strerror(w->failed));
+		goto fail;
+	}
+	if (rename(w->tmp, w->path) != 0) {
+		snprintf(err, errlen, "cannot rename %s to %s: %s", w->tmp, w->path, strerror(errno));
+		goto fail;
+	}
+	sync_dir(w->path);
+	free(w->tmp);
+	w->tmp = NULL;
+	return 0;
+fail:
+	unlink(w->tmp);
+	free(w->tmp);
+	w->tmp = NULL;
+	return -1;
+}
+
+void fileio_abort(fileio_writer *w)
+{
+	if (w->f)
+		fclose(w->f);
+	w->f = NULL;
+	if (w->tmp)
+		unlink(w->tmp);
+	free(w->tmp);
+	w->tmp = NULL;
+}
+
+uint8_t *fileio_slurp(const char *path, const char *what, size_t *len, char *err, size_t errlen)
+{
+	uint8_t *buf = NULL;
+	long n;
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		snprintf(err, errlen, "cannot open %s %s: %s", what, path, strerror(errno));
+		return NULL;
+	}
+	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+		snprintf(err, errlen, "cannot read %s %s: %s", what, path, strerror(errno));
+		goto fail;
+	}
+	buf = malloc(n ? (size_t)n : 1);
+	if (!buf) {
+		snprintf(err, errlen, "out of memory reading %s (%ld bytes)", path, n);
+		goto fail;
+	}
+	if (n && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		snprintf(err, errlen, "cannot read %s %s: %s", what, path,
+			 ferror(f) ? strerror(errno) : "short read");
+		goto fail;
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+fail:
+	free(buf);
+	fclose(f);
+	return NULL;
+}
