@@ -87,10 +87,16 @@ static void omp_passive(char **argv)
 {
 	if (getenv("OMP_WAIT_POLICY"))
 		return;
+	/* The binary's own path, so that the process keeps its name (ps,
+	 * pkill) rather than becoming "exe". */
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0 || n >= (ssize_t)sizeof(self) - 1)
+		return; /* no /proc: carry on with the default policy */
+	self[n] = 0;
 	if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0)
 		return;
-	execv("/proc/self/exe", argv);
-	/* No /proc: carry on with the default policy. */
+	execv(self, argv);
 }
 
 int main(int argc, char **argv)
