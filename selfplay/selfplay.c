@@ -257,6 +257,29 @@ static bool should_stop(selfplay *sp)
 	       (sp->deadline > 0 && now() >= sp->deadline);
 }
 
+/* Passing, as Leela Zero plays it: a player that would lose if the game
+ * were counted now (Tromp-Taylor area, komi) does not pass while it has
+ * another move. Without this an early network learns to pass: the side
+ * that thinks itself lost passes every move (any move is as bad), the
+ * other wins, and the value head learns from games of a dozen moves. */
+static bool pass_loses(const game *g)
+{
+	double score = game_score(g); /* Black - White - komi */
+	return game_to_move(g) == GAME_BLACK ? score < 0 : score > 0;
+}
+
+/* The root's best move other than pass (by visits, then prior), else
+ * `pass`. */
+static int best_non_pass(mcts *m, int pass)
+{
+	mcts_child_info ci[GAME_MAX_ACTIONS];
+	int n = mcts_root_children(m, ci, GAME_MAX_ACTIONS);
+	for (int i = 0; i < n; i++)
+		if (ci[i].move != pass)
+			return ci[i].move;
+	return pass;
+}
+
 /* Plays one game with model `mdl`. Returns 0 finished, 1 abandoned (stop),
  * -1 error. */
 static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec)
@@ -330,6 +353,8 @@ static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec
 			rc = -1;
 			break;
 		}
+		if (mv == game_pass_move(&g) && pass_loses(&g))
+			mv = best_non_pass(m, mv);
 		int nv = 0;
 		if (full) {
 			int n = mcts_root_children(m, ci, GAME_MAX_ACTIONS);

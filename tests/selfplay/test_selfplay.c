@@ -211,6 +211,59 @@ Test(selfplay, resignation_waits_for_calibration)
 	nn_net_free(net);
 }
 
+/* Counts, over a record, the passes made by a player that was behind on
+ * the area count with another legal move at hand. */
+typedef struct pass_check {
+	int games, passes, losing_passes;
+} pass_check;
+
+static int on_game_passes(void *ctx, const game_record *r, int64_t model_id)
+{
+	pass_check *c = ctx;
+	static game g;
+	game_init(&g, &r->params);
+	for (int i = 0; i < r->n_moves; i++) {
+		int mv = r->moves[i];
+		if (mv == game_pass_move(&g)) {
+			c->passes++;
+			int moves[GAME_MAX_ACTIONS];
+			double sc = game_score(&g);
+			bool behind = game_to_move(&g) == GAME_BLACK ? sc < 0 : sc > 0;
+			if (behind && game_legal_moves(&g, moves) > 1)
+				c->losing_passes++;
+		}
+		game_play(&g, mv);
+	}
+	c->games++;
+	(void)model_id;
+	return 0;
+}
+
+Test(selfplay, no_pass_while_behind)
+{
+	/* The uniform evaluator gives pass as many visits as any move, so
+	 * without the rule a player passes about once in 26 moves on 5x5,
+	 * behind or not. */
+	game_params gp = { .kind = GAME_KIND_GO, .size = 5, .komi = 7 };
+	selfplay_options o = selfplay_options_default(&gp);
+	o.parallel_games = 4;
+	o.visits = 30;
+	o.cheap_visits = 0;
+	o.temperature_moves = 100; /* sample from the visits all game long */
+	o.resign_pct = 0;
+	o.progress_seconds = 0;
+	o.quiet = true;
+	char err[256];
+	selfplay *sp = selfplay_new(&o, err, sizeof(err));
+	cr_assert(sp, "%s", err);
+	pass_check c = { 0 };
+	cr_assert_eq(selfplay_run(sp, 12, 0, on_game_passes, &c, NULL), 12);
+	selfplay_free(sp);
+	cr_assert(c.passes > 0, "games end with passes");
+	cr_assert_eq(c.losing_passes, 0, "%d of %d passes by a player behind on the count",
+		     c.losing_passes, c.passes);
+}
+
 Test(selfplay, stop_flag_ends_the_run)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7 };
