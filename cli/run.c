@@ -35,7 +35,7 @@ static const char run_help[] =
 	"\n"
 	"options (defaults are for 2 CPU cores):\n"
 	"  --game connect4|go    what to learn (default connect4)\n"
-	"  --size N, --komi K    Go board and komi (default 9, 7)\n"
+	"  --size N, --komi K    Go board and komi (default 9, 7.5: no draws)\n"
 	"  --dir DIR             the run's folder (default runs/GAME)\n"
 	"  --minutes M           stop after M minutes of this session (default 10)\n"
 	"  --blocks B            residual blocks of a new network (C4 4, Go 9x9 4,\n"
@@ -285,7 +285,7 @@ out:
 static bool parse_opts(int argc, char **argv, run_opts *o, int *rc)
 {
 	long n, size = 9;
-	double d, komi = 7;
+	double d, komi = 7.5;
 	bool dir_given = false;
 	int given_blocks = -1, given_channels = -1, given_visits = -1, given_cheap = -1, given_par = -1;
 	int64_t given_pos = -1, given_window = -1;

@@ -93,6 +93,11 @@ int game_pass_move(const game *g)
 	return GAME_MOVE_NONE;
 }
 
+bool game_fills_own_eye(const game *g, int move)
+{
+	return g->params.kind == GAME_KIND_GO && go_fills_own_eye(&g->u.go, move);
+}
+
 int game_history_move(const game *g, int i)
 {
 	if (i < 0 || i >= game_move_count(g))

@@ -70,6 +70,9 @@ int game_height(const game *g);      /* board rows */
 int game_to_move(const game *g);     /* GAME_BLACK or GAME_WHITE */
 int game_move_count(const game *g);  /* moves played so far (passes count) */
 int game_pass_move(const game *g);   /* the pass action, or GAME_MOVE_NONE */
+/* Go: `move` fills one of the mover's own true eyes (see go.h); false for
+ * Connect Four. */
+bool game_fills_own_eye(const game *g, int move);
 /* The action at history index i (0 = first move), GAME_MOVE_NONE if out of range. */
 int game_history_move(const game *g, int i);
 

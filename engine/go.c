@@ -681,6 +681,14 @@ static inline bool is_eye(const int8_t *cell, int c, int p)
 	return bad + edge < 2;
 }
 
+bool go_fills_own_eye(const go_board *b, int move)
+{
+	if (move < 0 || move >= go_pass_move(b))
+		return false;
+	int p = pad_move(b, move);
+	return b->cell[p] == GO_EMPTY && is_eye(b->cell, b->to_move, p);
+}
+
 /* False when playing c at p would be suicide. */
 static inline bool has_life(const go_board *b, int c, int p)
 {

@@ -93,6 +93,10 @@ int go_liberties_at(const go_board *b, int x, int y);
  * earlier whole-board position (positional superko); pass is always legal
  * while the game is not over, and nothing is once it is. */
 bool go_is_legal(const go_board *b, int move);
+/* True when `move` is an empty point whose four neighbours are the mover's
+ * stones (or the edge) and that the opponent cannot make false: the eyes
+ * the playouts and self-play's passing rule leave alone. */
+bool go_fills_own_eye(const go_board *b, int move);
 /* The legal moves, pass last, in increasing order; 0 once the game is over.
  * out[] needs room for size * size + 1 moves. */
 int go_legal_moves(const go_board *b, int *out);

@@ -258,26 +258,41 @@ static bool should_stop(selfplay *sp)
 }
 
 /* Passing, as Leela Zero plays it: a player that would lose if the game
- * were counted now (Tromp-Taylor area, komi) does not pass while it has
- * another move. Without this an early network learns to pass: the side
- * that thinks itself lost passes every move (any move is as bad), the
- * other wins, and the value head learns from games of a dozen moves. */
-static bool pass_loses(const game *g)
+ * were counted now (Tromp-Taylor area, komi) does not pass while it has a
+ * move that does not fill one of its own eyes; a player that would win
+ * passes after its opponent's pass, ending the game. Without this an early
+ * network learns to pass: the side that thinks itself lost passes every
+ * move (any move is as bad), the other wins, and the value head learns
+ * from games of a dozen moves. */
+static double mover_score(const game *g)
 {
 	double score = game_score(g); /* Black - White - komi */
-	return game_to_move(g) == GAME_BLACK ? score < 0 : score > 0;
+	return game_to_move(g) == GAME_BLACK ? score : -score;
 }
 
-/* The root's best move other than pass (by visits, then prior), else
- * `pass`. */
-static int best_non_pass(mcts *m, int pass)
+/* The root's best move other than pass that does not fill the mover's own
+ * eye (by visits, then prior), else `pass`. */
+static int best_non_pass(mcts *m, const game *g, int pass)
 {
 	mcts_child_info ci[GAME_MAX_ACTIONS];
 	int n = mcts_root_children(m, ci, GAME_MAX_ACTIONS);
 	for (int i = 0; i < n; i++)
-		if (ci[i].move != pass)
+		if (ci[i].move != pass && !game_fills_own_eye(g, ci[i].move))
 			return ci[i].move;
 	return pass;
+}
+
+static int apply_pass_rule(mcts *m, const game *g, int mv)
+{
+	int pass = game_pass_move(g);
+	if (pass == GAME_MOVE_NONE)
+		return mv;
+	int n = game_move_count(g);
+	if (n > 0 && game_history_move(g, n - 1) == pass && mover_score(g) > 0)
+		return pass; /* the opponent passed and we win: end it */
+	if (mv == pass && mover_score(g) < 0)
+		return best_non_pass(m, g, pass);
+	return mv;
 }
 
 /* Plays one game with model `mdl`. Returns 0 finished, 1 abandoned (stop),
@@ -353,8 +368,7 @@ static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec
 			rc = -1;
 			break;
 		}
-		if (mv == game_pass_move(&g) && pass_loses(&g))
-			mv = best_non_pass(m, mv);
+		mv = apply_pass_rule(m, &g, mv);
 		int nv = 0;
 		if (full) {
 			int n = mcts_root_children(m, ci, GAME_MAX_ACTIONS);

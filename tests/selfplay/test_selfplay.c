@@ -214,7 +214,8 @@ Test(selfplay, resignation_waits_for_calibration)
 }
 
 /* Counts, over a record, the passes made by a player that was behind on
- * the area count with another legal move at hand. */
+ * the area count with another legal move at hand that fills none of its
+ * own eyes. */
 typedef struct pass_check {
 	int games, passes, losing_passes;
 } pass_check;
@@ -231,7 +232,10 @@ static int on_game_passes(void *ctx, const game_record *r, int64_t model_id)
 			int moves[GAME_MAX_ACTIONS];
 			double sc = game_score(&g);
 			bool behind = game_to_move(&g) == GAME_BLACK ? sc < 0 : sc > 0;
-			if (behind && game_legal_moves(&g, moves) > 1)
+			int n = game_legal_moves(&g, moves), others = 0;
+			for (int k = 0; k < n; k++)
+				others += moves[k] != mv && !game_fills_own_eye(&g, moves[k]);
+			if (behind && others > 0)
 				c->losing_passes++;
 		}
 		game_play(&g, mv);
