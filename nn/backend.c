@@ -125,6 +125,28 @@ int nn_backend_forward(nn_backend *be, int batch, const float *planes, float *po
 	return be->ops->forward(be->ctx, batch, planes, policy_logits, value, wdl_or_null);
 }
 
+int nn_backend_parse_flag(const char *flag, const char *value, nn_backend_options *opt, char *err,
+			  size_t errlen)
+{
+	if (!strcmp(flag, "--backend")) {
+		if (nn_backend_kind_from_name(value, &opt->kind))
+			return 1;
+		snprintf(err, errlen, "--backend takes auto, cpu or cuda, got '%s'", value);
+		return -1;
+	}
+	if (!strcmp(flag, "--gpus"))
+		return nn_backend_parse_gpus(value, opt, err, errlen) ? 1 : -1;
+	if (!strcmp(flag, "--precision")) {
+		if (nn_precision_from_name(value, &opt->precision)) {
+			opt->precision_given = 1;
+			return 1;
+		}
+		snprintf(err, errlen, "--precision takes fp32, bf16, int8 or fp16, got '%s'", value);
+		return -1;
+	}
+	return 0;
+}
+
 /* Tries one CUDA backend per listed GPU; 0, or -1 with the reason in why. */
 static int set_open_cuda(nn_backend_set *s, const nn_net *net, int max_batch,
 			 const nn_backend_options *opt, char *why, size_t whylen)

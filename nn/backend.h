@@ -120,6 +120,13 @@ void nn_backend_free(nn_backend *be);
 int nn_backend_forward(nn_backend *be, int batch, const float *planes, float *policy_logits,
 		       float *value, float *wdl_or_null);
 
+/* Parses the flags every front end shares: --backend auto|cpu|cuda, --gpus
+ * LIST, --precision fp32|bf16|int8|fp16 (which sets precision_given).
+ * Returns 1 when `flag` is one of them and `value` is good, 0 when it is
+ * not one of them, -1 with a message when the value is bad. */
+int nn_backend_parse_flag(const char *flag, const char *value, nn_backend_options *opt, char *err,
+			  size_t errlen);
+
 /* The backends a front end runs: one CPU backend, or one CUDA backend per
  * GPU (each then gets its own evaluator server thread, stream and share of
  * the queue). A value; close it with nn_backend_set_close. */
