@@ -1,5 +1,7 @@
 /* bench.c: `sente bench`, speed figures as JSON lines on stdout. */
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -124,8 +126,11 @@ static int bench_board(int argc, char **argv)
 static const char search_help[] =
 	"usage: sente bench search [options]\n"
 	"\n"
-	"Searches from the empty board as genmove would and prints one JSON line:\n"
-	"playouts per second, network evaluations, mean batch size, NN cache hits.\n"
+	"Searches from the empty board as genmove would and prints one JSON line\n"
+	"per search: playouts per second, network evaluations, mean batch size, NN\n"
+	"cache hits, and raw_evals_per_s: the backends' own speed at the same\n"
+	"batch (forward calls alone, measured for a second before the searches),\n"
+	"with search_to_raw = playouts_per_s / raw_evals_per_s.\n"
 	"\n"
 	"options:\n"
 	"  -w, --weights FILE  network (.sente or Leela Zero); without one a random\n"
@@ -137,7 +142,71 @@ static const char search_help[] =
 	"  -b, --batch N       largest network batch (default 16); each search thread\n"
 	"                      gathers batch/threads leaves per round\n"
 	"  --nn-threads N      network compute threads (default: all cores)\n"
+	"  --backend B         auto, cpu or cuda (default auto)\n"
+	"  --gpus LIST         CUDA devices, one evaluator thread each (default 0)\n"
+	"  --precision P       fp32/bf16/int8 (CPU), fp16/fp32 (CUDA, default fp16)\n"
 	"  --repeat N          searches to run, each from a fresh tree (default 2)\n";
+
+/* Forward calls per second of the backends at `batch`, all of them at once
+ * (one thread each), over about `seconds`. */
+typedef struct raw_arg {
+	nn_backend *be;  /* the backend this thread drives */
+	int batch;       /* positions per call */
+	double seconds;  /* how long */
+	const float *planes; /* [batch] inputs */
+	long calls;      /* out: forward calls made */
+	double took;     /* out: seconds */
+	int failed;      /* out: a forward failed */
+} raw_arg;
+
+static void *raw_main(void *p)
+{
+	raw_arg *r = p;
+	size_t np = (size_t)r->be->arch.policy_outputs * r->batch;
+	float *pol = malloc(sizeof(float) * np), *val = malloc(sizeof(float) * r->batch);
+	if (!pol || !val) {
+		r->failed = 1;
+	} else {
+		nn_backend_forward(r->be, r->batch, r->planes, pol, val, NULL); /* warm up */
+		double t0 = cli_now();
+		do {
+			r->failed |= nn_backend_forward(r->be, r->batch, r->planes, pol, val, NULL) < 0;
+			r->calls++;
+			r->took = cli_now() - t0;
+		} while (r->took < r->seconds && !r->failed);
+	}
+	free(pol);
+	free(val);
+	return NULL;
+}
+
+static double raw_evals_per_s(const nn_backend_set *bs, int batch, double seconds)
+{
+	const nn_arch *a = &bs->be[0]->arch;
+	size_t in_n = (size_t)a->in_planes * a->board_w * a->board_h;
+	float *planes = calloc(in_n * (size_t)batch, sizeof(float));
+	raw_arg args[NN_MAX_GPUS];
+	pthread_t th[NN_MAX_GPUS];
+	double total = 0;
+	if (!planes)
+		return 0;
+	for (size_t i = 0; i < in_n * (size_t)batch; i++)
+		planes[i] = (float)((i * 2654435761u) >> 31 & 1);
+	int started = 0;
+	for (int i = 0; i < bs->n; i++) {
+		args[i] = (raw_arg){ .be = bs->be[i], .batch = batch, .seconds = seconds, .planes = planes };
+		if (pthread_create(&th[i], NULL, raw_main, &args[i]) != 0)
+			break;
+		started++;
+	}
+	for (int i = 0; i < started; i++) {
+		pthread_join(th[i], NULL);
+		if (!args[i].failed && args[i].took > 0)
+			total += args[i].calls * (double)batch / args[i].took;
+	}
+	free(planes);
+	return total;
+}
 
 static int bench_search(int argc, char **argv)
 {
@@ -145,9 +214,18 @@ static int bench_search(int argc, char **argv)
 	long blocks = 6, channels = 64, size = 19, visits = 3200, threads = 2, batch = 0,
 	     nn_threads = 0, repeat = 2;
 	game_kind kind = GAME_KIND_GO;
+	nn_backend_options bo = nn_backend_options_default();
+	char berr[256];
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		long *target = NULL, lo = 1, hi = 1000000000;
+		int r = v ? nn_backend_parse_flag(a, v, &bo, berr, sizeof(berr)) : 0;
+		if (r < 0)
+			return cli_usage_error("bench", "%s", berr);
+		if (r > 0) {
+			i++;
+			continue;
+		}
 		if ((!strcmp(a, "-w") || !strcmp(a, "--weights")) && v) {
 			weights = v;
 			i++;
@@ -198,20 +276,21 @@ static int bench_search(int argc, char **argv)
 		nn_net_init_random(net, 1);
 	}
 	nn_net_fold_bn(net);
-	nn_backend_options bo = nn_backend_options_default();
 	bo.threads = (int)nn_threads;
-	nn_backend *be = nn_backend_new(&nn_backend_cpu, net, (int)batch, &bo, err, sizeof(err));
-	if (!be) {
-		fprintf(stderr, "sente bench search: cpu backend: %s\n", err);
+	nn_backend_set bs;
+	if (nn_backend_set_open(&bs, net, (int)batch, &bo, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sente bench search: backend: %s\n", err);
 		nn_net_free(net);
 		return 1;
 	}
+	fprintf(stderr, "sente bench search: backend %s\n", bs.what);
+	double raw = raw_evals_per_s(&bs, (int)batch, 1.0);
 	eval_options eo = eval_options_default();
 	eo.max_batch = (int)batch;
 	int rc = 0;
 	for (long r = 0; r < repeat; r++) {
 		/* A fresh evaluator each time: its cache must not carry over. */
-		evaluator *ev = eval_new(&be, 1, net->arch.encoding, &eo, err, sizeof(err));
+		evaluator *ev = eval_new(bs.be, bs.n, net->arch.encoding, &eo, err, sizeof(err));
 		mcts_options mo = mcts_options_default();
 		mo.threads = (int)threads;
 		mo.max_visits = (int)visits;
@@ -231,20 +310,25 @@ static int bench_search(int argc, char **argv)
 		eval_stats es;
 		mcts_get_stats(m, &st);
 		eval_get_stats(ev, &es);
-		printf("{\"bench\":\"search\",\"backend\":\"cpu\",\"game\":\"%s\",\"size\":%d,"
+		double pps = st.seconds > 0 ? st.playouts / st.seconds : 0.0;
+		printf("{\"bench\":\"search\",\"backend\":\"%s\",\"precision\":\"%s\",\"gpus\":%d,"
+		       "\"game\":\"%s\",\"size\":%d,"
 		       "\"blocks\":%d,\"channels\":%d,\"threads\":%ld,\"batch\":%ld,\"visits\":%d,"
 		       "\"playouts\":%llu,\"seconds\":%.3f,\"playouts_per_s\":%.1f,"
-		       "\"evals\":%llu,\"mean_batch\":%.2f,\"cache_hits\":%llu}\n",
+		       "\"evals\":%llu,\"mean_batch\":%.2f,\"cache_hits\":%llu,"
+		       "\"raw_evals_per_s\":%.1f,\"search_to_raw\":%.3f}\n",
+		       bs.be[0]->ops->name, nn_precision_name(bs.precision),
+		       bs.be[0]->ops == &nn_backend_cpu ? 0 : bs.n,
 		       game_kind_name(kind), gp.size, net->arch.blocks, net->arch.channels, threads,
-		       batch, mcts_root_visits(m), (unsigned long long)st.playouts, st.seconds,
-		       st.seconds > 0 ? st.playouts / st.seconds : 0.0, (unsigned long long)es.evals,
+		       batch, mcts_root_visits(m), (unsigned long long)st.playouts, st.seconds, pps,
+		       (unsigned long long)es.evals,
 		       es.batches ? (double)es.evals / es.batches : 0.0,
-		       (unsigned long long)es.cache_hits);
+		       (unsigned long long)es.cache_hits, raw, raw > 0 ? pps / raw : 0.0);
 		fflush(stdout);
 		mcts_free(m);
 		eval_free(ev);
 	}
-	nn_backend_free(be);
+	nn_backend_set_close(&bs);
 	nn_net_free(net);
 	return rc;
 }

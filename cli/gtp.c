@@ -22,8 +22,14 @@ static const char gtp_help[] =
 	"  -t, --threads N      search threads (default 2)\n"
 	"  -b, --batch N        largest network batch (default 16)\n"
 	"      --nn-threads N   network compute threads (default: all cores)\n"
-	"      --precision P    fp32, bf16 or int8 (default fp32; int8 calibrates\n"
-	"                       on 256 positions at load)\n"
+	"      --backend B      auto, cpu or cuda (default auto: CUDA when a device\n"
+	"                       is present, else the CPU; cuda falls back to the\n"
+	"                       CPU with a message when no device can be used)\n"
+	"      --gpus LIST      CUDA devices, e.g. 0,1: one evaluator thread each\n"
+	"                       (default 0)\n"
+	"      --precision P    fp32, bf16 or int8 on the CPU; fp16 or fp32 on CUDA\n"
+	"                       (default fp32 on the CPU, fp16 on CUDA; int8\n"
+	"                       calibrates on 256 positions at load)\n"
 	"      --noponder       do not think during the opponent's turn\n"
 	"  -s, --seed N         random seed (default 1)\n"
 	"  -r, --resign PCT     resign when the winrate is below PCT percent\n"
@@ -54,6 +60,8 @@ int cli_gtp(int argc, char **argv)
 	}
 	gtp_options opt = gtp_options_default();
 	long size = 19, n;
+	int r;
+	char berr[256];
 	double komi = 7.5, d;
 	game_kind kind = GAME_KIND_GO;
 	for (int i = 1; i < argc; i++) {
@@ -85,9 +93,9 @@ int cli_gtp(int argc, char **argv)
 			if (!count_arg(a, v, 1, 1024, &n))
 				return 2;
 			opt.nn.threads = (int)n;
-		} else if (!strcmp(a, "--precision") && takes) {
-			if (!nn_precision_from_name(v, &opt.nn.precision))
-				return cli_usage_error("gtp", "--precision takes fp32, bf16 or int8, got '%s'", v);
+		} else if (takes && (r = nn_backend_parse_flag(a, v, &opt.nn, berr, sizeof(berr))) != 0) {
+			if (r < 0)
+				return cli_usage_error("gtp", "%s", berr);
 		} else if (!strcmp(a, "--noponder")) {
 			opt.ponder = false;
 			i--;
@@ -139,8 +147,8 @@ int cli_gtp(int argc, char **argv)
 	}
 	if (!opt.quiet) {
 		if (opt.weights)
-			fprintf(stderr, "sente gtp: %s, network %s on the cpu backend\n",
-				game_kind_name(kind), opt.weights);
+			fprintf(stderr, "sente gtp: %s, network %s, backend %s\n",
+				game_kind_name(kind), opt.weights, gtp_engine_backend(e));
 		else
 			fprintf(stderr, "sente gtp: %s, no weights: uniform policy and neutral value "
 				"(pass -w FILE for a network)\n", game_kind_name(kind));

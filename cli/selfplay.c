@@ -41,6 +41,11 @@ static const char selfplay_help[] =
 	"                          resignations (default 0.1)\n"
 	"  -b, --batch N           largest network batch (default 16)\n"
 	"  --nn-threads N          network compute threads (default: all cores)\n"
+	"  --backend B             auto, cpu or cuda (default auto: CUDA when a\n"
+	"                          device is present, else the CPU)\n"
+	"  --gpus LIST             CUDA devices, e.g. 0,1 (default 0)\n"
+	"  --precision P           fp32/bf16/int8 on the CPU, fp16/fp32 on CUDA\n"
+	"                          (default fp32 on the CPU, fp16 on CUDA)\n"
 	"  --worker NAME           name stored with each game (default host-pid)\n"
 	"  -s, --seed N            random seed (default: from the clock)\n"
 	"  --json                  progress as JSON lines on stdout\n"
@@ -120,6 +125,8 @@ int cli_selfplay(int argc, char **argv)
 	selfplay_options o = selfplay_options_default(&gp);
 	o.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 	bool temp_given = false;
+	int r;
+	char berr[256];
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define FLAG(s) (!strcmp(a, s) && v && (i++, 1))
@@ -173,6 +180,10 @@ int cli_selfplay(int argc, char **argv)
 		} else if (FLAG("--nn-threads")) {
 			if (!INT(1, 1024)) return 2;
 			o.nn.threads = (int)n;
+		} else if (v && (r = nn_backend_parse_flag(a, v, &o.nn, berr, sizeof(berr))) != 0) {
+			if (r < 0)
+				return cli_usage_error("selfplay", "%s", berr);
+			i++;
 		} else if (FLAG("--worker")) {
 			worker = v;
 		} else if (FLAG("-s") || FLAG("--seed")) {
@@ -258,10 +269,14 @@ int cli_selfplay(int argc, char **argv)
 	}
 	c.model_id = model_id;
 	c.next_poll = mono() + 10;
-	if (!quiet)
-		fprintf(stderr, "sente selfplay: %s, %d games at once, %d/%d visits, backend cpu, %s\n",
+	if (!quiet) {
+		char what[256];
+		selfplay_backend(c.sp, what, sizeof(what));
+		fprintf(stderr, "sente selfplay: %s, %d games at once, %d/%d visits, backend %s, %s\n",
 			game_kind_name(gp.kind), o.parallel_games, o.visits, o.cheap_visits,
+			net ? what : "none",
 			net ? (weights ? weights : file) : "no model: uniform policy");
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	int64_t done = selfplay_run(c.sp, games, minutes * 60, on_game, &c, &stop_flag);

@@ -44,7 +44,7 @@ struct gtp_engine {
 	gtp_reply reply;   /* its answer */
 	bool quit;         /* `quit` was answered */
 	nn_net *net;       /* the network, NULL without weights */
-	nn_backend *be;    /* its backend */
+	nn_backend_set bes; /* its backends (one per GPU, or the CPU) */
 	evaluator *ev;     /* evaluation queue (uniform without a network) */
 	nn_encoding enc;   /* the network's input encoding */
 	mcts *search;      /* the search tree */
@@ -1121,10 +1121,9 @@ gtp_engine *gtp_engine_new(const gtp_options *opt, char *err, size_t errlen)
 		if (gp.kind == GAME_KIND_GO)
 			gp.size = e->net->arch.board_w; /* the network decides the board */
 		e->enc = e->net->arch.encoding;
-		e->be = nn_backend_new(&nn_backend_cpu, e->net, opt->batch > 0 ? opt->batch : 1,
-				       &opt->nn, lerr, sizeof(lerr));
-		if (!e->be) {
-			snprintf(err, errlen, "cpu backend: %s", lerr);
+		if (nn_backend_set_open(&e->bes, e->net, opt->batch > 0 ? opt->batch : 1, &opt->nn,
+					lerr, sizeof(lerr)) < 0) {
+			snprintf(err, errlen, "backend: %s", lerr);
 			goto fail;
 		}
 	}
@@ -1132,7 +1131,7 @@ gtp_engine *gtp_engine_new(const gtp_options *opt, char *err, size_t errlen)
 	eo.max_batch = opt->batch > 0 ? opt->batch : 1;
 	eo.cache_bytes = opt->cache_bytes;
 	eo.seed = opt->search.seed;
-	e->ev = eval_new(e->be ? &e->be : NULL, e->be ? 1 : 0, e->enc, &eo, err, errlen);
+	e->ev = eval_new(e->bes.be, e->bes.n, e->enc, &eo, err, errlen);
 	if (!e->ev)
 		goto fail;
 	/* Each search thread gathers enough leaves that together they fill
@@ -1159,13 +1158,18 @@ void gtp_engine_free(gtp_engine *e)
 		return;
 	mcts_free(e->search);
 	eval_free(e->ev);
-	nn_backend_free(e->be);
+	nn_backend_set_close(&e->bes);
 	nn_net_free(e->net);
 	free(e->reply.text);
 	free(e);
 }
 
 const game *gtp_engine_game(const gtp_engine *e) { return &e->game; }
+
+const char *gtp_engine_backend(const gtp_engine *e)
+{
+	return e->bes.n ? e->bes.what : "none";
+}
 
 bool gtp_engine_handle(gtp_engine *e, const char *line, size_t len, FILE *out)
 {

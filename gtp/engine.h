@@ -47,5 +47,8 @@ int gtp_engine_run(gtp_engine *e, FILE *in, FILE *out);
 
 /* The current game (read-only), for tests and callers. */
 const game *gtp_engine_game(const gtp_engine *e);
+/* Which backend runs the network, e.g. "cuda fp16 on GPU 0 (NVIDIA H100)"
+ * or "cpu fp32 (CUDA not used: no CUDA device found)"; "none" without one. */
+const char *gtp_engine_backend(const gtp_engine *e);
 
 #endif

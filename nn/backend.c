@@ -6,16 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const precision_names[] = { "fp32", "bf16", "int8" };
+#include "nn/cuda/cuda.h"
+
+static const char *const precision_names[] = { "fp32", "bf16", "int8", "fp16" };
+#define N_PRECISIONS 4
 
 const char *nn_precision_name(nn_precision p)
 {
-	return (unsigned)p < 3 ? precision_names[p] : "?";
+	return (unsigned)p < N_PRECISIONS ? precision_names[p] : "?";
 }
 
 bool nn_precision_from_name(const char *name, nn_precision *out)
 {
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < N_PRECISIONS; i++)
 		if (strcmp(name, precision_names[i]) == 0) {
 			*out = (nn_precision)i;
 			return true;
@@ -29,7 +32,63 @@ nn_backend_options nn_backend_options_default(void)
 	memset(&o, 0, sizeof(o));
 	o.precision = NN_PRECISION_FP32;
 	o.algo = NN_CONV_AUTO;
+	o.kind = NN_BACKEND_AUTO;
 	return o;
+}
+
+static const char *const kind_names[] = { "auto", "cpu", "cuda" };
+
+const char *nn_backend_kind_name(nn_backend_kind k)
+{
+	return (unsigned)k < 3 ? kind_names[k] : "?";
+}
+
+bool nn_backend_kind_from_name(const char *name, nn_backend_kind *out)
+{
+	for (int i = 0; i < 3; i++)
+		if (strcmp(name, kind_names[i]) == 0) {
+			*out = (nn_backend_kind)i;
+			return true;
+		}
+	return false;
+}
+
+bool nn_backend_parse_gpus(const char *s, nn_backend_options *opt, char *err, size_t errlen)
+{
+	int n = 0, gpus[NN_MAX_GPUS];
+	const char *p = s;
+	for (;;) {
+		if (*p < '0' || *p > '9') {
+			snprintf(err, errlen, "--gpus takes device numbers like 0,1,3; got '%s'", s);
+			return false;
+		}
+		int d = 0;
+		while (*p >= '0' && *p <= '9' && d < 1000)
+			d = d * 10 + (*p++ - '0');
+		if (d > 63) {
+			snprintf(err, errlen, "--gpus: device %d is out of range 0..63", d);
+			return false;
+		}
+		for (int i = 0; i < n; i++)
+			if (gpus[i] == d) {
+				snprintf(err, errlen, "--gpus: device %d is listed twice", d);
+				return false;
+			}
+		if (n == NN_MAX_GPUS) {
+			snprintf(err, errlen, "--gpus: at most %d devices", NN_MAX_GPUS);
+			return false;
+		}
+		gpus[n++] = d;
+		if (*p == '\0')
+			break;
+		if (*p++ != ',') {
+			snprintf(err, errlen, "--gpus takes device numbers like 0,1,3; got '%s'", s);
+			return false;
+		}
+	}
+	memcpy(opt->gpus, gpus, sizeof(int) * (size_t)n);
+	opt->n_gpus = n;
+	return true;
 }
 
 nn_backend *nn_backend_new(const nn_backend_ops *ops, const nn_net *net, int max_batch,
@@ -64,4 +123,107 @@ int nn_backend_forward(nn_backend *be, int batch, const float *planes, float *po
 {
 	assert(batch >= 1 && batch <= be->max_batch);
 	return be->ops->forward(be->ctx, batch, planes, policy_logits, value, wdl_or_null);
+}
+
+int nn_backend_parse_flag(const char *flag, const char *value, nn_backend_options *opt, char *err,
+			  size_t errlen)
+{
+	if (!strcmp(flag, "--backend")) {
+		if (nn_backend_kind_from_name(value, &opt->kind))
+			return 1;
+		snprintf(err, errlen, "--backend takes auto, cpu or cuda, got '%s'", value);
+		return -1;
+	}
+	if (!strcmp(flag, "--gpus"))
+		return nn_backend_parse_gpus(value, opt, err, errlen) ? 1 : -1;
+	if (!strcmp(flag, "--precision")) {
+		if (nn_precision_from_name(value, &opt->precision)) {
+			opt->precision_given = 1;
+			return 1;
+		}
+		snprintf(err, errlen, "--precision takes fp32, bf16, int8 or fp16, got '%s'", value);
+		return -1;
+	}
+	return 0;
+}
+
+/* Tries one CUDA backend per listed GPU; 0, or -1 with the reason in why. */
+static int set_open_cuda(nn_backend_set *s, const nn_net *net, int max_batch,
+			 const nn_backend_options *opt, char *why, size_t whylen)
+{
+	if (!nn_cuda_built()) {
+		snprintf(why, whylen, "this binary was built without CUDA");
+		return -1;
+	}
+	int devices = nn_cuda_device_count();
+	if (devices == 0) {
+		snprintf(why, whylen, "no CUDA device found");
+		return -1;
+	}
+	nn_backend_options o = *opt;
+	o.precision = opt->precision_given ? opt->precision : NN_PRECISION_FP16;
+	int n = opt->n_gpus > 0 ? opt->n_gpus : 1;
+	size_t at = (size_t)snprintf(s->what, sizeof(s->what), "cuda %s on GPU",
+				     nn_precision_name(o.precision));
+	for (int i = 0; i < n; i++) {
+		o.device = opt->n_gpus > 0 ? opt->gpus[i] : 0;
+		if (o.device >= devices) {
+			snprintf(why, whylen, "no CUDA device %d (%d present)", o.device, devices);
+			goto fail;
+		}
+		char e[512];
+		s->be[s->n] = nn_backend_new(&nn_backend_cuda, net, max_batch, &o, e, sizeof(e));
+		if (!s->be[s->n]) {
+			snprintf(why, whylen, "GPU %d: %s", o.device, e);
+			goto fail;
+		}
+		s->n++;
+		char name[128];
+		nn_cuda_device_name(o.device, name, sizeof(name));
+		if (at < sizeof(s->what))
+			at += (size_t)snprintf(s->what + at, sizeof(s->what) - at, "%s %d (%s)",
+					       i ? "," : "", o.device, name);
+	}
+	s->precision = o.precision;
+	return 0;
+fail:
+	nn_backend_set_close(s);
+	return -1;
+}
+
+int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
+			const nn_backend_options *opt, char *err, size_t errlen)
+{
+	memset(s, 0, sizeof(*s));
+	char why[600] = "";
+	if (opt->kind != NN_BACKEND_CPU && set_open_cuda(s, net, max_batch, opt, why, sizeof(why)) == 0)
+		return 0;
+	nn_backend_options o = *opt;
+	o.precision = opt->precision_given ? opt->precision : NN_PRECISION_FP32;
+	const char *note = "";
+	if (o.precision == NN_PRECISION_FP16) {
+		o.precision = NN_PRECISION_FP32;
+		note = ", fp16 is GPU-only";
+	}
+	s->be[0] = nn_backend_new(&nn_backend_cpu, net, max_batch, &o, err, errlen);
+	if (!s->be[0])
+		return -1;
+	s->n = 1;
+	s->precision = o.precision;
+	if (why[0])
+		snprintf(s->what, sizeof(s->what), "cpu %s (CUDA %s: %s%s)",
+			 nn_precision_name(o.precision),
+			 opt->kind == NN_BACKEND_CUDA ? "requested but not usable, falling back" : "not used",
+			 why, note);
+	else
+		snprintf(s->what, sizeof(s->what), "cpu %s%s", nn_precision_name(o.precision),
+			 note[0] ? " (fp16 is GPU-only)" : "");
+	return 0;
+}
+
+void nn_backend_set_close(nn_backend_set *s)
+{
+	for (int i = 0; i < s->n; i++)
+		nn_backend_free(s->be[i]);
+	s->n = 0;
 }

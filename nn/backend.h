@@ -29,7 +29,19 @@ typedef enum nn_precision {
 	NN_PRECISION_INT8 = 2, /* tower in u8/s8 with per-channel weight scales and
 				* activation scales calibrated at create (CPU:
 				* needs AVX-512 VNNI or AVX-VNNI to be fast) */
+	NN_PRECISION_FP16 = 3, /* CUDA only: fp16 activations and weights on the
+				* tensor cores, fp32 accumulation */
 } nn_precision;
+
+/* Which backend a front end asks for (--backend). */
+typedef enum nn_backend_kind {
+	NN_BACKEND_AUTO = 0, /* CUDA when a device is present, else the CPU */
+	NN_BACKEND_CPU = 1,
+	NN_BACKEND_CUDA = 2, /* falls back to the CPU, with a message, when no
+			      * device can be used */
+} nn_backend_kind;
+
+#define NN_MAX_GPUS 16
 
 typedef enum nn_conv_algo {
 	NN_CONV_AUTO = 0,     /* time Winograd and direct per layer, keep the faster */
@@ -46,6 +58,16 @@ typedef struct nn_backend_options {
 	int calib_positions;    /* int8: positions (random legal play, fixed seed)
 				 * whose fp32 activations set the scales; 0 =
 				 * NN_CALIB_POSITIONS_DEFAULT */
+	/* Selection by nn_backend_set_open (the backends themselves ignore it): */
+	nn_backend_kind kind;   /* --backend */
+	int gpus[NN_MAX_GPUS];  /* --gpus: devices, one backend and server each */
+	int n_gpus;             /* used entries of gpus; 0 = device 0 only */
+	int precision_given;    /* 1: the user chose the precision; else CUDA runs
+				 * fp16 and the CPU fp32 */
+	/* CUDA checking knobs: */
+	int cuda_no_fusion;     /* 1: plain convolution + separate bias/residual/
+				 * activation kernel instead of cuDNN's fused call */
+	int cuda_no_graphs;     /* 1: launch every forward eagerly, no CUDA graphs */
 } nn_backend_options;
 
 #define NN_CALIB_POSITIONS_DEFAULT 256
@@ -67,11 +89,20 @@ typedef struct nn_backend_ops {
 
 /* The CPU backend (nn/cpu/cpu_backend.c), always built. */
 extern const nn_backend_ops nn_backend_cpu;
+/* The CUDA backend (nn/cuda/cuda_backend.cu; in a build without CUDA or
+ * cuDNN, nn/cuda/fallback.c, whose create refuses with the reason). */
+extern const nn_backend_ops nn_backend_cuda;
 
-const char *nn_precision_name(nn_precision p); /* "fp32", "bf16", "int8" */
+const char *nn_precision_name(nn_precision p); /* "fp32", "bf16", "int8", "fp16" */
 bool nn_precision_from_name(const char *name, nn_precision *out);
-/* Defaults: threads 0, fp32, auto algorithm, device 0. */
+/* Defaults: threads 0, fp32, auto algorithm, device 0, backend auto. */
 nn_backend_options nn_backend_options_default(void);
+/* "auto", "cpu", "cuda" and back; false when unknown. */
+const char *nn_backend_kind_name(nn_backend_kind k);
+bool nn_backend_kind_from_name(const char *name, nn_backend_kind *out);
+/* Parses a --gpus list ("0", "0,1,3": distinct device numbers 0..63, at
+ * most NN_MAX_GPUS) into opt->gpus; false with a message otherwise. */
+bool nn_backend_parse_gpus(const char *s, nn_backend_options *opt, char *err, size_t errlen);
 
 /* A backend bound to its context, for callers that do not want to carry
  * the pair around. */
@@ -88,5 +119,32 @@ nn_backend *nn_backend_new(const nn_backend_ops *ops, const nn_net *net, int max
 void nn_backend_free(nn_backend *be);
 int nn_backend_forward(nn_backend *be, int batch, const float *planes, float *policy_logits,
 		       float *value, float *wdl_or_null);
+
+/* Parses the flags every front end shares: --backend auto|cpu|cuda, --gpus
+ * LIST, --precision fp32|bf16|int8|fp16 (which sets precision_given).
+ * Returns 1 when `flag` is one of them and `value` is good, 0 when it is
+ * not one of them, -1 with a message when the value is bad. */
+int nn_backend_parse_flag(const char *flag, const char *value, nn_backend_options *opt, char *err,
+			  size_t errlen);
+
+/* The backends a front end runs: one CPU backend, or one CUDA backend per
+ * GPU (each then gets its own evaluator server thread, stream and share of
+ * the queue). A value; close it with nn_backend_set_close. */
+typedef struct nn_backend_set {
+	nn_backend *be[NN_MAX_GPUS]; /* the backends, for eval_new */
+	int n;                       /* used entries */
+	nn_precision precision;      /* what they run */
+	char what[256];              /* e.g. "cuda fp16 on GPU 0 (NVIDIA H100)", or
+				      * "cpu fp32 (no CUDA device: ...)" */
+} nn_backend_set;
+
+/* Opens the backends that opt->kind asks for (see nn_backend_kind): auto
+ * and cuda try every listed GPU and fall back to the CPU when none is there
+ * or a CUDA context cannot be made (the reason goes into `what`; nothing
+ * crashes). 0, or -1 with a message when even the CPU backend fails. */
+int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
+			const nn_backend_options *opt, char *err, size_t errlen);
+/* Frees the backends; a zeroed or already closed set is fine. */
+void nn_backend_set_close(nn_backend_set *s);
 
 #endif

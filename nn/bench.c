@@ -8,11 +8,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "nn/cuda/cuda.h"
+
 static const char bench_nn_help[] =
 	"usage: sente bench nn [options]\n"
 	"\n"
-	"Measures network evaluations per second on the CPU backend and prints one\n"
-	"JSON line per batch size.\n"
+	"Measures network evaluations per second on a backend and prints one JSON\n"
+	"line per batch size. On CUDA the lines also carry the device, the\n"
+	"achieved TFLOP/s and tc_peak_fraction: that over the device's dense peak\n"
+	"(fp16: tensor cores; fp32: FMA units). Without a device, --backend cuda\n"
+	"says so on stderr and measures nothing.\n"
 	"\n"
 	"options:\n"
 	"  -w, --weights FILE  model to run (.sente, or Leela Zero v1 text/gzip);\n"
@@ -23,7 +28,10 @@ static const char bench_nn_help[] =
 	"  --size N            random network: Go board size (default 19)\n"
 	"  --batch LIST        batch sizes, comma-separated (default 1,8,32)\n"
 	"  --threads N         compute threads (default 0: the runtime's choice)\n"
-	"  --precision P       fp32, bf16 or int8; other than fp32, the lines also\n"
+	"  --backend B         cpu, cuda or auto (default cpu)\n"
+	"  --gpus N            CUDA device to measure (default 0)\n"
+	"  --precision P       fp32, bf16, int8 (CPU) or fp16, fp32 (CUDA; default\n"
+	"                      fp16 there); other than fp32, the lines also\n"
 	"                      carry the accuracy against an fp32 context on\n"
 	"                      --accuracy-positions positions of random play\n"
 	"  --calib N           int8: calibration positions (default 256)\n"
@@ -48,6 +56,7 @@ nn_bench_options nn_bench_options_default(void)
 	o.backend = nn_backend_options_default();
 	o.seed = 1;
 	o.accuracy_positions = 256;
+	o.backend.kind = NN_BACKEND_CPU;
 	return o;
 }
 
@@ -100,14 +109,15 @@ static bool bench_positions(const nn_arch *a, int n, uint64_t seed, float *plane
 
 /* Accuracy of `be` against an fp32 context of the same net over n
  * positions of random play, into acc. */
-static int bench_accuracy(const nn_bench_options *o, const nn_net *net, nn_backend *be,
-			  nn_bench_accuracy *acc, char *err, size_t errlen)
+static int bench_accuracy(const nn_bench_options *o, const nn_backend_options *bo,
+			  const nn_net *net, nn_backend *be, nn_bench_accuracy *acc, char *err,
+			  size_t errlen)
 {
 	int rc = -1;
 	const nn_arch *a = &net->arch;
 	int n = o->accuracy_positions, mb = be->max_batch;
 	size_t in_n = (size_t)a->in_planes * a->board_w * a->board_h, np = (size_t)a->policy_outputs;
-	nn_backend_options fo = o->backend;
+	nn_backend_options fo = *bo;
 	fo.precision = NN_PRECISION_FP32;
 	fo.verbose = 0;
 	nn_backend *ref = nn_backend_new(be->ops, net, mb, &fo, err, errlen);
@@ -202,15 +212,52 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 		nn_net_init_random(net, o->seed);
 	}
 	const nn_arch *a = &net->arch;
+	/* CUDA: the device asked for, else none; the CPU otherwise. */
+	const nn_backend_ops *ops = &nn_backend_cpu;
+	nn_backend_options bo = o->backend;
+	int cuda = 0;
+	if (o->backend.kind != NN_BACKEND_CPU) {
+		bo.device = o->backend.n_gpus > 0 ? o->backend.gpus[0] : 0;
+		if (bo.device < nn_cuda_device_count() && nn_cuda_backend_built()) {
+			cuda = 1;
+			ops = &nn_backend_cuda;
+			if (!o->backend.precision_given)
+				bo.precision = NN_PRECISION_FP16;
+		} else if (o->backend.kind == NN_BACKEND_CUDA) {
+			fprintf(stderr, "sente bench nn: skipped: %s\n",
+				!nn_cuda_backend_built() ? "this binary has no CUDA backend (no nvcc or cuDNN at build)"
+				: nn_cuda_device_count() == 0 ? "no CUDA device found"
+							       : "no such CUDA device");
+			rc = 0;
+			goto out;
+		}
+	}
 	double t_create = bench_now();
-	be = nn_backend_new(&nn_backend_cpu, net, max_batch, &o->backend, err, errlen);
+	be = nn_backend_new(ops, net, max_batch, &bo, err, errlen);
 	if (!be)
 		goto out;
 	t_create = bench_now() - t_create;
+	char dev_json[256] = "";
+	double peak = 0;
+	if (cuda) {
+		char name[128];
+		nn_cuda_device_name(bo.device, name, sizeof(name));
+		for (char *q = name; *q; q++)
+			if (*q == '"' || *q == '\\')
+				*q = '?';
+		peak = nn_cuda_peak_tflops(bo.device, bo.precision == NN_PRECISION_FP32);
+		snprintf(dev_json, sizeof(dev_json), ",\"device\":\"%s\",\"gpu\":%d,\"peak_tflops\":%.1f",
+			 name, bo.device, peak);
+		if (bo.verbose) {
+			char d[512];
+			be->ops->describe(be->ctx, d, sizeof(d));
+			fprintf(stderr, "%s\n", d);
+		}
+	}
 	char acc_json[512] = "";
-	if (o->backend.precision != NN_PRECISION_FP32 && o->accuracy_positions > 0) {
+	if (bo.precision != NN_PRECISION_FP32 && o->accuracy_positions > 0) {
 		nn_bench_accuracy acc;
-		if (bench_accuracy(o, net, be, &acc, err, errlen) < 0)
+		if (bench_accuracy(o, &bo, net, be, &acc, err, errlen) < 0)
 			goto out;
 		snprintf(acc_json, sizeof(acc_json),
 			 ",\"accuracy_positions\":%d,\"policy_max_abs_diff\":%.4g,\"policy_kl\":%.4g,"
@@ -256,14 +303,18 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 			t = bench_now() - t0;
 		} while (t < o->seconds);
 		double evals = (double)runs * b / t;
+		char tc_json[96] = "";
+		if (cuda)
+			snprintf(tc_json, sizeof(tc_json), ",\"tflops\":%.2f,\"tc_peak_fraction\":%.4f",
+				 evals * flops * 1e-12, peak > 0 ? evals * flops * 1e-12 / peak : 0.0);
 		printf("{\"bench\":\"nn\",\"backend\":\"%s\",\"precision\":\"%s\",\"game\":\"%s\","
 		       "\"blocks\":%d,\"channels\":%d,\"size\":%d,\"batch\":%d,\"threads\":%d,"
 		       "\"evals_per_s\":%.1f,\"ms_per_batch\":%.3f,\"gflops\":%.2f,"
-		       "\"create_s\":%.3f,\"omp_wait_policy\":\"%s\"%s}\n",
-		       be->ops->name, nn_precision_name(o->backend.precision),
+		       "\"create_s\":%.3f,\"omp_wait_policy\":\"%s\"%s%s%s}\n",
+		       be->ops->name, nn_precision_name(bo.precision),
 		       game_kind_name(a->game), a->blocks, a->channels, a->board_w, b,
 		       o->backend.threads, evals, 1e3 * t / runs, evals * flops * 1e-9, t_create,
-		       wait_policy, acc_json);
+		       wait_policy, dev_json, tc_json, acc_json);
 		fflush(stdout);
 	}
 	rc = 0;
@@ -328,7 +379,8 @@ int nn_bench_main(int argc, char **argv)
 		static const char *const valued[] = { "-w", "--weights", "--blocks", "--channels",
 						      "--size", "--game", "--batch", "--threads",
 						      "--precision", "--algo", "--seconds", "--seed",
-						      "--calib", "--accuracy-positions" };
+						      "--calib", "--accuracy-positions", "--backend",
+						      "--gpus" };
 		bool known = false;
 		for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
 			known |= !strcmp(f, valued[k]);
@@ -366,8 +418,13 @@ int nn_bench_main(int argc, char **argv)
 			ok = bench_int(v, 1, 1000000, &o.backend.calib_positions);
 		else if (!strcmp(f, "--accuracy-positions"))
 			ok = bench_int(v, 0, 100000, &o.accuracy_positions);
-		else if (!strcmp(f, "--precision"))
-			ok = nn_precision_from_name(v, &o.backend.precision);
+		else if (!strcmp(f, "--precision") || !strcmp(f, "--backend") || !strcmp(f, "--gpus")) {
+			char berr[256];
+			if (nn_backend_parse_flag(f, v, &o.backend, berr, sizeof(berr)) < 0) {
+				fprintf(stderr, "sente bench nn: %s\n", berr);
+				return 2;
+			}
+		}
 		else if (!strcmp(f, "--algo")) {
 			if (!strcmp(v, "auto"))
 				o.backend.algo = NN_CONV_AUTO;

@@ -17,7 +17,7 @@
  * started with it; freed when the last of them lets go. */
 typedef struct sp_model {
 	nn_net *net;       /* weights (inference form), NULL for uniform */
-	nn_backend *be;    /* its backend, NULL for uniform */
+	nn_backend_set bes; /* its backends (n = 0 for uniform) */
 	evaluator *ev;     /* the queue all games share */
 	int64_t id;        /* model id in the store (0 when unknown) */
 	int refs;          /* holders: the selfplay object and running games */
@@ -46,6 +46,7 @@ struct selfplay {
 	pthread_mutex_t mu;         /* guards model and counters */
 	pthread_mutex_t fn_mu;      /* one finished-game callback at a time */
 	sp_model *model;            /* the model new games take */
+	char backend[256];          /* what runs the newest model (guarded by mu) */
 	selfplay_stats stats;       /* totals */
 	uint64_t evals_done[4];     /* evaluator stats of models already freed */
 	/* Per run: */
@@ -146,7 +147,7 @@ static void model_release(selfplay *sp, sp_model *m)
 	if (!last)
 		return;
 	eval_free(m->ev);
-	nn_backend_free(m->be);
+	nn_backend_set_close(&m->bes);
 	nn_net_free(m->net);
 	free(m);
 }
@@ -179,25 +180,25 @@ int selfplay_set_model(selfplay *sp, const nn_net *net, int64_t model_id, char *
 		}
 		nn_net_fold_bn(m->net);
 		enc = m->net->arch.encoding;
-		m->be = nn_backend_new(&nn_backend_cpu, m->net, sp->opt.batch, &sp->opt.nn, err, errlen);
-		if (!m->be)
+		if (nn_backend_set_open(&m->bes, m->net, sp->opt.batch, &sp->opt.nn, err, errlen) < 0)
 			goto fail;
 	}
 	eval_options eo = eval_options_default();
 	eo.max_batch = sp->opt.batch;
 	eo.cache_bytes = sp->opt.cache_bytes;
 	eo.seed = sp->opt.seed ^ (uint64_t)model_id;
-	m->ev = eval_new(m->be ? &m->be : NULL, m->be ? 1 : 0, enc, &eo, err, errlen);
+	m->ev = eval_new(m->bes.be, m->bes.n, enc, &eo, err, errlen);
 	if (!m->ev)
 		goto fail;
 	pthread_mutex_lock(&sp->mu);
 	sp_model *old = sp->model;
 	sp->model = m;
+	snprintf(sp->backend, sizeof(sp->backend), "%s", m->bes.n ? m->bes.what : "none");
 	pthread_mutex_unlock(&sp->mu);
 	model_release(sp, old);
 	return 0;
 fail:
-	nn_backend_free(m->be);
+	nn_backend_set_close(&m->bes);
 	nn_net_free(m->net);
 	free(m);
 	return -1;
@@ -539,4 +540,11 @@ int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_
 	free(w);
 	sp->stats.seconds += now() - t0;
 	return sp->games_done_run;
+}
+
+void selfplay_backend(selfplay *sp, char *buf, size_t len)
+{
+	pthread_mutex_lock(&sp->mu);
+	snprintf(buf, len, "%s", sp->backend[0] ? sp->backend : "none");
+	pthread_mutex_unlock(&sp->mu);
 }

@@ -87,6 +87,8 @@ int selfplay_set_model(selfplay *sp, const nn_net *net, int64_t model_id, char *
 int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_fn fn, void *ctx,
 		     volatile sig_atomic_t *stop);
 
+/* Which backend runs the current model (nn_backend_set.what), or "none". */
+void selfplay_backend(selfplay *sp, char *buf, size_t len);
 /* Totals since selfplay_new. */
 void selfplay_get_stats(selfplay *sp, selfplay_stats *out);
 

@@ -1325,6 +1325,11 @@ static int cpu_create_ctx(const nn_net *net, int max_batch, const nn_backend_opt
 		snprintf(err, errlen, "max batch %d: must be 1..4096", max_batch);
 		return -1;
 	}
+	if (opt->precision == NN_PRECISION_FP16) {
+		snprintf(err, errlen, "fp16 runs on the CUDA backend only; the CPU runs fp32, "
+			 "bf16 or int8");
+		return -1;
+	}
 	if (opt->precision == NN_PRECISION_BF16 || opt->precision == NN_PRECISION_INT8) {
 		__builtin_cpu_init();
 		if (opt->precision == NN_PRECISION_BF16 && !__builtin_cpu_supports("avx512bf16")) {

@@ -1,7 +1,7 @@
 /* cuda.h: what the rest of sente may ask of the CUDA side, callable from C
  * whether or not the CUDA backend was built (without it, there are no
- * devices). The inference backend proper arrives in nn/cuda/ later and fills
- * the same backend table as the CPU one. */
+ * devices). The inference backend itself is nn_backend_cuda (nn/backend.h,
+ * nn/cuda/cuda_backend.cu). */
 #ifndef SENTE_NN_CUDA_H
 #define SENTE_NN_CUDA_H
 
@@ -19,6 +19,25 @@ int nn_cuda_device_count(void);
 /* Runs a small kernel on `device` and checks its result: 0 on success, 1 when
  * there is no such device, -1 on a CUDA error (described in err). */
 int nn_cuda_selftest(int device, char *err, size_t errlen);
+/* The device's name ("NVIDIA H100 80GB HBM3"), or "none". */
+void nn_cuda_device_name(int device, char *buf, size_t len);
+/* Dense tensor-core peak of the device in TFLOP/s for fp16 (fp32 accumulate)
+ * or, for fp32 = 1, plain fp32 FMA (no TF32: the fp32 path does not use
+ * it), from its name and properties; 0 when unknown. */
+double nn_cuda_peak_tflops(int device, int fp32);
+/* True when the CUDA backend was built with cuDNN and cuBLAS (without them
+ * nn_backend_cuda refuses every network). */
+int nn_cuda_backend_built(void);
+/* Loads cuDNN and cuBLAS (dlopen, once) and resolves every function the
+ * backend calls; needs no device. 0, or -1 with the reason (also when the
+ * backend was not built). */
+int nn_cuda_load_libraries(char *err, size_t errlen);
+/* Expands packed planes (nn/cuda/pack.h) on `device` with the kernel the
+ * backend uses, into NHWC floats [batch][hw][c_pad]: the device half of
+ * nn_unpack_planes_nhwc, for tests. 0, 1 when there is no device, -1 on a
+ * CUDA error. */
+int nn_cuda_expand_check(int device, int batch, int planes, int hw, int c_pad,
+			 const unsigned *packed, float *out, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
-/* fallback.c: the CUDA entry points of a binary built without CUDA: no
- * devices, so callers take the CPU path. */
+/* fallback.c: the device entry points of a binary built without CUDA: no
+ * devices, so callers take the CPU path. (The backend table for such a
+ * build, which refuses with the reason, is in cuda_backend.c.) */
 #ifndef SENTE_HAVE_CUDA
 #include "nn/cuda/cuda.h"
 
@@ -13,6 +14,11 @@ int nn_cuda_selftest(int device, char *err, size_t errlen)
 	snprintf(err, errlen, "built without CUDA (make CUDA=1 needs nvcc)");
 	return 1;
 }
+
+void nn_cuda_device_name(int device, char *buf, size_t len) { snprintf(buf, len, "none"); }
+
+double nn_cuda_peak_tflops(int device, int fp32) { return 0.0; }
+
 #else
 /* Built with CUDA: the entry points live in probe.cu. */
 typedef int nn_cuda_fallback_unused;

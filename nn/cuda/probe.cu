@@ -4,6 +4,8 @@
 #include "nn/cuda/cuda.h"
 #include "nn/cuda/cuda_common.h"
 
+#include <string.h>
+
 // y = a * x + y, one element per thread.
 __global__ void probe_axpy(int n, float a, const float *x, float *y)
 {
@@ -57,4 +59,52 @@ out:
 	cudaFree(y);
 	delete[] host;
 	return rc;
+}
+
+extern "C" void nn_cuda_device_name(int device, char *buf, size_t len)
+{
+	cudaDeviceProp p;
+	if (device < 0 || device >= nn_cuda_device_count() ||
+	    cudaGetDeviceProperties(&p, device) != cudaSuccess) {
+		cudaGetLastError();
+		snprintf(buf, len, "none");
+		return;
+	}
+	snprintf(buf, len, "%s", p.name);
+}
+
+// Dense peaks from the vendors' data sheets where the name says which
+// part it is; otherwise SMs x clock x per-SM rate of the architecture.
+extern "C" double nn_cuda_peak_tflops(int device, int fp32)
+{
+	static const struct {
+		const char *name; // substring of the device name
+		double fp16;      // dense fp16 tensor TFLOP/s (fp32 accumulate)
+		double fp32;      // fp32 FMA TFLOP/s
+	} known[] = {
+		{ "H100 PCIe", 756.0, 51.2 }, { "H100 NVL", 835.0, 60.0 },
+		{ "H100", 989.4, 66.9 },      { "H200", 989.4, 66.9 },
+		{ "H800", 989.4, 66.9 },      { "GH200", 989.4, 66.9 },
+		{ "A100", 312.0, 19.5 },      { "A800", 312.0, 19.5 },
+		{ "L40S", 362.1, 91.6 },      { "A10G", 70.0, 31.2 },
+		{ "L4", 121.0, 30.3 },        { "RTX 4090", 165.2, 82.6 },
+	};
+	char name[256];
+	nn_cuda_device_name(device, name, sizeof(name));
+	if (!strcmp(name, "none"))
+		return 0.0;
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strstr(name, known[i].name))
+			return fp32 ? known[i].fp32 : known[i].fp16;
+	int sms = 0, khz = 0, major = 0;
+	if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+		cudaGetLastError();
+		return 0.0;
+	}
+	// FLOPs per SM per clock: fp16 tensor (dense) and fp32 FMA.
+	double per_sm = fp32 ? (major >= 8 ? 256.0 : 128.0)
+			     : (major >= 9 ? 4096.0 : major >= 8 ? 2048.0 : major >= 7 ? 1024.0 : 0.0);
+	return sms * (khz * 1e3) * per_sm * 1e-12;
 }

@@ -1,0 +1,999 @@
+/* cuda_backend.c: the CUDA inference backend (nn_backend_cuda), the same
+ * function as the CPU backend computed on one GPU.
+ *
+ * Layout: activations NHWC, fp16 (tensor cores, fp32 accumulation) or fp32
+ * (for checking; FMA math, no TF32), every channel count padded to a
+ * multiple of 8 with zero weights. Convolutions are cuDNN's (legacy API,
+ * still in cuDNN 9 through libcudnn_cnn): cudnnConvolutionBiasActivationForward
+ * fuses conv + bias + ReLU, and for the second conv of a plain block the
+ * residual add too (z = skip); where cuDNN declines the fused call for a
+ * layer, that layer falls back to cudnnConvolutionForward plus our own
+ * bias/residual/ReLU kernel, for good. The policy FC and the value FC1 are
+ * cuBLAS GEMMs (fp16 in, fp32 out); squeeze-excitation, the input
+ * expansion and the heads' tail (value FC2, tanh or win/draw/loss softmax)
+ * are our kernels (kernels.cu). BN is folded and weights are converted to
+ * these layouts on the host at create (pack.c, tested without a device).
+ *
+ * Batches: a forward of n positions runs at the smallest "bucket" size >= n
+ * (powers of two and max_batch), so that every launch has a fixed shape:
+ * algorithms are chosen per bucket (cudnnFindConvolutionForwardAlgorithmEx)
+ * and each bucket's whole forward (upload, expansion, tower, heads,
+ * download) is captured once as a CUDA graph and replayed. Inputs travel
+ * bit-packed (pack.h) from a pinned buffer; a batch whose planes cannot be
+ * packed goes up as floats, launched eagerly. Everything is allocated at
+ * create for the max batch: two device allocations (weights, activations),
+ * two pinned host buffers.
+ *
+ * STATUS: written and compiled without a GPU. Its numerics, the fused
+ * paths and the graphs have not yet run on a device; tests/nn_cuda compares
+ * it with the CPU backend wherever a device is present.
+ */
+#include "nn/backend.h"
+#include "nn/cuda/cuda.h"
+
+#include <stdio.h>
+
+#if defined(SENTE_HAVE_CUDA) && defined(SENTE_HAVE_CUDNN)
+#include <cublas_v2.h>
+#include <cudnn.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/cuda/cuda_common.h"
+#include "nn/cuda/kernels.h"
+#include "nn/cuda/pack.h"
+
+
+/* cuDNN and cuBLAS are loaded with dlopen at the first create, not linked:
+ * linked, they cost every sente process (GTP on a CPU-only machine too)
+ * about 0.35 s and 220 MB at start. Every call below goes through this
+ * table (the #defines after it), filled by cb_dl_load. */
+#define CB_CUDNN_FUNCS(X) \
+	X(cudnnConvolutionBiasActivationForward) \
+	X(cudnnConvolutionForward) \
+	X(cudnnCreate) \
+	X(cudnnCreateActivationDescriptor) \
+	X(cudnnCreateConvolutionDescriptor) \
+	X(cudnnCreateFilterDescriptor) \
+	X(cudnnCreateTensorDescriptor) \
+	X(cudnnDestroy) \
+	X(cudnnDestroyActivationDescriptor) \
+	X(cudnnDestroyConvolutionDescriptor) \
+	X(cudnnDestroyFilterDescriptor) \
+	X(cudnnDestroyTensorDescriptor) \
+	X(cudnnFindConvolutionForwardAlgorithmEx) \
+	X(cudnnGetConvolutionForwardAlgorithm_v7) \
+	X(cudnnGetConvolutionForwardWorkspaceSize) \
+	X(cudnnGetErrorString) \
+	X(cudnnSetActivationDescriptor) \
+	X(cudnnSetConvolution2dDescriptor) \
+	X(cudnnSetConvolutionMathType) \
+	X(cudnnSetFilter4dDescriptor) \
+	X(cudnnSetStream) \
+	X(cudnnSetTensor4dDescriptor)
+#define CB_CUBLAS_FUNCS(X) \
+	X(cublasCreate_v2) \
+	X(cublasDestroy_v2) \
+	X(cublasGemmEx) \
+	X(cublasGetStatusString) \
+	X(cublasSetMathMode) \
+	X(cublasSetStream_v2) \
+	X(cublasSetWorkspace_v2)
+
+#define CB_DL_FIELD(f) __typeof__(&f) f;
+static struct {
+	CB_CUDNN_FUNCS(CB_DL_FIELD)
+	CB_CUBLAS_FUNCS(CB_DL_FIELD)
+} cb_dl;
+static pthread_once_t cb_dl_once = PTHREAD_ONCE_INIT;
+static char cb_dl_error[512]; /* "" when loaded */
+
+#define CB_STR_(x) #x
+#define CB_STR(x) CB_STR_(x)
+
+/* dlopen of a library by soname, then in the CUDA_HOME it was built with. */
+static void *cb_dl_open(const char *soname)
+{
+	void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+#ifdef SENTE_CUDA_LIB_DIR
+	if (!h) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/%s", SENTE_CUDA_LIB_DIR, soname);
+		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	}
+#endif
+	return h;
+}
+
+static void cb_dl_load(void)
+{
+	static const char *const dnn_so = "libcudnn.so." CB_STR(CUDNN_MAJOR);
+	static const char *const blas_so = "libcublas.so." CB_STR(CUBLAS_VER_MAJOR);
+	void *dnn = cb_dl_open(dnn_so), *blas = dnn ? cb_dl_open(blas_so) : NULL;
+	if (!dnn || !blas) {
+		snprintf(cb_dl_error, sizeof(cb_dl_error), "cannot load %s: %s", dnn ? blas_so : dnn_so,
+			 dlerror());
+		return;
+	}
+#define CB_DL_SYM(lib, f)                                                                  \
+	if (!(*(void **)&cb_dl.f = dlsym(lib, #f))) {                                      \
+		snprintf(cb_dl_error, sizeof(cb_dl_error), "%s has no %s", #lib, #f);      \
+		return;                                                                    \
+	}
+#define CB_DL_DNN(f) CB_DL_SYM(dnn, f)
+#define CB_DL_BLAS(f) CB_DL_SYM(blas, f)
+	CB_CUDNN_FUNCS(CB_DL_DNN)
+	CB_CUBLAS_FUNCS(CB_DL_BLAS)
+	/* Headers and library must agree on the major version. */
+	size_t v = 0;
+	void *ver = dlsym(dnn, "cudnnGetVersion");
+	if (ver)
+		v = ((size_t (*)(void))ver)();
+	if (v / 10000 != CUDNN_MAJOR && v / 1000 != CUDNN_MAJOR)
+		snprintf(cb_dl_error, sizeof(cb_dl_error), "%s reports version %zu, built for %d", dnn_so,
+			 v, CUDNN_MAJOR);
+}
+
+/* 0 when cuDNN and cuBLAS are usable, else -1 with the reason. */
+static int cb_dl_ready(char *err, size_t errlen)
+{
+	pthread_once(&cb_dl_once, cb_dl_load);
+	if (!cb_dl_error[0])
+		return 0;
+	snprintf(err, errlen, "%s", cb_dl_error);
+	return -1;
+}
+
+#define cudnnConvolutionBiasActivationForward cb_dl.cudnnConvolutionBiasActivationForward
+#define cudnnConvolutionForward cb_dl.cudnnConvolutionForward
+#define cudnnCreate cb_dl.cudnnCreate
+#define cudnnCreateActivationDescriptor cb_dl.cudnnCreateActivationDescriptor
+#define cudnnCreateConvolutionDescriptor cb_dl.cudnnCreateConvolutionDescriptor
+#define cudnnCreateFilterDescriptor cb_dl.cudnnCreateFilterDescriptor
+#define cudnnCreateTensorDescriptor cb_dl.cudnnCreateTensorDescriptor
+#define cudnnDestroy cb_dl.cudnnDestroy
+#define cudnnDestroyActivationDescriptor cb_dl.cudnnDestroyActivationDescriptor
+#define cudnnDestroyConvolutionDescriptor cb_dl.cudnnDestroyConvolutionDescriptor
+#define cudnnDestroyFilterDescriptor cb_dl.cudnnDestroyFilterDescriptor
+#define cudnnDestroyTensorDescriptor cb_dl.cudnnDestroyTensorDescriptor
+#define cudnnFindConvolutionForwardAlgorithmEx cb_dl.cudnnFindConvolutionForwardAlgorithmEx
+#define cudnnGetConvolutionForwardAlgorithm_v7 cb_dl.cudnnGetConvolutionForwardAlgorithm_v7
+#define cudnnGetConvolutionForwardWorkspaceSize cb_dl.cudnnGetConvolutionForwardWorkspaceSize
+#define cudnnGetErrorString cb_dl.cudnnGetErrorString
+#define cudnnSetActivationDescriptor cb_dl.cudnnSetActivationDescriptor
+#define cudnnSetConvolution2dDescriptor cb_dl.cudnnSetConvolution2dDescriptor
+#define cudnnSetConvolutionMathType cb_dl.cudnnSetConvolutionMathType
+#define cudnnSetFilter4dDescriptor cb_dl.cudnnSetFilter4dDescriptor
+#define cudnnSetStream cb_dl.cudnnSetStream
+#define cudnnSetTensor4dDescriptor cb_dl.cudnnSetTensor4dDescriptor
+#define cublasCreate_v2 cb_dl.cublasCreate_v2
+#define cublasDestroy_v2 cb_dl.cublasDestroy_v2
+#define cublasGemmEx cb_dl.cublasGemmEx
+#define cublasGetStatusString cb_dl.cublasGetStatusString
+#define cublasSetMathMode cb_dl.cublasSetMathMode
+#define cublasSetStream_v2 cb_dl.cublasSetStream_v2
+#define cublasSetWorkspace_v2 cb_dl.cublasSetWorkspace_v2
+
+#define CB_MAX_BUCKETS 16
+#define CB_WS_LIMIT ((size_t)256 << 20)   /* largest cuDNN workspace we accept */
+#define CB_CUBLAS_WS ((size_t)32 << 20)   /* cuBLAS workspace (graph capture) */
+#define CB_ALIGN 256
+
+/* Channel-count slots of the tensor descriptors. */
+enum { SLOT_IN, SLOT_TOWER, SLOT_POL, SLOT_VAL, N_SLOTS };
+/* Conv shapes that share an algorithm choice. */
+enum { SHAPE_INPUT, SHAPE_TOWER, SHAPE_POL, SHAPE_VAL, N_SHAPES };
+
+typedef struct cb_conv {
+	int cin, cout, k;      /* padded channels in and out, kernel size */
+	int in_slot, out_slot; /* descriptor slots of input and output */
+	int shape;             /* SHAPE_*: whose algorithm it uses */
+	void *w;               /* [cout][k][k][cin] (KRSC), storage type */
+	void *b;               /* [cout] bias, storage type (fused call) */
+	float *bf;             /* [cout] bias, fp32 (our epilogue kernel) */
+	cudnnFilterDescriptor_t wd;
+	cudnnConvolutionDescriptor_t cd;
+	cudnnTensorDescriptor_t bd; /* 1 x cout x 1 x 1 */
+	int fused;             /* 1 while cuDNN accepts the fused call */
+} cb_conv;
+
+typedef struct cb_se {
+	float *w1, *b1, *w2, *b2; /* fp32: [se][c], [se], [2c][se], [2c] */
+} cb_se;
+
+typedef struct cb_ctx {
+	nn_arch arch;           /* the net's shapes */
+	int device;             /* CUDA device index */
+	int max_batch;          /* largest forward */
+	int hw;                 /* board points */
+	nnk_dtype dt;           /* storage type of weights and activations */
+	size_t elt;             /* its size in bytes */
+	int cin, c, creal;      /* padded input planes, padded and real tower width */
+	int pp, vp;             /* padded policy and value conv widths */
+	int n_buckets;          /* used entries of bucket */
+	int bucket[CB_MAX_BUCKETS]; /* batch sizes launched, ascending */
+	size_t pstride;         /* 32-bit slots of one packed position */
+	size_t in_n;            /* floats of one position's planes */
+	int out_stride;         /* floats per output row: logits, value, wdl */
+	int verbose;            /* describe decisions on stderr */
+	int no_fusion;          /* never try the fused call */
+
+	cudaStream_t stream;    /* every launch and copy of this context */
+	cudnnHandle_t dnn;
+	cublasHandle_t blas;
+	cudnnDataType_t cdt;    /* cuDNN storage type */
+	cudnnActivationDescriptor_t relu, ident;
+	cudnnTensorDescriptor_t td[CB_MAX_BUCKETS][N_SLOTS]; /* NHWC activations */
+	cudnnConvolutionFwdAlgo_t algo[N_SHAPES][CB_MAX_BUCKETS];
+
+	cb_conv input;                    /* input conv */
+	cb_conv conv1[NN_MAX_BLOCKS], conv2[NN_MAX_BLOCKS]; /* the tower */
+	cb_se se[NN_MAX_BLOCKS];          /* SE weights; w1 NULL: plain block */
+	cb_conv pconv, vconv;             /* head convs */
+	void *pfc_w;                      /* [np][hw * pp], storage type */
+	float *pfc_b;                     /* [np] */
+	void *vfc1_w;                     /* [vhid][hw * vp], storage type */
+	float *vfc1_b, *vfc2_w, *vfc2_b;  /* fp32 */
+
+	void *wmem;             /* the one device allocation of the weights */
+	void *amem;             /* the one device allocation of the activations */
+	void *act[3];           /* tower activations [max][hw][c] */
+	void *xin;              /* expanded input [max][hw][cin] */
+	void *pact, *vact;      /* head conv outputs [max][hw][pp|vp] */
+	float *vh;              /* value FC1 output [max][vhid] */
+	float *gates;           /* SE gates [max][2 * creal] */
+	float *dout;            /* outputs [max][out_stride] */
+	uint32_t *dpacked;      /* packed input [max][pstride] */
+	float *dplanes;         /* float input [max][in_n] (unpackable batches) */
+	void *ws;               /* cuDNN workspace */
+	size_t ws_bytes;
+	void *blas_ws;          /* cuBLAS workspace */
+	uint32_t *hpacked;      /* pinned: packed input */
+	float *hplanes;         /* pinned: float input */
+	float *hout;            /* pinned: outputs */
+
+	cudaGraphExec_t graph[CB_MAX_BUCKETS]; /* per bucket, NULL: eager */
+	int capturing;          /* inside a stream capture: no fallbacks */
+	int n_fused;            /* layers running the fused call (for describe) */
+	char graph_note[160];   /* why graphs are off, or "" */
+} cb_ctx;
+
+static size_t cb_align(size_t n) { return (n + CB_ALIGN - 1) / CB_ALIGN * CB_ALIGN; }
+
+/* Carves `bytes` from base at *off; with base NULL only counts. */
+static void *cb_carve(char *base, size_t *off, size_t bytes)
+{
+	void *p = base ? base + *off : NULL;
+	*off += cb_align(bytes);
+	return p;
+}
+
+/* Weights staging: in the counting pass host is NULL. */
+typedef struct cb_stage {
+	char *host;  /* staging copy of the device weights, or NULL: count */
+	char *dev;   /* device base */
+	size_t off;  /* bytes used */
+	size_t elt;  /* storage type size */
+} cb_stage;
+
+/* Puts n floats (as the storage type when as_store, else fp32); returns
+ * the device address (NULL in the counting pass). */
+static void *cb_put(cb_stage *s, const float *src, size_t n, int as_store)
+{
+	size_t esz = as_store ? s->elt : sizeof(float);
+	size_t at = s->off;
+	s->off += cb_align(n * esz);
+	if (!s->host)
+		return NULL;
+	if (esz == sizeof(float)) {
+		memcpy(s->host + at, src, n * sizeof(float));
+	} else {
+		uint16_t *h = (uint16_t *)(s->host + at);
+		for (size_t i = 0; i < n; i++)
+			h[i] = nn_half_from_float(src[i]);
+	}
+	return s->dev + at;
+}
+
+/* Converts one conv (BN folded, KRSC, padded) into the stage. */
+static int cb_stage_conv(cb_ctx *c, cb_stage *s, const nn_net *net, const nn_conv *src,
+			 cb_conv *l, float *tmp_w, float *tmp_k, float *tmp_b)
+{
+	if (s->host) {
+		nn_conv_folded(net, src, tmp_w, tmp_b);
+		nn_conv_to_krsc(tmp_w, src->c_out, src->c_in, src->k, l->cout, l->cin, tmp_k);
+		for (int i = src->c_out; i < l->cout; i++)
+			tmp_b[i] = 0.0f;
+	}
+	size_t nw = (size_t)l->cout * l->k * l->k * l->cin;
+	l->w = cb_put(s, tmp_k, nw, 1);
+	l->b = cb_put(s, tmp_b, (size_t)l->cout, 1);
+	l->bf = cb_put(s, tmp_b, (size_t)l->cout, 0);
+	return 0;
+}
+
+/* Lays out (counting pass: host NULL) or fills every weight. */
+static void cb_stage_all(cb_ctx *c, cb_stage *s, const nn_net *net, float *tw, float *tk,
+			 float *tb)
+{
+	const nn_arch *a = &net->arch;
+	cb_stage_conv(c, s, net, &net->input, &c->input, tw, tk, tb);
+	for (int i = 0; i < a->blocks; i++) {
+		const nn_block *b = &net->block[i];
+		cb_stage_conv(c, s, net, &b->conv1, &c->conv1[i], tw, tk, tb);
+		cb_stage_conv(c, s, net, &b->conv2, &c->conv2[i], tw, tk, tb);
+		if (b->se1.w) {
+			cb_se *e = &c->se[i];
+			e->w1 = cb_put(s, b->se1.w, (size_t)b->se1.n_out * b->se1.n_in, 0);
+			e->b1 = cb_put(s, b->se1.b, (size_t)b->se1.n_out, 0);
+			e->w2 = cb_put(s, b->se2.w, (size_t)b->se2.n_out * b->se2.n_in, 0);
+			e->b2 = cb_put(s, b->se2.b, (size_t)b->se2.n_out, 0);
+			if (!s->host) /* mark as SE in the counting pass too */
+				e->w1 = (float *)(uintptr_t)1;
+		}
+	}
+	cb_stage_conv(c, s, net, &net->policy_conv, &c->pconv, tw, tk, tb);
+	cb_stage_conv(c, s, net, &net->value_conv, &c->vconv, tw, tk, tb);
+	if (s->host)
+		nn_fc_nchw_to_nhwc(net->policy_fc.w, a->policy_outputs, a->policy_channels, c->hw,
+				   c->pp, tk);
+	c->pfc_w = cb_put(s, tk, (size_t)a->policy_outputs * c->hw * c->pp, 1);
+	c->pfc_b = cb_put(s, net->policy_fc.b, (size_t)a->policy_outputs, 0);
+	if (s->host)
+		nn_fc_nchw_to_nhwc(net->value_fc1.w, a->value_hidden, a->value_channels, c->hw,
+				   c->vp, tk);
+	c->vfc1_w = cb_put(s, tk, (size_t)a->value_hidden * c->hw * c->vp, 1);
+	c->vfc1_b = cb_put(s, net->value_fc1.b, (size_t)a->value_hidden, 0);
+	c->vfc2_w = cb_put(s, net->value_fc2.w, (size_t)a->value_outputs * a->value_hidden, 0);
+	c->vfc2_b = cb_put(s, net->value_fc2.b, (size_t)a->value_outputs, 0);
+}
+
+/* Descriptors of one conv layer. */
+static int cb_conv_init(cb_ctx *c, cb_conv *l, int cin, int cout, int k, int in_slot,
+			int out_slot, int shape, char *err, size_t errlen)
+{
+	int rc = 0;
+	l->cin = cin;
+	l->cout = cout;
+	l->k = k;
+	l->in_slot = in_slot;
+	l->out_slot = out_slot;
+	l->shape = shape;
+	l->fused = !c->no_fusion;
+	CUDNN_CHECK(cudnnCreateFilterDescriptor(&l->wd));
+	CUDNN_CHECK(cudnnSetFilter4dDescriptor(l->wd, c->cdt, CUDNN_TENSOR_NHWC, cout, cin, k, k));
+	CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&l->cd));
+	CUDNN_CHECK(cudnnSetConvolution2dDescriptor(l->cd, k / 2, k / 2, 1, 1, 1, 1,
+						    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+	CUDNN_CHECK(cudnnSetConvolutionMathType(
+		l->cd, c->dt == NNK_F16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+	CUDNN_CHECK(cudnnCreateTensorDescriptor(&l->bd));
+	CUDNN_CHECK(cudnnSetTensor4dDescriptor(l->bd, CUDNN_TENSOR_NHWC, c->cdt, 1, cout, 1, 1));
+out:
+	return rc;
+}
+
+static void cb_conv_free(cb_conv *l)
+{
+	if (l->wd)
+		cudnnDestroyFilterDescriptor(l->wd);
+	if (l->cd)
+		cudnnDestroyConvolutionDescriptor(l->cd);
+	if (l->bd)
+		cudnnDestroyTensorDescriptor(l->bd);
+}
+
+/* Runs conv l at bucket bi: y = act(conv(x) + bias + res); res may be NULL. */
+static int cb_conv_run(cb_ctx *c, cb_conv *l, int bi, const void *x, void *y, const void *res,
+		       int relu, char *err, size_t errlen)
+{
+	int rc = 0;
+	const float one = 1.0f, zero = 0.0f;
+	cudnnTensorDescriptor_t xd = c->td[bi][l->in_slot], yd = c->td[bi][l->out_slot];
+	cudnnConvolutionFwdAlgo_t algo = c->algo[l->shape][bi];
+	if (l->fused) {
+		/* cuDNN allows the identity activation with this algorithm only. */
+		cudnnConvolutionFwdAlgo_t fa =
+			relu ? algo : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+		cudnnStatus_t s = cudnnConvolutionBiasActivationForward(
+			c->dnn, &one, xd, x, l->wd, l->w, l->cd, fa, c->ws, c->ws_bytes,
+			res ? &one : &zero, yd, res ? res : y, l->bd, l->b,
+			relu ? c->relu : c->ident, yd, y);
+		if (s == CUDNN_STATUS_SUCCESS)
+			return 0;
+		if (c->capturing) {
+			snprintf(err, errlen, "%s:%d: fused convolution during capture: %s", __FILE__,
+				 __LINE__, cudnnGetErrorString(s));
+			return -1;
+		}
+		/* Declined: this layer takes the plain path from now on. */
+		cudaGetLastError();
+		l->fused = 0;
+		if (c->verbose)
+			fprintf(stderr, "cuda: fused conv %dx%d %d->%d declined (%s), plain path\n",
+				l->k, l->k, l->cin, l->cout, cudnnGetErrorString(s));
+	}
+	CUDNN_CHECK(cudnnConvolutionForward(c->dnn, &one, xd, x, l->wd, l->w, l->cd, algo, c->ws,
+					    c->ws_bytes, &zero, yd, y));
+	CUDA_CHECK(nnk_bias_res_act(c->dt, y, l->bf, res, (long)c->bucket[bi] * c->hw, l->cout, relu,
+				    c->stream));
+out:
+	return rc;
+}
+
+/* y[n][m] (row stride ldc) = x[n][k] . w[m][k]^T, fp32 out. */
+static int cb_gemm(cb_ctx *c, int n, int m, int k, const void *w, const void *x, float *y,
+		   int ldc, char *err, size_t errlen)
+{
+	int rc = 0;
+	const float one = 1.0f, zero = 0.0f;
+	cudaDataType_t t = c->dt == NNK_F16 ? CUDA_R_16F : CUDA_R_32F;
+	CUBLAS_CHECK(cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, w, t, k, x, t, k,
+				  &zero, y, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+out:
+	return rc;
+}
+
+/* Enqueues the whole forward of bucket bi on the stream: upload (packed
+ * or float), tower, heads, download into hout. */
+static int cb_enqueue(cb_ctx *c, int bi, int packed, char *err, size_t errlen)
+{
+	int rc = 0;
+	const nn_arch *a = &c->arch;
+	int n = c->bucket[bi];
+	if (packed) {
+		CUDA_CHECK(cudaMemcpyAsync(c->dpacked, c->hpacked, sizeof(uint32_t) * c->pstride * n,
+					   cudaMemcpyHostToDevice, c->stream));
+		CUDA_CHECK(nnk_expand_packed(c->dt, c->dpacked, n, a->in_planes, c->hw, c->cin, c->xin,
+					     c->stream));
+	} else {
+		CUDA_CHECK(cudaMemcpyAsync(c->dplanes, c->hplanes, sizeof(float) * c->in_n * n,
+					   cudaMemcpyHostToDevice, c->stream));
+		CUDA_CHECK(nnk_expand_float(c->dt, c->dplanes, n, a->in_planes, c->hw, c->cin, c->xin,
+					    c->stream));
+	}
+	void *cur = c->act[0], *t = c->act[1], *u = c->act[2], *sw;
+	if (cb_conv_run(c, &c->input, bi, c->xin, cur, NULL, 1, err, errlen) < 0)
+		return -1;
+	for (int i = 0; i < a->blocks; i++) {
+		if (cb_conv_run(c, &c->conv1[i], bi, cur, t, NULL, 1, err, errlen) < 0)
+			return -1;
+		if (c->se[i].w1) {
+			const cb_se *e = &c->se[i];
+			if (cb_conv_run(c, &c->conv2[i], bi, t, u, NULL, 0, err, errlen) < 0)
+				return -1;
+			CUDA_CHECK(nnk_se_gates(c->dt, u, n, c->hw, c->c, c->creal, a->se_channels, e->w1,
+						e->b1, e->w2, e->b2, c->gates, c->stream));
+			CUDA_CHECK(nnk_se_apply(c->dt, u, cur, c->gates, t, n, c->hw, c->c, c->creal,
+						c->stream));
+			sw = cur, cur = t, t = sw; /* t holds the block's output */
+		} else {
+			if (cb_conv_run(c, &c->conv2[i], bi, t, u, cur, 1, err, errlen) < 0)
+				return -1;
+			sw = cur, cur = u, u = sw;
+		}
+	}
+	if (cb_conv_run(c, &c->pconv, bi, cur, c->pact, NULL, 1, err, errlen) < 0 ||
+	    cb_gemm(c, n, a->policy_outputs, c->hw * c->pp, c->pfc_w, c->pact, c->dout,
+		    c->out_stride, err, errlen) < 0)
+		return -1;
+	if (cb_conv_run(c, &c->vconv, bi, cur, c->vact, NULL, 1, err, errlen) < 0 ||
+	    cb_gemm(c, n, a->value_hidden, c->hw * c->vp, c->vfc1_w, c->vact, c->vh, a->value_hidden,
+		    err, errlen) < 0)
+		return -1;
+	CUDA_CHECK(nnk_heads_finish(c->dout, c->out_stride, a->policy_outputs, c->pfc_b, c->vh,
+				    a->value_hidden, c->vfc1_b, c->vfc2_w, c->vfc2_b, a->value_outputs,
+				    n, c->stream));
+	CUDA_CHECK(cudaMemcpyAsync(c->hout, c->dout, sizeof(float) * c->out_stride * n,
+				   cudaMemcpyDeviceToHost, c->stream));
+out:
+	return rc;
+}
+
+static int cb_bucket_of(const cb_ctx *c, int batch)
+{
+	for (int i = 0; i < c->n_buckets; i++)
+		if (c->bucket[i] >= batch)
+			return i;
+	return c->n_buckets - 1;
+}
+
+static int cb_forward(void *ctx, int batch, const float *planes, float *policy_logits,
+		      float *value, float *wdl)
+{
+	cb_ctx *c = ctx;
+	char err[512];
+	size_t errlen = sizeof(err);
+	int rc = 0;
+	int bi = cb_bucket_of(c, batch);
+	const nn_arch *a = &c->arch;
+	CUDA_CHECK(cudaSetDevice(c->device));
+	if (nn_pack_planes(batch, a->in_planes, c->hw, planes, c->hpacked)) {
+		if (c->graph[bi])
+			CUDA_CHECK(cudaGraphLaunch(c->graph[bi], c->stream));
+		else if (cb_enqueue(c, bi, 1, err, errlen) < 0)
+			goto fail;
+	} else {
+		memcpy(c->hplanes, planes, sizeof(float) * c->in_n * batch);
+		if (cb_enqueue(c, bi, 0, err, errlen) < 0)
+			goto fail;
+	}
+	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+	for (int i = 0; i < batch; i++) {
+		const float *row = c->hout + (size_t)i * c->out_stride;
+		memcpy(policy_logits + (size_t)i * a->policy_outputs, row,
+		       sizeof(float) * a->policy_outputs);
+		value[i] = row[a->policy_outputs];
+		if (wdl)
+			memcpy(wdl + (size_t)i * 3, row + a->policy_outputs + 1, sizeof(float) * 3);
+	}
+out:
+	if (rc < 0)
+		fprintf(stderr, "cuda backend: %s\n", err);
+	return rc;
+fail:
+	fprintf(stderr, "cuda backend: %s\n", err);
+	return -1;
+}
+
+static void cb_destroy(void *ctx)
+{
+	cb_ctx *c = ctx;
+	if (!c)
+		return;
+	cudaSetDevice(c->device);
+	if (c->stream)
+		cudaStreamSynchronize(c->stream);
+	for (int i = 0; i < CB_MAX_BUCKETS; i++) {
+		if (c->graph[i])
+			cudaGraphExecDestroy(c->graph[i]);
+		for (int s = 0; s < N_SLOTS; s++)
+			if (c->td[i][s])
+				cudnnDestroyTensorDescriptor(c->td[i][s]);
+	}
+	cb_conv_free(&c->input);
+	for (int i = 0; i < c->arch.blocks; i++) {
+		cb_conv_free(&c->conv1[i]);
+		cb_conv_free(&c->conv2[i]);
+	}
+	cb_conv_free(&c->pconv);
+	cb_conv_free(&c->vconv);
+	if (c->relu)
+		cudnnDestroyActivationDescriptor(c->relu);
+	if (c->ident)
+		cudnnDestroyActivationDescriptor(c->ident);
+	if (c->blas)
+		cublasDestroy(c->blas);
+	if (c->dnn)
+		cudnnDestroy(c->dnn);
+	cudaFree(c->wmem);
+	cudaFree(c->amem);
+	cudaFree(c->ws);
+	cudaFree(c->blas_ws);
+	cudaFreeHost(c->hpacked);
+	cudaFreeHost(c->hplanes);
+	cudaFreeHost(c->hout);
+	if (c->stream)
+		cudaStreamDestroy(c->stream);
+	cudaGetLastError();
+	free(c);
+}
+
+/* Chooses the algorithm of each conv shape at each bucket: timed by cuDNN
+ * when a scratch workspace can be had, else its heuristics. Leaves the
+ * largest workspace any choice needs in *need. */
+static int cb_choose_algos(cb_ctx *c, size_t *need, char *err, size_t errlen)
+{
+	int rc = 0;
+	void *scratch = NULL;
+	size_t scratch_bytes = CB_WS_LIMIT;
+	if (cudaMalloc(&scratch, scratch_bytes) != cudaSuccess) {
+		cudaGetLastError();
+		scratch = NULL;
+		scratch_bytes = 0;
+	}
+	struct {
+		cb_conv *l;
+		const void *x;
+		void *y;
+	} rep[N_SHAPES] = {
+		[SHAPE_INPUT] = { &c->input, c->xin, c->act[0] },
+		[SHAPE_TOWER] = { c->arch.blocks ? &c->conv1[0] : NULL, c->act[0], c->act[1] },
+		[SHAPE_POL] = { &c->pconv, c->act[0], c->pact },
+		[SHAPE_VAL] = { &c->vconv, c->act[0], c->vact },
+	};
+	*need = 0;
+	for (int sh = 0; sh < N_SHAPES; sh++) {
+		cb_conv *l = rep[sh].l;
+		if (!l)
+			continue;
+		for (int bi = 0; bi < c->n_buckets; bi++) {
+			cudnnTensorDescriptor_t xd = c->td[bi][l->in_slot], yd = c->td[bi][l->out_slot];
+			cudnnConvolutionFwdAlgoPerf_t perf[8];
+			int got = 0, found = 0;
+			if (scratch &&
+			    cudnnFindConvolutionForwardAlgorithmEx(c->dnn, xd, rep[sh].x, l->wd, l->w, l->cd,
+								   yd, rep[sh].y, 8, &got, perf, scratch,
+								   scratch_bytes) != CUDNN_STATUS_SUCCESS)
+				got = 0;
+			if (got == 0)
+				CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(c->dnn, xd, l->wd, l->cd, yd,
+										   8, &got, perf));
+			for (int i = 0; i < got && !found; i++)
+				if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= CB_WS_LIMIT) {
+					c->algo[sh][bi] = perf[i].algo;
+					if (perf[i].memory > *need)
+						*need = perf[i].memory;
+					found = 1;
+				}
+			if (!found) {
+				snprintf(err, errlen, "cuDNN has no algorithm for a %dx%d conv %d->%d at batch %d",
+					 l->k, l->k, l->cin, l->cout, c->bucket[bi]);
+				rc = -1;
+				goto out;
+			}
+			/* The fused call with the identity activation (SE blocks) needs this one. */
+			size_t ws = 0;
+			if (cudnnGetConvolutionForwardWorkspaceSize(
+				    c->dnn, xd, l->wd, l->cd, yd,
+				    CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, &ws) == CUDNN_STATUS_SUCCESS &&
+			    ws > *need && ws <= CB_WS_LIMIT)
+				*need = ws;
+			if (c->verbose)
+				fprintf(stderr, "cuda: conv %dx%d %d->%d batch %d: algorithm %d\n", l->k, l->k,
+					l->cin, l->cout, c->bucket[bi], (int)c->algo[sh][bi]);
+		}
+	}
+out:
+	cudaFree(scratch);
+	cudaGetLastError();
+	return rc;
+}
+
+/* Runs every bucket once (cuDNN may decline fused calls here, and lazy
+ * module loading happens), then captures each as a graph. A failed capture
+ * turns graphs off and is not an error. */
+static int cb_warm_and_capture(cb_ctx *c, int want_graphs, char *err, size_t errlen)
+{
+	int rc = 0;
+	for (int bi = c->n_buckets - 1; bi >= 0; bi--)
+		if (cb_enqueue(c, bi, 1, err, errlen) < 0)
+			return -1;
+	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+	/* A second pass: layers declined in the first run went plain for all. */
+	for (int bi = c->n_buckets - 1; bi >= 0; bi--)
+		if (cb_enqueue(c, bi, 1, err, errlen) < 0)
+			return -1;
+	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+	if (!want_graphs) {
+		snprintf(c->graph_note, sizeof(c->graph_note), "off (asked)");
+		return 0;
+	}
+	for (int bi = 0; bi < c->n_buckets; bi++) {
+		cudaGraph_t g = NULL;
+		char cerr[512] = "";
+		cudaError_t e = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal);
+		int r = -1;
+		if (e == cudaSuccess) {
+			c->capturing = 1;
+			r = cb_enqueue(c, bi, 1, cerr, sizeof(cerr));
+			c->capturing = 0;
+			e = cudaStreamEndCapture(c->stream, &g);
+		}
+		if (e == cudaSuccess && r == 0)
+			e = cudaGraphInstantiate(&c->graph[bi], g, 0);
+		if (g)
+			cudaGraphDestroy(g);
+		if (e != cudaSuccess || r != 0) {
+			snprintf(c->graph_note, sizeof(c->graph_note), "off (capture failed: %s)",
+				 r ? cerr : cudaGetErrorString(e));
+			cudaGetLastError();
+			for (int i = 0; i < c->n_buckets; i++)
+				if (c->graph[i]) {
+					cudaGraphExecDestroy(c->graph[i]);
+					c->graph[i] = NULL;
+				}
+			if (c->verbose)
+				fprintf(stderr, "cuda: graphs %s\n", c->graph_note);
+			return 0;
+		}
+	}
+	/* One replay each, checked, before they serve. */
+	for (int bi = 0; bi < c->n_buckets; bi++)
+		CUDA_CHECK(cudaGraphLaunch(c->graph[bi], c->stream));
+	CUDA_CHECK(cudaStreamSynchronize(c->stream));
+out:
+	return rc;
+}
+
+static int cb_create(const nn_net *net, int max_batch, const nn_backend_options *opt,
+		     void **out_ctx, char *err, size_t errlen)
+{
+	int rc = 0;
+	const nn_arch *a = &net->arch;
+	float *tw = NULL, *tk = NULL, *tb = NULL;
+	char *stage_host = NULL;
+	cb_ctx *c = NULL;
+	*out_ctx = NULL;
+	if (opt->precision != NN_PRECISION_FP16 && opt->precision != NN_PRECISION_FP32) {
+		snprintf(err, errlen, "the CUDA backend runs fp16 or fp32, not %s",
+			 nn_precision_name(opt->precision));
+		return -1;
+	}
+	if (max_batch < 1 || max_batch > 4096) {
+		snprintf(err, errlen, "max batch %d: must be 1..4096", max_batch);
+		return -1;
+	}
+	if (nn_arch_check(a, err, errlen) < 0)
+		return -1;
+	if (cb_dl_ready(err, errlen) < 0)
+		return -1;
+	if (opt->device < 0 || opt->device >= nn_cuda_device_count()) {
+		snprintf(err, errlen, "no CUDA device %d", opt->device);
+		return -1;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	c->arch = *a;
+	c->device = opt->device;
+	c->max_batch = max_batch;
+	c->hw = a->board_w * a->board_h;
+	c->dt = opt->precision == NN_PRECISION_FP16 ? NNK_F16 : NNK_F32;
+	c->elt = c->dt == NNK_F16 ? 2 : 4;
+	c->cdt = c->dt == NNK_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+	c->cin = nn_pad8(a->in_planes);
+	c->creal = a->channels;
+	c->c = nn_pad8(a->channels);
+	c->pp = nn_pad8(a->policy_channels);
+	c->vp = nn_pad8(a->value_channels);
+	c->pstride = nn_pack_stride(a->in_planes, c->hw);
+	c->in_n = (size_t)a->in_planes * c->hw;
+	c->out_stride = a->policy_outputs + 4;
+	c->verbose = opt->verbose;
+	c->no_fusion = opt->cuda_no_fusion;
+	for (int b = 1; b < max_batch && c->n_buckets < CB_MAX_BUCKETS - 1; b *= 2)
+		c->bucket[c->n_buckets++] = b;
+	c->bucket[c->n_buckets++] = max_batch;
+
+	CUDA_CHECK(cudaSetDevice(c->device));
+	CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+	CUDNN_CHECK(cudnnCreate(&c->dnn));
+	CUDNN_CHECK(cudnnSetStream(c->dnn, c->stream));
+	CUBLAS_CHECK(cublasCreate(&c->blas));
+	CUBLAS_CHECK(cublasSetStream(c->blas, c->stream));
+	CUBLAS_CHECK(cublasSetMathMode(c->blas, c->dt == NNK_F16 ? CUBLAS_DEFAULT_MATH
+								 : CUBLAS_PEDANTIC_MATH));
+	CUDA_CHECK(cudaMalloc(&c->blas_ws, CB_CUBLAS_WS));
+	CUBLAS_CHECK(cublasSetWorkspace(c->blas, c->blas_ws, CB_CUBLAS_WS));
+	CUDNN_CHECK(cudnnCreateActivationDescriptor(&c->relu));
+	CUDNN_CHECK(cudnnSetActivationDescriptor(c->relu, CUDNN_ACTIVATION_RELU,
+						 CUDNN_NOT_PROPAGATE_NAN, 0.0));
+	CUDNN_CHECK(cudnnCreateActivationDescriptor(&c->ident));
+	CUDNN_CHECK(cudnnSetActivationDescriptor(c->ident, CUDNN_ACTIVATION_IDENTITY,
+						 CUDNN_NOT_PROPAGATE_NAN, 0.0));
+	{
+		const int slot_c[N_SLOTS] = { c->cin, c->c, c->pp, c->vp };
+		for (int bi = 0; bi < c->n_buckets; bi++)
+			for (int s = 0; s < N_SLOTS; s++) {
+				CUDNN_CHECK(cudnnCreateTensorDescriptor(&c->td[bi][s]));
+				CUDNN_CHECK(cudnnSetTensor4dDescriptor(c->td[bi][s], CUDNN_TENSOR_NHWC, c->cdt,
+								       c->bucket[bi], slot_c[s], a->board_h,
+								       a->board_w));
+			}
+	}
+	if (cb_conv_init(c, &c->input, c->cin, c->c, 3, SLOT_IN, SLOT_TOWER, SHAPE_INPUT, err,
+			 errlen) < 0)
+		goto fail;
+	for (int i = 0; i < a->blocks; i++)
+		if (cb_conv_init(c, &c->conv1[i], c->c, c->c, 3, SLOT_TOWER, SLOT_TOWER, SHAPE_TOWER,
+				 err, errlen) < 0 ||
+		    cb_conv_init(c, &c->conv2[i], c->c, c->c, 3, SLOT_TOWER, SLOT_TOWER, SHAPE_TOWER,
+				 err, errlen) < 0)
+			goto fail;
+	if (cb_conv_init(c, &c->pconv, c->c, c->pp, 1, SLOT_TOWER, SLOT_POL, SHAPE_POL, err,
+			 errlen) < 0 ||
+	    cb_conv_init(c, &c->vconv, c->c, c->vp, 1, SLOT_TOWER, SLOT_VAL, SHAPE_VAL, err,
+			 errlen) < 0)
+		goto fail;
+
+	/* Weights: count, allocate, fill a host copy, one upload. */
+	{
+		/* Scratch for the largest tensor, padded. */
+		size_t need[] = {
+			(size_t)c->c * 9 * c->c, (size_t)c->c * 9 * c->cin, (size_t)c->pp * c->c,
+			(size_t)c->vp * c->c, (size_t)a->policy_outputs * c->hw * c->pp,
+			(size_t)a->value_hidden * c->hw * c->vp,
+		};
+		size_t big = 0;
+		for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+			if (need[i] > big)
+				big = need[i];
+		tw = malloc(sizeof(float) * big);
+		tk = malloc(sizeof(float) * big);
+		tb = malloc(sizeof(float) * (NN_MAX_CHANNELS + 8));
+		if (!tw || !tk || !tb)
+			goto oom;
+		cb_stage st = { .host = NULL, .dev = NULL, .off = 0, .elt = c->elt };
+		cb_stage_all(c, &st, net, tw, tk, tb);
+		size_t total = st.off;
+		CUDA_CHECK(cudaMalloc(&c->wmem, total));
+		stage_host = malloc(total);
+		if (!stage_host)
+			goto oom;
+		memset(stage_host, 0, total);
+		st = (cb_stage){ .host = stage_host, .dev = c->wmem, .off = 0, .elt = c->elt };
+		cb_stage_all(c, &st, net, tw, tk, tb);
+		CUDA_CHECK(cudaMemcpy(c->wmem, stage_host, total, cudaMemcpyHostToDevice));
+	}
+
+	/* Activations: one allocation carved by a table of sizes. */
+	{
+		size_t mb = (size_t)max_batch, hw = (size_t)c->hw, e = c->elt;
+		size_t sizes[] = {
+			mb * hw * c->c * e, mb * hw * c->c * e, mb * hw * c->c * e, mb * hw * c->cin * e,
+			mb * hw * c->pp * e, mb * hw * c->vp * e, mb * a->value_hidden * sizeof(float),
+			mb * 2 * c->creal * sizeof(float), mb * c->out_stride * sizeof(float),
+			mb * c->pstride * sizeof(uint32_t), mb * c->in_n * sizeof(float),
+		};
+		void **where[] = {
+			&c->act[0], &c->act[1], &c->act[2], &c->xin, &c->pact, &c->vact,
+			(void **)&c->vh, (void **)&c->gates, (void **)&c->dout, (void **)&c->dpacked,
+			(void **)&c->dplanes,
+		};
+		size_t off = 0;
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+			cb_carve(NULL, &off, sizes[i]);
+		CUDA_CHECK(cudaMalloc(&c->amem, off));
+		CUDA_CHECK(cudaMemset(c->amem, 0, off));
+		off = 0;
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+			*where[i] = cb_carve(c->amem, &off, sizes[i]);
+		CUDA_CHECK(cudaHostAlloc((void **)&c->hpacked, mb * c->pstride * sizeof(uint32_t),
+					 cudaHostAllocDefault));
+		CUDA_CHECK(cudaHostAlloc((void **)&c->hplanes, mb * c->in_n * sizeof(float),
+					 cudaHostAllocDefault));
+		CUDA_CHECK(cudaHostAlloc((void **)&c->hout, mb * c->out_stride * sizeof(float),
+					 cudaHostAllocDefault));
+		memset(c->hpacked, 0, mb * c->pstride * sizeof(uint32_t));
+		memset(c->hplanes, 0, mb * c->in_n * sizeof(float));
+	}
+	{
+		size_t need = 0;
+		if (cb_choose_algos(c, &need, err, errlen) < 0)
+			goto fail;
+		c->ws_bytes = need > 0 ? need : CB_ALIGN;
+		CUDA_CHECK(cudaMalloc(&c->ws, c->ws_bytes));
+	}
+	if (cb_warm_and_capture(c, !opt->cuda_no_graphs, err, errlen) < 0)
+		goto fail;
+	c->n_fused = c->input.fused + c->pconv.fused + c->vconv.fused;
+	for (int i = 0; i < a->blocks; i++)
+		c->n_fused += c->conv1[i].fused + c->conv2[i].fused;
+	if (c->verbose) {
+		char buf[512];
+		nn_backend_cuda.describe(c, buf, sizeof(buf));
+		fprintf(stderr, "%s\n", buf);
+	}
+	goto out;
+oom:
+	snprintf(err, errlen, "out of memory");
+fail:
+	rc = -1;
+out:
+	free(tw);
+	free(tk);
+	free(tb);
+	free(stage_host);
+	if (rc < 0) {
+		cb_destroy(c);
+		return -1;
+	}
+	*out_ctx = c;
+	return 0;
+}
+
+static void cb_describe(void *ctx, char *buf, size_t len)
+{
+	cb_ctx *c = ctx;
+	char name[128];
+	nn_cuda_device_name(c->device, name, sizeof(name));
+	int graphs = 0;
+	for (int i = 0; i < c->n_buckets; i++)
+		graphs += c->graph[i] != NULL;
+	snprintf(buf, len,
+		 "cuda %s on GPU %d (%s): NHWC, channels %d->%d, %d batch buckets up to %d, "
+		 "fused conv+bias+act on %d of %d convs, cuDNN workspace %zu KiB, graphs %s",
+		 c->dt == NNK_F16 ? "fp16" : "fp32", c->device, name, c->creal, c->c, c->n_buckets,
+		 c->max_batch, c->n_fused, 3 + 2 * c->arch.blocks, c->ws_bytes >> 10,
+		 graphs ? "on" : c->graph_note[0] ? c->graph_note : "off");
+}
+
+const nn_backend_ops nn_backend_cuda = {
+	.name = "cuda",
+	.create = cb_create,
+	.forward = cb_forward,
+	.destroy = cb_destroy,
+	.describe = cb_describe,
+};
+
+int nn_cuda_backend_built(void) { return 1; }
+
+int nn_cuda_load_libraries(char *err, size_t errlen) { return cb_dl_ready(err, errlen); }
+
+int nn_cuda_expand_check(int device, int batch, int planes, int hw, int c_pad,
+			 const unsigned *packed, float *out, char *err, size_t errlen)
+{
+	int rc = 0;
+	uint32_t *dp = NULL;
+	float *dout = NULL;
+	size_t in = nn_pack_stride(planes, hw) * (size_t)batch, on = (size_t)batch * hw * c_pad;
+	if (device < 0 || device >= nn_cuda_device_count()) {
+		snprintf(err, errlen, "no CUDA device %d", device);
+		return 1;
+	}
+	CUDA_CHECK(cudaSetDevice(device));
+	CUDA_CHECK(cudaMalloc((void **)&dp, in * sizeof(uint32_t)));
+	CUDA_CHECK(cudaMalloc((void **)&dout, on * sizeof(float)));
+	CUDA_CHECK(cudaMemcpy(dp, packed, in * sizeof(uint32_t), cudaMemcpyHostToDevice));
+	CUDA_CHECK(nnk_expand_packed(NNK_F32, dp, batch, planes, hw, c_pad, dout, 0));
+	CUDA_CHECK(cudaMemcpy(out, dout, on * sizeof(float), cudaMemcpyDeviceToHost));
+out:
+	cudaFree(dp);
+	cudaFree(dout);
+	return rc;
+}
+
+#else /* no CUDA, or no cuDNN: a table that says why */
+
+static int cb_refuse(const nn_net *net, int max_batch, const nn_backend_options *opt,
+		     void **ctx, char *err, size_t errlen)
+{
+	*ctx = NULL;
+#ifdef SENTE_HAVE_CUDA
+	snprintf(err, errlen, "built without cuDNN (install it under CUDA_HOME and rebuild)");
+#else
+	snprintf(err, errlen, "built without CUDA (make CUDA=1 needs nvcc)");
+#endif
+	return -1;
+}
+
+static int cb_no_forward(void *ctx, int batch, const float *planes, float *policy_logits,
+			 float *value, float *wdl_or_null)
+{
+	return -1;
+}
+
+static void cb_no_destroy(void *ctx) {}
+
+static void cb_no_describe(void *ctx, char *buf, size_t len) { snprintf(buf, len, "none"); }
+
+const nn_backend_ops nn_backend_cuda = {
+	.name = "cuda",
+	.create = cb_refuse,
+	.forward = cb_no_forward,
+	.destroy = cb_no_destroy,
+	.describe = cb_no_describe,
+};
+
+int nn_cuda_backend_built(void) { return 0; }
+
+int nn_cuda_load_libraries(char *err, size_t errlen)
+{
+	snprintf(err, errlen, "built without the CUDA backend");
+	return -1;
+}
+
+int nn_cuda_expand_check(int device, int batch, int planes, int hw, int c_pad,
+			 const unsigned *packed, float *out, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "built without the CUDA backend");
+	return 1;
+}
+
+#endif

@@ -1,0 +1,201 @@
+/* The CUDA backend against the CPU backend (oneDNN, fp32), on random
+ * networks and positions of random play: every operation is covered by a
+ * network shape that isolates it (no blocks: input expansion, input conv
+ * and heads; plain blocks: fused conv + bias + ReLU and the residual; SE
+ * blocks: pooling, gates and the identity-activation conv; win/draw/loss
+ * and tanh heads), with the fused and the plain convolution paths, with and
+ * without CUDA graphs, and with planes that cannot be bit-packed (float
+ * upload). Batches 1, 7, 64 and 256, boards 9x9, 19x19 and Connect Four.
+ *
+ * fp32: |cuda - cpu| <= 1e-4 * max(1, |cpu|). fp16: the tower runs in
+ * half precision, so the bound is scaled to fp16's epsilon (2^-10):
+ * 32 * 2^-10 * max(1, |cpu|), about 3%.
+ *
+ * Every test here skips itself when there is no CUDA device. These bounds
+ * have not yet been checked on a device. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/backend.h"
+#include "nn/cuda/cuda.h"
+#include "nn/cuda/pack.h"
+
+#define CU_FP16_EPS 0x1p-10
+
+static void cu_need_device(void)
+{
+	if (nn_cuda_device_count() == 0)
+		cr_skip_test("no CUDA device (built with CUDA: %s, backend: %s); CPU tests still run",
+			     nn_cuda_built() ? "yes" : "no", nn_cuda_backend_built() ? "yes" : "no");
+	if (!nn_cuda_backend_built())
+		cr_skip_test("a CUDA device, but the backend was not built (no cuDNN)");
+}
+
+static uint64_t cu_rng(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void cu_positions(const nn_arch *a, int n, uint64_t seed, float *planes)
+{
+	static game g;
+	int moves[GAME_MAX_ACTIONS];
+	game_params gp = game_params_default(a->game);
+	if (a->game == GAME_KIND_GO)
+		gp.size = a->board_w;
+	uint64_t s = seed | 1;
+	size_t in_n = (size_t)a->in_planes * a->board_w * a->board_h;
+	for (int i = 0; i < n; i++) {
+		cr_assert_eq(game_init(&g, &gp), GAME_OK);
+		int len = (int)(cu_rng(&s) % (uint64_t)(a->board_w * a->board_h / 2 + 1));
+		for (int m = 0; m < len && !game_is_over(&g); m++) {
+			int k = game_legal_moves(&g, moves);
+			if (k == 0)
+				break;
+			int mv = moves[cu_rng(&s) % (uint64_t)k];
+			if (mv == game_pass_move(&g) && k > 1)
+				mv = moves[0];
+			cr_assert_eq(game_play(&g, mv), GAME_OK);
+		}
+		cr_assert_gt(nn_encode(&g, a->encoding, planes + (size_t)i * in_n), 0);
+	}
+}
+
+static void cu_close(const float *got, const float *want, size_t n, double tol, const char *what,
+		     int batch)
+{
+	for (size_t i = 0; i < n; i++)
+		cr_assert(fabs((double)got[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])),
+			  "batch %d %s[%zu]: cuda %.8g, cpu %.8g", batch, what, i, (double)got[i],
+			  (double)want[i]);
+}
+
+typedef struct cu_case {
+	game_kind game;
+	int size;            /* Go board */
+	nn_encoding enc;
+	int blocks, channels, se; /* se > 0: even blocks are SE */
+	int value_outputs;
+	nn_precision prec;
+	int no_fusion, no_graphs;
+	int float_planes;    /* 1: planes that cannot be packed */
+} cu_case;
+
+static void cu_check(const cu_case *k)
+{
+	cu_need_device();
+	enum { MAXB = 256 };
+	char err[512];
+	game_params gp = game_params_default(k->game);
+	if (k->game == GAME_KIND_GO)
+		gp.size = k->size;
+	nn_arch a = nn_arch_default(&gp, k->blocks, k->channels);
+	if (k->enc == NN_ENC_LZ18)
+		a = nn_arch_lz(k->size, k->blocks, k->channels);
+	a.value_outputs = k->value_outputs;
+	if (k->se > 0) {
+		a.se_channels = k->se;
+		for (int i = 0; i < k->blocks; i += 2)
+			a.block_kind[i] = NN_BLOCK_SE;
+	}
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 11 + k->blocks + k->channels);
+	size_t in_n = (size_t)a.in_planes * a.board_w * a.board_h, np = (size_t)a.policy_outputs;
+	float *planes = malloc(sizeof(float) * in_n * MAXB);
+	float *pg = malloc(sizeof(float) * np * MAXB), *pc = malloc(sizeof(float) * np * MAXB);
+	float *vg = malloc(sizeof(float) * MAXB), *vc = malloc(sizeof(float) * MAXB);
+	float *wg = malloc(sizeof(float) * 3 * MAXB), *wc = malloc(sizeof(float) * 3 * MAXB);
+	cr_assert(planes && pg && pc && vg && vc && wg && wc);
+	cu_positions(&a, MAXB, 5, planes);
+	if (k->float_planes) {
+		uint64_t s = 9;
+		for (size_t i = 0; i < in_n * MAXB; i++)
+			planes[i] = (float)(cu_rng(&s) % 1000) / 500.0f - 1.0f;
+	}
+	nn_backend_options o = nn_backend_options_default();
+	o.threads = 0;
+	nn_backend *cpu = nn_backend_new(&nn_backend_cpu, net, MAXB, &o, err, sizeof(err));
+	cr_assert(cpu, "%s", err);
+	o.precision = k->prec;
+	o.cuda_no_fusion = k->no_fusion;
+	o.cuda_no_graphs = k->no_graphs;
+	nn_backend *gpu = nn_backend_new(&nn_backend_cuda, net, MAXB, &o, err, sizeof(err));
+	cr_assert(gpu, "cuda create: %s", err);
+	double tol = k->prec == NN_PRECISION_FP32 ? 1e-4 : 32 * CU_FP16_EPS;
+	static const int batches[] = { 1, 7, 64, 256 };
+	for (int bi = 0; bi < 4; bi++) {
+		int b = batches[bi];
+		cr_assert_eq(nn_backend_forward(cpu, b, planes, pc, vc, wc), 0);
+		cr_assert_eq(nn_backend_forward(gpu, b, planes, pg, vg, wg), 0, "cuda forward failed");
+		cu_close(pg, pc, np * b, tol, "policy", b);
+		cu_close(vg, vc, (size_t)b, tol, "value", b);
+		cu_close(wg, wc, 3 * (size_t)b, tol, "wdl", b);
+	}
+	nn_backend_free(gpu);
+	nn_backend_free(cpu);
+	nn_net_free(net);
+	free(planes);
+	free(pg);
+	free(pc);
+	free(vg);
+	free(vc);
+	free(wg);
+	free(wc);
+}
+
+#define GO19 GAME_KIND_GO, 19, NN_ENC_GO_NATIVE
+#define GO9 GAME_KIND_GO, 9, NN_ENC_GO_NATIVE
+#define LZ19 GAME_KIND_GO, 19, NN_ENC_LZ18
+#define C4 GAME_KIND_CONNECT4, 0, NN_ENC_C4
+#define F32 NN_PRECISION_FP32
+#define F16 NN_PRECISION_FP16
+
+Test(nn_cuda, expand_kernel_matches_host)
+{
+	cu_need_device();
+	enum { B = 7, P = 27, HW = 361, CP = 32 };
+	float *planes = malloc(sizeof(float) * B * P * HW), *want = malloc(sizeof(float) * B * HW * CP);
+	float *got = malloc(sizeof(float) * B * HW * CP);
+	uint32_t *packed = malloc(sizeof(uint32_t) * nn_pack_stride(P, HW) * B);
+	cr_assert(planes && want && got && packed);
+	nn_arch a = nn_arch_default(&(game_params){ .kind = GAME_KIND_GO, .size = 19, .komi = 7.5 },
+				    1, 8);
+	cu_positions(&a, B, 3, planes);
+	cr_assert(nn_pack_planes(B, P, HW, planes, packed));
+	nn_unpack_planes_nhwc(B, P, HW, CP, packed, want);
+	char err[256];
+	cr_assert_eq(nn_cuda_expand_check(0, B, P, HW, CP, packed, got, err, sizeof(err)), 0, "%s", err);
+	cr_assert(memcmp(want, got, sizeof(float) * B * HW * CP) == 0);
+	free(planes);
+	free(want);
+	free(got);
+	free(packed);
+}
+
+/* Input expansion, input conv and both heads alone. */
+Test(nn_cuda, no_blocks_go9_fp32) { cu_check(&(cu_case){ GO9, 0, 16, 0, 1, F32 }); }
+Test(nn_cuda, no_blocks_c4_wdl_fp32) { cu_check(&(cu_case){ C4, 0, 16, 0, 3, F32 }); }
+/* Plain residual blocks: fused conv + bias + ReLU (+ residual). */
+Test(nn_cuda, plain_go19_fp32) { cu_check(&(cu_case){ GO19, 2, 32, 0, 1, F32 }); }
+Test(nn_cuda, plain_go19_fp16) { cu_check(&(cu_case){ GO19, 2, 32, 0, 1, F16 }); }
+Test(nn_cuda, plain_go9_fp16) { cu_check(&(cu_case){ GO9, 3, 64, 0, 3, F16 }); }
+Test(nn_cuda, plain_lz19_fp32) { cu_check(&(cu_case){ LZ19, 2, 24, 0, 1, F32 }); }
+/* The unfused path: plain conv + our bias/residual/ReLU kernel. */
+Test(nn_cuda, unfused_go19_fp32) { cu_check(&(cu_case){ GO19, 2, 32, 0, 1, F32, 1 }); }
+Test(nn_cuda, unfused_go9_fp16) { cu_check(&(cu_case){ GO9, 2, 32, 0, 1, F16, 1 }); }
+/* Squeeze-excitation. */
+Test(nn_cuda, se_go9_fp32) { cu_check(&(cu_case){ GO9, 3, 32, 8, 1, F32 }); }
+Test(nn_cuda, se_go19_fp16) { cu_check(&(cu_case){ GO19, 2, 32, 8, 3, F16 }); }
+Test(nn_cuda, se_c4_fp32_unfused) { cu_check(&(cu_case){ C4, 2, 16, 8, 3, F32, 1 }); }
+/* Channel counts that need padding to 8. */
+Test(nn_cuda, odd_channels_go9_fp32) { cu_check(&(cu_case){ GO9, 2, 20, 4, 1, F32 }); }
+/* Eager launches, no graphs. */
+Test(nn_cuda, no_graphs_go19_fp16) { cu_check(&(cu_case){ GO19, 1, 32, 0, 1, F16, 0, 1 }); }
+/* Planes that cannot be bit-packed go up as floats. */
+Test(nn_cuda, float_planes_go9_fp32) { cu_check(&(cu_case){ GO9, 1, 16, 0, 1, F32, 0, 0, 1 }); }
