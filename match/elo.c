@@ -37,6 +37,13 @@ elo_estimate elo_estimate_wld(int wins, int losses, int draws)
 	e.elo = elo_from_score(p);
 	e.lo = elo_from_score(p - z * se);
 	e.hi = elo_from_score(p + z * se);
+	/* Every game lost (or won): the per-game variance is 0 and the normal
+	 * interval collapses; the exact (Clopper-Pearson) bound is
+	 * 1 - 0.025^(1/n) on the far side. */
+	if (wins + draws == 0)
+		e.hi = elo_from_score(1.0 - pow(0.025, 1.0 / n));
+	if (losses + draws == 0)
+		e.lo = elo_from_score(pow(0.025, 1.0 / n));
 	if (wins + losses > 0)
 		e.los = 0.5 * (1.0 + erf((wins - losses) / sqrt(2.0 * (wins + losses))));
 	return e;
@@ -75,16 +82,17 @@ elo_sprt_result elo_sprt_test(const elo_sprt *t, int wins, int losses, int draws
 	elo_sprt_result r = { 0 };
 	r.lower = log(t->beta / (1.0 - t->alpha));
 	r.upper = log((1.0 - t->beta) / t->alpha);
-	if (wins <= 0 || losses <= 0)
-		return r;
 	double n = (double)wins + losses + draws;
+	if (n <= 0 || (draws > 0 && (wins <= 0 || losses <= 0)))
+		return r;
 	double w = wins / n, l = losses / n;
-	/* With no draws w + l = 1 and this is exactly 0. */
+	/* With no draws w + l = 1 and this is exactly 0 (the binomial test,
+	 * defined even when one side has not won yet). */
 	double draw_elo = draws > 0 ? 200.0 * log10((1.0 - l) / l * (1.0 - w) / w) : 0.0;
 	double w0, l0, d0, w1, l1, d1;
 	bayes_probs(t->elo0, draw_elo, &w0, &l0, &d0);
 	bayes_probs(t->elo1, draw_elo, &w1, &l1, &d1);
-	r.llr = wins * log(w1 / w0) + losses * log(l1 / l0);
+	r.llr = (wins ? wins * log(w1 / w0) : 0) + (losses ? losses * log(l1 / l0) : 0);
 	if (draws > 0)
 		r.llr += draws * log(d1 / d0);
 	r.state = r.llr >= r.upper ? ELO_SPRT_H1 : r.llr <= r.lower ? ELO_SPRT_H0 : ELO_SPRT_CONTINUE;

@@ -30,7 +30,8 @@ double elo_to_score(double d);
 
 /* Estimate from wins, losses and draws (cutechess-cli's method: the score's
  * standard error from the per-game variance, its 95% interval mapped to
- * Elo; LOS from the normal approximation of wins minus losses). */
+ * Elo; LOS from the normal approximation of wins minus losses). When every
+ * game went one way the far bound is the exact 95% one, 1 - 0.025^(1/n). */
 elo_estimate elo_estimate_wld(int wins, int losses, int draws);
 
 /* SPRT of H0: difference elo0 against H1: elo1, with error rates alpha
@@ -59,8 +60,9 @@ elo_sprt elo_sprt_default(void);
 bool elo_sprt_parse(const char *text, elo_sprt *out);
 /* The LLR under the BayesElo trinomial model with the draw Elo estimated
  * from the results (cutechess-cli, Leela Zero's validation); with no draws
- * it is the binomial LLR W ln(p1/p0) + L ln((1-p1)/(1-p0)). 0 (continue)
- * while wins or losses are still 0. */
+ * it is the binomial LLR W ln(p1/p0) + L ln((1-p1)/(1-p0)), defined from
+ * the first game. With draws, 0 (continue) while wins or losses are 0,
+ * as the draw Elo cannot be estimated yet. */
 elo_sprt_result elo_sprt_test(const elo_sprt *t, int wins, int losses, int draws);
 
 /* ---- many players -------------------------------------------------------- */

@@ -36,6 +36,12 @@ Test(elo, interval_and_los)
 	elo_estimate f = elo_estimate_wld(20, 30, 50);
 	cr_assert_float_eq(f.elo, -e.elo, 1e-9);
 	cr_assert_float_eq(f.lo, -e.hi, 1e-9);
+	/* Every game lost: the upper bound is the exact one, 1 - 0.025^(1/50). */
+	e = elo_estimate_wld(0, 50, 0);
+	cr_assert_eq(e.elo, -ELO_MAX);
+	cr_assert_float_eq(e.hi, -446.382579446872, 1e-6);
+	e = elo_estimate_wld(50, 0, 0);
+	cr_assert_float_eq(e.lo, 446.382579446872, 1e-6);
 	/* No games: no information. */
 	e = elo_estimate_wld(0, 0, 0);
 	cr_assert_eq(e.elo, 0);
@@ -61,8 +67,13 @@ Test(elo, sprt_llr_by_hand)
 	/* Bounds are reached. */
 	cr_assert_eq(elo_sprt_test(&t, 60, 10, 0).state, ELO_SPRT_H1);
 	cr_assert_eq(elo_sprt_test(&t, 10, 40, 0).state, ELO_SPRT_H0);
-	/* Nothing is decided before both sides have won. */
+	/* Without draws a shutout is decided: 50 ln(p1 / 0.5). */
 	r = elo_sprt_test(&t, 50, 0, 0);
+	cr_assert_float_eq(r.llr, 4.78362872961885, 1e-9);
+	cr_assert_eq(r.state, ELO_SPRT_H1);
+	cr_assert_float_eq(elo_sprt_test(&t, 0, 10, 0).llr, -1.05803621044602, 1e-9);
+	/* With draws nothing is decided before both sides have won. */
+	r = elo_sprt_test(&t, 50, 0, 3);
 	cr_assert_eq(r.llr, 0);
 	cr_assert_eq(r.state, ELO_SPRT_CONTINUE);
 }
