@@ -46,7 +46,7 @@ $(info sente: MPI    $(if $(MPICC),found ($(MPICC)),not found))
 endif
 
 # ---- sources ---------------------------------------------------------------
-MODULES  = engine search nn nn/cpu nn/cuda selfplay train gtp data
+MODULES  = engine search nn nn/cpu nn/cuda selfplay train gtp data match
 LIB_SRC  = $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 CLI_SRC  = $(wildcard cli/*.c)
 TEST_SRC = $(wildcard tests/*.c tests/*/*.c)

@@ -7,13 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-typedef struct series {
-	const char *name;  /* metric name */
-	const char *label; /* legend text */
-	const char *color; /* stroke colour */
-	int n, cap;        /* points used, allocated */
-	double *x, *y;     /* step or minutes, value */
-} series;
+typedef report_series series;
 
 typedef struct collect_ctx {
 	series *s;     /* filled */
@@ -51,8 +45,8 @@ static int first_time(void *ctx, int64_t step, double t, double value)
 	return 0;
 }
 
-/* One SVG line chart of the series (skipping empty ones). */
-static void chart(FILE *f, const char *title, const char *xlabel, series *s, int n, bool percent)
+void report_chart(FILE *f, const char *title, const char *xlabel, const report_series *s, int n,
+		  bool percent)
 {
 	double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
 	int points = 0;
@@ -147,11 +141,11 @@ int report_write(store *db, const char *path, game_kind kind, char *err, size_t 
 		{ .name = "value_loss", .label = "value", .color = "#d62728" },
 	};
 	load(db, loss, 3, false, t0);
-	chart(f, "Training loss", "training step", loss, 3, false);
+	report_chart(f, "Training loss", "training step", loss, 3, false);
 	release(loss, 3);
 	series pos[] = { { .name = "positions", .label = "positions stored", .color = "#2ca02c" }, { .name = "games", .label = "games stored", .color = "#9467bd" } };
 	load(db, pos, 2, true, t0);
-	chart(f, "Self-play data", "minutes", pos, 2, false);
+	report_chart(f, "Self-play data", "minutes", pos, 2, false);
 	release(pos, 2);
 	if (kind == GAME_KIND_CONNECT4) {
 		series err_s[] = {
@@ -159,7 +153,7 @@ int report_write(store *db, const char *path, game_kind kind, char *err, size_t 
 			{ .name = "c4_error_search", .label = "search, sample", .color = "#1f77b4" },
 		};
 		load(db, err_s, 2, true, t0);
-		chart(f, "Error rate against perfect play (lower is better)", "minutes", err_s, 2, true);
+		report_chart(f, "Error rate against perfect play (lower is better)", "minutes", err_s, 2, true);
 		release(err_s, 2);
 		series sets[] = {
 			{ .name = "c4_error_net/begin-easy", .label = "begin-easy", .color = "#1f77b4" },
@@ -170,12 +164,12 @@ int report_write(store *db, const char *path, game_kind kind, char *err, size_t 
 			{ .name = "c4_error_net/end-easy", .label = "end-easy", .color = "#8c564b" },
 		};
 		load(db, sets, 6, true, t0);
-		chart(f, "Network error rate per position set", "minutes", sets, 6, true);
+		report_chart(f, "Network error rate per position set", "minutes", sets, 6, true);
 		release(sets, 6);
 	} else {
 		series wr[] = { { .name = "go_winrate_vs_first", .label = "win rate against the first network", .color = "#1f77b4" } };
 		load(db, wr, 1, true, t0);
-		chart(f, "Strength", "minutes", wr, 1, true);
+		report_chart(f, "Strength", "minutes", wr, 1, true);
 		release(wr, 1);
 	}
 	fprintf(f, "</body></html>\n");

@@ -15,6 +15,7 @@
 #include "cli/report.h"
 #include "data/replay.h"
 #include "data/store.h"
+#include "match/match.h"
 #include "selfplay/arena.h"
 #include "selfplay/selfplay.h"
 #include "selfplay/strength.h"
@@ -53,6 +54,12 @@ static const char run_help[] =
 	"  --eval-visits V       search visits when measuring strength (default 200)\n"
 	"  --eval-positions N    positions per set for the search measurement (default 40)\n"
 	"  --seed N              seed of the first network (default 1)\n"
+	"  --gate-games N        gating: a new network plays N games against the\n"
+	"                        self-play network and replaces it only if it scores\n"
+	"                        at least --gate-threshold (default 0: always\n"
+	"                        replace it, as AlphaZero)\n"
+	"  --gate-threshold F    score needed to pass the gate (default 0.55)\n"
+	"  --gate-visits V       visits per move in gating games (default 50)\n"
 	"  -q, --quiet           fewer progress lines\n";
 
 static volatile sig_atomic_t stop_flag;
@@ -69,6 +76,9 @@ typedef struct run_opts {
 	double sample_ratio, lr;
 	int eval_visits, eval_positions;
 	uint64_t seed;
+	int gate_games;        /* 0: every new network plays self-play */
+	double gate_threshold; /* score a new network needs against the current one */
+	int gate_visits;       /* visits per move in gating games */
 	bool quiet;
 } run_opts;
 
@@ -282,6 +292,48 @@ out:
 	nn_net_free(first);
 }
 
+/* The last value of metric "selfplay_model": the network self-play uses
+ * when gating is on. */
+static int last_value(void *ctx, int64_t step, double t, double value)
+{
+	*(double *)ctx = value;
+	return 0;
+}
+
+/* Gating: model `cand` plays the self-play model `current` (a match in
+ * the run's database); true when it scores at least the threshold. */
+static bool gate_passes(store *db, const run_opts *o, int64_t cand, int64_t current, int64_t step)
+{
+	char spec[2][32], err[1024];
+	match_player pl[2];
+	snprintf(spec[0], sizeof(spec[0]), "model:%lld", (long long)cand);
+	snprintf(spec[1], sizeof(spec[1]), "model:%lld", (long long)current);
+	for (int i = 0; i < 2; i++)
+		if (match_player_parse(spec[i], db, &pl[i], err, sizeof(err)) != 0) {
+			fprintf(stderr, "sente run: gating: %s\n", err);
+			return false;
+		}
+	match_options mo = match_options_default(&o->game);
+	mo.games = o->gate_games;
+	mo.parallel = 2;
+	mo.visits = o->gate_visits;
+	mo.seed = (uint64_t)step + 1;
+	mo.stop = &stop_flag;
+	match_summary s;
+	if (match_run(db, &pl[0], &pl[1], &mo, NULL, NULL, &s, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sente run: gating match failed: %s\n", err);
+		return false;
+	}
+	store_add_metric(db, step, "gate_score", s.elo.score);
+	bool pass = s.games > 0 && s.elo.score >= o->gate_threshold;
+	if (!o->quiet)
+		fprintf(stderr, "sente run: gate: model %lld against %lld: %d-%d-%d (%.0f%%, Elo %+.0f "
+			"[%+.0f, %+.0f]): %s\n", (long long)cand, (long long)current, s.wins, s.losses,
+			s.draws, 100 * s.elo.score, s.elo.elo, s.elo.lo, s.elo.hi,
+			pass ? "promoted" : "not promoted");
+	return pass;
+}
+
 static bool parse_opts(int argc, char **argv, run_opts *o, int *rc)
 {
 	long n, size = 9;
@@ -298,6 +350,8 @@ static bool parse_opts(int argc, char **argv, run_opts *o, int *rc)
 	o->eval_visits = 200;
 	o->eval_positions = 40;
 	o->seed = 1;
+	o->gate_threshold = 0.55;
+	o->gate_visits = 50;
 	*rc = 2;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -360,6 +414,15 @@ static bool parse_opts(int argc, char **argv, run_opts *o, int *rc)
 		} else if (FLAG("--seed")) {
 			if (!INT(0, 0x7fffffffL)) return false;
 			o->seed = (uint64_t)n;
+		} else if (FLAG("--gate-games")) {
+			if (!INT(0, 100000)) return false;
+			o->gate_games = (int)n;
+		} else if (FLAG("--gate-threshold")) {
+			if (!REAL(0, 1)) return false;
+			o->gate_threshold = d;
+		} else if (FLAG("--gate-visits")) {
+			if (!INT(1, 100000)) return false;
+			o->gate_visits = (int)n;
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
 			o->quiet = true;
 		} else {
@@ -510,14 +573,27 @@ int cli_run(int argc, char **argv)
 		fprintf(stderr, "sente run: %s\n", err);
 		goto out;
 	}
+	/* The self-play network: the newest, or with gating the last one
+	 * that passed its gate (recorded as the metric selfplay_model). */
+	int64_t play_id = model_id;
 	{
-		nn_net *m = nn_net_clone(trainer_net(t));
-		if (!m || selfplay_set_model(sp, m, model_id, err, sizeof(err)) != 0) {
+		nn_net *m = NULL;
+		double last = 0;
+		if (o.gate_games > 0 && store_metrics(db, "selfplay_model", last_value, &last) > 0 &&
+		    (int64_t)last != model_id && store_model_file(db, (int64_t)last, file, sizeof(file)) == 0 &&
+		    (m = nn_net_load_any(file, NULL, err, sizeof(err))) != NULL)
+			play_id = (int64_t)last;
+		else
+			m = nn_net_clone(trainer_net(t));
+		if (!m || selfplay_set_model(sp, m, play_id, err, sizeof(err)) != 0) {
 			fprintf(stderr, "sente run: %s\n", err);
 			nn_net_free(m);
 			goto out;
 		}
 		nn_net_free(m);
+		if (o.gate_games > 0 && !o.quiet)
+			fprintf(stderr, "sente run: gating on (%d games, %.0f%% to pass); self-play uses model %lld\n",
+				o.gate_games, 100 * o.gate_threshold, (long long)play_id);
 	}
 	if (o.game.kind == GAME_KIND_CONNECT4) {
 		char bdir[4096];
@@ -599,17 +675,23 @@ int cli_run(int argc, char **argv)
 			goto out;
 		}
 		model_id = id;
-		if (selfplay_set_model(sp, trainer_net(t), model_id, err, sizeof(err)) != 0 ||
+		bool promote = o.gate_games <= 0 || gate_passes(db, &o, model_id, play_id, trainer_steps(t));
+		if (promote) {
+			play_id = model_id;
+			if (o.gate_games > 0)
+				store_add_metric(db, trainer_steps(t), "selfplay_model", (double)play_id);
+		}
+		if ((promote && selfplay_set_model(sp, trainer_net(t), model_id, err, sizeof(err)) != 0) ||
 		    trainer_checkpoint_save(t, ckpt, NULL, 0, err, sizeof(err)) != 0) {
 			fprintf(stderr, "sente run: %s\n", err);
 			goto out;
 		}
 		if (!o.quiet)
 			fprintf(stderr, "sente run: iteration %d: %lld games (%.0f s), %d steps (%.0f s, %.0f "
-				"samples/s), loss %.3f (policy %.3f, value %.3f), model %lld\n",
+				"samples/s), loss %.3f (policy %.3f, value %.3f), model %lld, self-play %lld\n",
 				++iteration, (long long)games, t_play, steps, t_train,
 				t_train > 0 ? steps * o.batch / t_train : 0.0, vals[0], vals[1], vals[2],
-				(long long)model_id);
+				(long long)model_id, (long long)play_id);
 		/* 4. Strength; the search measurement every third iteration. */
 		if (have_bench)
 			measure_c4(db, &bench, trainer_net(t), &o, step, iteration % 3 == 0, o.quiet);

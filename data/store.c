@@ -81,6 +81,14 @@ const char *const store_migrations[STORE_SCHEMA_VERSION] = {
 	"	created REAL NOT NULL,\n"
 	"	UNIQUE (match_id, game_no)\n"
 	");\n",
+
+	/* 2 -> 3: what `sente match` needs to score and resume a match: A's
+	 * colour (the specs of A and B may be equal), the final score and the
+	 * length of each game; matches are looked up by their players. */
+	"ALTER TABLE match_games ADD COLUMN a_black INTEGER NOT NULL DEFAULT 1;\n"
+	"ALTER TABLE match_games ADD COLUMN score REAL NOT NULL DEFAULT 0;\n"
+	"ALTER TABLE match_games ADD COLUMN moves INTEGER NOT NULL DEFAULT 0;\n"
+	"CREATE INDEX matches_players ON matches(player_a, player_b);\n",
 };
 
 /* ---- statements ------------------------------------------------------------ */
@@ -101,6 +109,12 @@ typedef enum store_sql {
 	STORE_SQL_GAME_BY_ID,
 	STORE_SQL_ADD_METRIC,
 	STORE_SQL_METRICS,
+	STORE_SQL_FIND_MATCH,
+	STORE_SQL_ADD_MATCH,
+	STORE_SQL_MATCH_STATUS,
+	STORE_SQL_ADD_MATCH_GAME,
+	STORE_SQL_MATCH_GAMES,
+	STORE_SQL_LIST_MATCHES,
 	STORE_SQL_N,
 } store_sql;
 
@@ -130,6 +144,20 @@ static const char *const store_sql_text[STORE_SQL_N] = {
 	[STORE_SQL_GAME_BY_ID] = "SELECT " STORE_GAME_COLUMNS " FROM games WHERE id = ?1",
 	[STORE_SQL_ADD_METRIC] = "INSERT INTO metrics (step, time, name, value) VALUES (?1, ?2, ?3, ?4)",
 	[STORE_SQL_METRICS] = "SELECT step, time, value FROM metrics WHERE name = ?1 ORDER BY step, id",
+	[STORE_SQL_FIND_MATCH] = "SELECT id FROM matches WHERE player_a = ?1 AND player_b = ?2 "
+				 "AND settings = ?3 ORDER BY id DESC LIMIT 1",
+	[STORE_SQL_ADD_MATCH] = "INSERT INTO matches (player_a, player_b, created, settings) "
+				"VALUES (?1, ?2, ?3, ?4)",
+	[STORE_SQL_MATCH_STATUS] = "UPDATE matches SET status = ?2 WHERE id = ?1",
+	[STORE_SQL_ADD_MATCH_GAME] = "INSERT INTO match_games (match_id, game_no, black, white, result, "
+				     "reason, sgf, created, a_black, score, moves) "
+				     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	[STORE_SQL_MATCH_GAMES] = "SELECT match_id, game_no, black, white, coalesce(result, 0), reason, "
+				  "coalesce(sgf, ''), a_black, score, moves, created FROM match_games "
+				  "WHERE match_id = ?1 ORDER BY game_no",
+	[STORE_SQL_LIST_MATCHES] = "SELECT m.id, m.player_a, m.player_b, m.settings, m.status, m.created, "
+				   "(SELECT count(*) FROM match_games g WHERE g.match_id = m.id) "
+				   "FROM matches m ORDER BY m.id",
 };
 
 struct store {
@@ -936,5 +964,168 @@ int store_integrity_check(store *s, char *msg, size_t len)
 	rc = 0;
 out:
 	sqlite3_finalize(st);
+	return rc;
+}
+
+/* ---- matches --------------------------------------------------------------- */
+
+int store_find_match(store *s, const char *player_a, const char *player_b, const char *settings,
+		     int64_t *id)
+{
+	int rc = -1;
+	sqlite3_stmt *st = store_stmt(s, STORE_SQL_FIND_MATCH);
+	if (!st)
+		return -1;
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 1, player_a, -1, SQLITE_TRANSIENT));
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 2, player_b, -1, SQLITE_TRANSIENT));
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 3, settings, -1, SQLITE_TRANSIENT));
+	int step = sqlite3_step(st);
+	if (step == SQLITE_DONE) {
+		rc = 0;
+		goto out;
+	}
+	if (step != SQLITE_ROW)
+		SQLITE_CHECK(s, step);
+	*id = sqlite3_column_int64(st, 0);
+	rc = 1;
+out:
+	store_release(st);
+	return rc;
+}
+
+int store_add_match(store *s, const char *player_a, const char *player_b, const char *settings,
+		    int64_t *id_out)
+{
+	int rc = -1;
+	sqlite3_stmt *st = store_stmt(s, STORE_SQL_ADD_MATCH);
+	if (!st)
+		return -1;
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 1, player_a, -1, SQLITE_TRANSIENT));
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 2, player_b, -1, SQLITE_TRANSIENT));
+	SQLITE_CHECK(s, sqlite3_bind_double(st, 3, store_now()));
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 4, settings, -1, SQLITE_TRANSIENT));
+	store_insert ins = { st, 0 };
+	if (store_write(s, store_insert_body, &ins))
+		goto out;
+	if (id_out)
+		*id_out = ins.id;
+	rc = 0;
+out:
+	store_release(st);
+	return rc;
+}
+
+int store_set_match_status(store *s, int64_t match_id, const char *status)
+{
+	int rc = -1;
+	sqlite3_stmt *st = store_stmt(s, STORE_SQL_MATCH_STATUS);
+	if (!st)
+		return -1;
+	SQLITE_CHECK(s, sqlite3_bind_int64(st, 1, match_id));
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 2, status, -1, SQLITE_TRANSIENT));
+	store_insert ins = { st, 0 };
+	if (store_write(s, store_insert_body, &ins))
+		goto out;
+	rc = 0;
+out:
+	store_release(st);
+	return rc;
+}
+
+int store_add_match_game(store *s, const store_match_game *g)
+{
+	int rc = -1;
+	sqlite3_stmt *st = store_stmt(s, STORE_SQL_ADD_MATCH_GAME);
+	if (!st)
+		return -1;
+	if (g->result < -1 || g->result > 1) {
+		store_failf(s, "match game result %d is not -1, 0 or +1", g->result);
+		goto out;
+	}
+	SQLITE_CHECK(s, sqlite3_bind_int64(st, 1, g->match_id));
+	SQLITE_CHECK(s, sqlite3_bind_int(st, 2, g->game_no));
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 3, g->black ? g->black : "", -1, SQLITE_TRANSIENT));
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 4, g->white ? g->white : "", -1, SQLITE_TRANSIENT));
+	SQLITE_CHECK(s, sqlite3_bind_int(st, 5, g->result));
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 6, g->reason ? g->reason : "", -1, SQLITE_TRANSIENT));
+	if (g->sgf && g->sgf[0])
+		SQLITE_CHECK(s, sqlite3_bind_text(st, 7, g->sgf, -1, SQLITE_TRANSIENT));
+	else
+		SQLITE_CHECK(s, sqlite3_bind_null(st, 7));
+	SQLITE_CHECK(s, sqlite3_bind_double(st, 8, store_now()));
+	SQLITE_CHECK(s, sqlite3_bind_int(st, 9, g->a_black ? 1 : 0));
+	SQLITE_CHECK(s, sqlite3_bind_double(st, 10, g->score));
+	SQLITE_CHECK(s, sqlite3_bind_int(st, 11, g->moves));
+	store_insert ins = { st, 0 };
+	if (store_write(s, store_insert_body, &ins)) {
+		if ((s->last_rc & 0xff) == SQLITE_CONSTRAINT)
+			store_failf(s, "cannot add game %d of match %lld: no such match, or the game "
+				       "is already stored", g->game_no, (long long)g->match_id);
+		goto out;
+	}
+	rc = 0;
+out:
+	store_release(st);
+	return rc;
+}
+
+int store_match_games(store *s, int64_t match_id, store_match_game_fn fn, void *ctx)
+{
+	int rc = -1, n = 0, step;
+	sqlite3_stmt *st = store_stmt(s, STORE_SQL_MATCH_GAMES);
+	if (!st)
+		return -1;
+	SQLITE_CHECK(s, sqlite3_bind_int64(st, 1, match_id));
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		store_match_game g = {
+			.match_id = sqlite3_column_int64(st, 0),
+			.game_no = sqlite3_column_int(st, 1),
+			.black = store_col_text(st, 2),
+			.white = store_col_text(st, 3),
+			.result = sqlite3_column_int(st, 4),
+			.reason = store_col_text(st, 5),
+			.sgf = store_col_text(st, 6),
+			.a_black = sqlite3_column_int(st, 7),
+			.score = sqlite3_column_double(st, 8),
+			.moves = sqlite3_column_int(st, 9),
+			.created = sqlite3_column_double(st, 10),
+		};
+		n++;
+		if (fn(ctx, &g))
+			break;
+	}
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		SQLITE_CHECK(s, step);
+	rc = n;
+out:
+	store_release(st);
+	return rc;
+}
+
+int store_list_matches(store *s, store_match_fn fn, void *ctx)
+{
+	int rc = -1, n = 0, step;
+	sqlite3_stmt *st = store_stmt(s, STORE_SQL_LIST_MATCHES);
+	if (!st)
+		return -1;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		store_match m = {
+			.id = sqlite3_column_int64(st, 0),
+			.player_a = store_col_text(st, 1),
+			.player_b = store_col_text(st, 2),
+			.settings = store_col_text(st, 3),
+			.status = store_col_text(st, 4),
+			.created = sqlite3_column_double(st, 5),
+			.games = sqlite3_column_int(st, 6),
+		};
+		n++;
+		if (fn(ctx, &m))
+			break;
+	}
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		SQLITE_CHECK(s, step);
+	rc = n;
+out:
+	store_release(st);
 	return rc;
 }

@@ -27,7 +27,7 @@
 #include "data/record.h"
 
 /* The schema this sente writes; store_migrations has this many steps. */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 /* How long one statement waits for another process's write lock. */
 #define STORE_BUSY_TIMEOUT_MS 10000
 /* Times a write transaction is retried when the lock stays busy past it. */
@@ -138,6 +138,57 @@ int store_add_metrics(store *s, int64_t step, const char **names, const double *
  * plots); time is Unix seconds. The number seen, or -1. */
 typedef int (*store_metric_fn)(void *ctx, int64_t step, double time, double value); /* nonzero stops */
 int store_metrics(store *s, const char *name, store_metric_fn fn, void *ctx);
+
+/* ---- matches (sente match, sente tournament) ------------------------------ */
+
+/* A player is named by a text spec ("model:12", a model file's path, or
+ * "gtp:COMMAND"); a match is found again by its two specs and its settings
+ * (board, komi, visits, openings: what makes games comparable). */
+
+/* The newest match with these players and settings: 1 found (*id set),
+ * 0 none, -1 error. */
+int store_find_match(store *s, const char *player_a, const char *player_b, const char *settings,
+		     int64_t *id);
+/* A new match, status 'running'. 0 or -1. */
+int store_add_match(store *s, const char *player_a, const char *player_b, const char *settings,
+		    int64_t *id_out);
+/* Sets a match's status ("running", "done", "sprt-h0", ...). 0 or -1. */
+int store_set_match_status(store *s, int64_t match_id, const char *status);
+
+/* One finished game of a match. Strings are valid during a callback only. */
+typedef struct store_match_game {
+	int64_t match_id;   /* matches.id */
+	int game_no;        /* 0-based, unique within the match */
+	const char *black;  /* Black's spec */
+	const char *white;  /* White's spec */
+	int a_black;        /* 1: player A had Black */
+	int result;         /* +1 Black won, -1 White won, 0 draw */
+	double score;       /* Black's area score minus komi; +-1 for Connect Four, 0 on resignation */
+	int moves;          /* moves played */
+	const char *reason; /* how it ended: "score", "resign", "illegal move by ...", ... */
+	const char *sgf;    /* the game as SGF (Go), "" when none */
+	double created;     /* Unix time it was stored (filled when read) */
+} store_match_game;
+/* Stores a finished game in ONE transaction; a game number already stored
+ * for the match is refused. 0 or -1. */
+int store_add_match_game(store *s, const store_match_game *g);
+typedef int (*store_match_game_fn)(void *ctx, const store_match_game *g); /* nonzero stops */
+/* Calls fn for each stored game of a match, by game number. The count, or -1. */
+int store_match_games(store *s, int64_t match_id, store_match_game_fn fn, void *ctx);
+
+/* A matches row with its stored game count. Strings valid in the callback. */
+typedef struct store_match {
+	int64_t id;           /* matches.id */
+	const char *player_a; /* spec of A */
+	const char *player_b; /* spec of B */
+	const char *settings; /* as stored */
+	const char *status;   /* "running", "done", ... */
+	double created;       /* Unix time */
+	int games;            /* games stored */
+} store_match;
+typedef int (*store_match_fn)(void *ctx, const store_match *m); /* nonzero stops */
+/* Calls fn for every match, oldest first. The count, or -1. */
+int store_list_matches(store *s, store_match_fn fn, void *ctx);
 
 /* ---- statistics and maintenance (sente db) ------------------------------- */
 

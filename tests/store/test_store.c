@@ -235,7 +235,7 @@ Test(store, migrates_empty_and_v1_databases)
 	random_game(&r, GAME_KIND_CONNECT4, &rng, 3);
 	cr_assert_eq(store_add_game(s, 0, NULL, &r, NULL), 0, "%s", store_errmsg(s));
 	record_free(&r);
-	cr_assert_eq(store_schema_version(s), 2);
+	cr_assert_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
 	store_close(s);
 	cr_assert_eq(sqlite3_open(v1, &db), SQLITE_OK);
 	sqlite3_stmt *st;
@@ -243,7 +243,7 @@ Test(store, migrates_empty_and_v1_databases)
 					"(SELECT count(*) FROM matches), (SELECT count(*) FROM match_games)",
 					-1, &st, NULL), SQLITE_OK);
 	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-	cr_assert_eq(sqlite3_column_int(st, 0), 2);
+	cr_assert_eq(sqlite3_column_int(st, 0), STORE_SCHEMA_VERSION);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 }
@@ -480,14 +480,14 @@ Test(store, cli_db)
 
 	snprintf(args, sizeof(args), "db %s stats", db_path);
 	cr_assert_eq(run_sente(args), 0, "%s", out);
-	cr_assert(strstr(out, "schema        2"), "%s", out);
+	cr_assert(strstr(out, "schema        3"), "%s", out);
 	cr_assert(strstr(out, "games         2"), "%s", out);
 	cr_assert(strstr(out, "go 9x9"), "%s", out);
 	cr_assert(strstr(out, "models/m1.sente"), "%s", out);
 
 	snprintf(args, sizeof(args), "db %s --json", db_path);
 	cr_assert_eq(run_sente(args), 0, "%s", out);
-	cr_assert(strstr(out, "\"schema\":2,") && strstr(out, "\"games\":2,"), "%s", out);
+	cr_assert(strstr(out, "\"schema\":3,") && strstr(out, "\"games\":2,"), "%s", out);
 	cr_assert(out[0] == '{' && strchr(out, '\n') == strrchr(out, '\n'), "one JSON line: %s", out);
 
 	snprintf(args, sizeof(args), "db %s games --limit 5", db_path);
@@ -546,4 +546,74 @@ Test(store, cli_db)
 	cr_assert(strstr(out, "not a sente database"), "%s", out);
 	record_free(&go);
 	record_free(&c4);
+}
+
+typedef struct match_rows {
+	int n;            /* rows seen */
+	int game_no[8];   /* their numbers */
+	int result[8];    /* and results */
+	char sgf0[64];    /* the first one's SGF */
+} match_rows;
+
+static int on_match_game(void *ctx, const store_match_game *g)
+{
+	match_rows *m = ctx;
+	if (m->n < 8) {
+		m->game_no[m->n] = g->game_no;
+		m->result[m->n] = g->result;
+	}
+	if (m->n == 0)
+		snprintf(m->sgf0, sizeof(m->sgf0), "%s", g->sgf);
+	m->n++;
+	return 0;
+}
+
+static int count_matches(void *ctx, const store_match *m)
+{
+	(*(int *)ctx) += m->games;
+	return 0;
+}
+
+Test(store, matches_and_their_games)
+{
+	char err[512];
+	store *s = store_open(db_path, err, sizeof(err));
+	cr_assert(s, "%s", err);
+	int64_t id = 0, found = 0;
+	cr_assert_eq(store_find_match(s, "model:1", "gtp:gnugo", "go 9 7", &found), 0);
+	cr_assert_eq(store_add_match(s, "model:1", "gtp:gnugo", "go 9 7", &id), 0, "%s", store_errmsg(s));
+	cr_assert_eq(store_find_match(s, "model:1", "gtp:gnugo", "go 9 7", &found), 1);
+	cr_assert_eq(found, id);
+	/* Other settings, or the players swapped, are another match. */
+	cr_assert_eq(store_find_match(s, "model:1", "gtp:gnugo", "go 9 6.5", &found), 0);
+	cr_assert_eq(store_find_match(s, "gtp:gnugo", "model:1", "go 9 7", &found), 0);
+	store_match_game g = { .match_id = id, .game_no = 1, .black = "gtp:gnugo", .white = "model:1",
+			       .a_black = 0, .result = -1, .score = -12.5, .moves = 60,
+			       .reason = "score", .sgf = "(;GM[1]SZ[9])" };
+	cr_assert_eq(store_add_match_game(s, &g), 0, "%s", store_errmsg(s));
+	g.game_no = 0;
+	g.result = 1;
+	g.sgf = NULL;
+	cr_assert_eq(store_add_match_game(s, &g), 0, "%s", store_errmsg(s));
+	/* A game number is stored once; results are -1..1. */
+	cr_assert_eq(store_add_match_game(s, &g), -1);
+	cr_assert(strstr(store_errmsg(s), "already stored"), "%s", store_errmsg(s));
+	g.game_no = 5;
+	g.result = 2;
+	cr_assert_eq(store_add_match_game(s, &g), -1);
+	match_rows rows = { 0 };
+	cr_assert_eq(store_match_games(s, id, on_match_game, &rows), 2);
+	cr_assert_eq(rows.game_no[0], 0);
+	cr_assert_eq(rows.result[0], 1);
+	cr_assert_eq(rows.sgf0[0], '\0');
+	cr_assert_eq(rows.game_no[1], 1);
+	cr_assert_eq(rows.result[1], -1);
+	int games = 0;
+	cr_assert_eq(store_list_matches(s, count_matches, &games), 1);
+	cr_assert_eq(games, 2);
+	cr_assert_eq(store_set_match_status(s, id, "done"), 0);
+	store_stats st;
+	cr_assert_eq(store_get_stats(s, &st), 0);
+	cr_assert_eq(st.matches, 1);
+	store_close(s);
 }
