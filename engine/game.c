@@ -199,8 +199,11 @@ int game_num_symmetries(const game *g)
 	return g->params.kind == GAME_KIND_GO ? 8 : 2;
 }
 
-/* Go symmetry s: transpose when s & 4, then mirror x when s & 1, then
- * mirror y when s & 2. Connect Four: s = 1 mirrors the columns. */
+/* Go symmetry s, numbered as Leela Zero's (its `heatmap N`): mirror x when
+ * s & 2, mirror y when s & 1, then transpose when s & 4. This is the inverse
+ * of LZ's Network::get_symmetry, which says where the input at a point is
+ * read from; here we say where a point goes, so the network sees the same
+ * planes under the same number. Connect Four: s = 1 mirrors the columns. */
 int game_symmetry_move(const game *g, int sym, int move)
 {
 	assert(sym >= 0 && sym < game_num_symmetries(g));
@@ -210,15 +213,15 @@ int game_symmetry_move(const game *g, int sym, int move)
 	if (move < 0 || move >= n * n)
 		return move; /* pass and "none" are fixed points */
 	int x = move % n, y = move / n;
+	if (sym & 2)
+		x = n - 1 - x;
+	if (sym & 1)
+		y = n - 1 - y;
 	if (sym & 4) {
 		int t = x;
 		x = y;
 		y = t;
 	}
-	if (sym & 1)
-		x = n - 1 - x;
-	if (sym & 2)
-		y = n - 1 - y;
 	return y * n + x;
 }
 
@@ -226,8 +229,8 @@ int game_symmetry_inverse(const game *g, int sym)
 {
 	if (g->params.kind == GAME_KIND_CONNECT4 || !(sym & 4))
 		return sym; /* mirrors are their own inverse */
-	/* (flips . transpose)^-1 = transpose . flips = flips' . transpose with
-	 * the x and y mirrors exchanged. */
+	/* (transpose . mirrors)^-1 = mirrors . transpose = transpose . mirrors
+	 * with the x and y mirrors exchanged. */
 	return 4 | ((sym & 1) << 1) | ((sym & 2) >> 1);
 }
 

@@ -101,7 +101,8 @@ double game_score(const game *g);
 uint64_t game_hash(const game *g); /* Zobrist hash of the position and side to move */
 
 int game_num_symmetries(const game *g); /* 8 for Go, 2 for Connect Four */
-/* The image of `move` under symmetry `sym` (0 = identity); pass maps to pass. */
+/* The image of `move` under symmetry `sym` (0 = identity); pass maps to pass.
+ * Go's eight are numbered as Leela Zero's (`heatmap N` is `kata-raw-nn N`). */
 int game_symmetry_move(const game *g, int sym, int move);
 /* The inverse symmetry of `sym`: game_symmetry_move(g, inv, game_symmetry_move(g, sym, m)) == m. */
 int game_symmetry_inverse(const game *g, int sym);

@@ -101,6 +101,39 @@ Test(game, go_symmetries_are_a_group)
 	}
 }
 
+/* Leela Zero's Network::get_symmetry(s): transpose when s & 4, then mirror
+ * x when s & 2, mirror y when s & 1. LZ reads the input at point q from the
+ * board point get_symmetry(q), so a board point p lands at its inverse:
+ * sente's symmetry s must be that inverse for `kata-raw-nn s` to be LZ's
+ * `heatmap s`. */
+static int lz_get_symmetry(int n, int sym, int move)
+{
+	int x = move % n, y = move / n;
+	if (sym & 4) {
+		int t = x;
+		x = y;
+		y = t;
+	}
+	if (sym & 2)
+		x = n - 1 - x;
+	if (sym & 1)
+		y = n - 1 - y;
+	return y * n + x;
+}
+
+Test(game, go_symmetries_are_numbered_as_leela_zero)
+{
+	init_go(19, 7.5);
+	for (int s = 0; s < 8; s++)
+		for (int q = 0; q < 19 * 19; q++)
+			cr_assert_eq(game_symmetry_move(&g, s, lz_get_symmetry(19, s, q)), q, "sym %d", s);
+	/* Spelled out for a corner-ish point, D3 = (3, 2): 1 mirrors y, 2 mirrors x. */
+	int d3 = 2 * 19 + 3;
+	cr_assert_eq(game_symmetry_move(&g, 1, d3), 16 * 19 + 3);
+	cr_assert_eq(game_symmetry_move(&g, 2, d3), 2 * 19 + 15);
+	cr_assert_eq(game_symmetry_move(&g, 4, d3), 3 * 19 + 2);
+}
+
 Test(game, connect4_through_interface)
 {
 	game_params p = game_params_default(GAME_KIND_CONNECT4);

@@ -15,9 +15,8 @@
  *    symmetry; then every legal point must satisfy
  *    |1000 p_i S - (lz_i + 0.5)| <= 1, i.e. it lies within half a per
  *    mille of LZ's truncation interval [lz_i, lz_i + 1).
- *  - Symmetries: LZ's bit 1 flips y and bit 2 flips x; sente's bit 1
- *    mirrors x and bit 2 mirrors y (engine/game.c); bit 4 transposes in
- *    both. So sente's 1 and 2 are LZ's 2 and 1. */
+ *  - Symmetries have the same numbers in both (engine/game.c): the
+ *    comparison asks both for symmetry s. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -39,9 +38,6 @@ static const char *const positions[NPOS] = {
 	/* White takes a ko at L10: Black to move, L10 is ko-illegal. */
 	"b D4,w Q16,b J10,w L11,b K11,w L9,b K9,w M10,b L10,w K10",
 };
-
-/* sente's symmetry s is LZ's lz_sym[s] (see above). */
-static const int lz_sym[NSYM] = { 0, 2, 1, 3, 4, 5, 6, 7 };
 
 typedef struct nn_out {
 	double p[PA + 1]; /* point y * 19 + x (y = 0 the bottom row), pass last;
@@ -85,8 +81,8 @@ static int n_moves(const char *pos)
 }
 
 /* Writes, for every position: clear_board, its moves, then `query` for
- * each symmetry (with sente's or LZ's number); quit at the end. */
-static void write_commands(const char *path, const char *query, int lz)
+ * each symmetry; quit at the end. */
+static void write_commands(const char *path, const char *query)
 {
 	FILE *f = fopen(path, "w");
 	cr_assert(f, "cannot write %s", path);
@@ -97,7 +93,7 @@ static void write_commands(const char *path, const char *query, int lz)
 		for (char *m = strtok(buf, ","); m; m = strtok(NULL, ","))
 			fprintf(f, "play %s\n", m);
 		for (int s = 0; s < NSYM; s++)
-			fprintf(f, "%s %d\n", query, lz ? lz_sym[s] : s);
+			fprintf(f, "%s %d\n", query, s);
 	}
 	fprintf(f, "quit\n");
 	fclose(f);
@@ -214,8 +210,8 @@ Test(nn_lz_parity, sente_matches_leelaz_on_a_random_2x16_net, .timeout = 60, .fi
 	snprintf(se_cmds, sizeof(se_cmds), "%s/sente.gtp", dir);
 	snprintf(cmd, sizeof(cmd), "python3 scripts/lz_random_weights.py 2 16 7 %s", net);
 	cr_assert_eq(system(cmd), 0, "%s failed", cmd);
-	write_commands(lz_cmds, "heatmap", 1);
-	write_commands(se_cmds, "kata-raw-nn", 0);
+	write_commands(lz_cmds, "heatmap");
+	write_commands(se_cmds, "kata-raw-nn");
 
 	/* leelaz answers GTP on stdout and prints heatmaps on stderr. */
 	snprintf(cmd, sizeof(cmd), "%s --cpu-only -g -w %s --noponder -t 1 < %s 2>&1 >/dev/null",

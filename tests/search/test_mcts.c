@@ -180,3 +180,82 @@ Test(mcts, go_capture_in_one)
 	cr_assert_eq(search_move(ev, 2, 800, 4), want);
 	eval_free(ev);
 }
+
+/* Sets up a Go position from a diagram (rows top first, X black, O white,
+ * . empty) with `to_move` to play; stones are placed, not played, so no
+ * history is implied. */
+static void go_diagram(int size, double komi, const char *const *rows, int to_move)
+{
+	game_params p = { .kind = GAME_KIND_GO, .size = size, .komi = komi };
+	cr_assert_eq(game_init(&g, &p), GAME_OK);
+	for (int r = 0; r < size; r++)
+		for (int x = 0; x < size; x++) {
+			char c = rows[r][x];
+			if (c == '.')
+				continue;
+			cr_assert(game_set_to_move(&g, c == 'X' ? GAME_BLACK : GAME_WHITE));
+			cr_assert_eq(game_play(&g, (size - 1 - r) * size + x), GAME_OK);
+		}
+	cr_assert(game_set_to_move(&g, to_move));
+}
+
+static int go_point(const char *text)
+{
+	int mv;
+	cr_assert_eq(game_move_from_text(&g, text, &mv), GAME_OK);
+	return mv;
+}
+
+Test(mcts, go_connect_or_die)
+{
+	/*     A B C D E
+	 *  5  X X . X X      Black to move. The two black stones A5 B5 have
+	 *  4  . O O X X      two liberties: A4 and C5. C5 also joins them to
+	 *  3  O O O X .      the black group on the right (D5...D1, 5
+	 *  2  . O O X .      liberties); the white group (8 stones) has 4.
+	 *  1  . O . X .
+	 * C5 connects: nothing of Black's can then be taken within a few moves.
+	 * Anything else loses A5 B5: White cuts at C5, after which A4 is
+	 * suicide for Black, and White takes the two stones at A4 next (4
+	 * plies); A4 itself is self-atari (White C5 takes three). No Black move
+	 * captures, and the white group has too many liberties to race. */
+	static const char *const rows[] = { "XX.XX", ".OOXX", "OOOX.", ".OOX.", ".O.X." };
+	go_diagram(5, 7.5, rows, GAME_BLACK);
+	fake_net f;
+	fake_go_init(&f, 5, 8, 0);
+	nn_backend *be = &f.be;
+	evaluator *ev = eval_new(&be, 1, NN_ENC_LZ18, NULL, NULL, 0);
+	int want = go_point("C5");
+	/* One thread is deterministic; found from about 1,000 playouts
+	 * (C5 2,173 of 3,000 visits, the next 208). */
+	cr_assert_eq(search_move(ev, 1, 3000, 1), want);
+	cr_assert_eq(search_move(ev, 2, 3000, 2), want);
+	eval_free(ev);
+}
+
+Test(mcts, go_ladder)
+{
+	/*     A B C D E
+	 *  5  . . . . .      Black to move. White C3 has two liberties, B3
+	 *  4  . X X . .      and C2; either atari starts a ladder that the
+	 *  3  . . O X .      edge ends: B3, C2 (libs B2 C1), B2, C1 (libs B1
+	 *  2  . . . X .      D1), D1, B1 (lib A1), A1 takes four stones; C2
+	 *  1  . . . . .      runs the mirror image along row 3. Nothing else
+	 * captures, and White C3 escapes if left alone, so the right moves are
+	 * the two ataris, and seeing it means reading the ladder to its end
+	 * (7 plies). There is no room on 5x5 for a breaker stone that spoils
+	 * one direction without becoming a target itself; the search finds the
+	 * ladder from about 6,000 playouts (at 3,000 it plays A2). */
+	static const char *const rows[] = { ".....", ".XX..", "..OX.", "...X.", "....." };
+	go_diagram(5, 0.5, rows, GAME_BLACK);
+	fake_net f;
+	fake_go_init(&f, 5, 8, 0);
+	nn_backend *be = &f.be;
+	evaluator *ev = eval_new(&be, 1, NN_ENC_LZ18, NULL, NULL, 0);
+	int b3 = go_point("B3"), c2 = go_point("C2");
+	for (int threads = 1; threads <= 2; threads++) {
+		int mv = search_move(ev, threads, 8000, (uint64_t)threads);
+		cr_assert(mv == b3 || mv == c2, "%d threads: move %d is not a ladder atari", threads, mv);
+	}
+	eval_free(ev);
+}
