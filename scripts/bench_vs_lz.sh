@@ -35,6 +35,6 @@ for shape in $SHAPES; do
 	awk -v s="$shape" -v v="$VISITS" -v lz="${lz:-0}" -v a="${s32:-0}" -v i="${s8:-0}" 'BEGIN {
 		printf "{\"bench\":\"vs_leelaz\",\"net\":\"%s\",\"visits\":%d,\"leelaz_playouts_per_s\":%s,", s, v, lz
 		printf "\"sente_fp32_playouts_per_s\":%s,\"sente_int8_playouts_per_s\":%s,", a, i
-		printf "\"ratio_fp32\":%.2f,\"ratio_int8\":%.2f}\n", lz > 0 ? a / lz : 0, lz > 0 ? i / lz : 0
+		printf "\"ratio_fp32\":%.2f,\"ratio_int8\":%.2f}\n", (lz > 0 ? a / lz : 0), (lz > 0 ? i / lz : 0)
 	}'
 done
