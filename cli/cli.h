@@ -19,6 +19,7 @@ int cli_demo(int argc, char **argv);
 int cli_gtp(int argc, char **argv);
 int cli_selfplay(int argc, char **argv);
 int cli_run(int argc, char **argv);
+int cli_train(int argc, char **argv);
 
 /* Reports a usage error for `cmd` on stderr and returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -15,6 +15,7 @@ static const cli_command commands[] = {
 	{ "gtp", cli_gtp, "speak GTP v2 on stdin/stdout (for GUIs and match tools)" },
 	{ "run", cli_run, "the whole loop: self-play, training, strength, report" },
 	{ "selfplay", cli_selfplay, "play self-play games into a run's database" },
+	{ "train", cli_train, "train a run's network on its database (under mpirun: data parallel)" },
 	{ "db", cli_db, "look into a run's database: stats, games, models, export-sgf, vacuum" },
 	{ "demo", cli_demo, "play a short demonstration game (random legal moves)" },
 };

@@ -118,6 +118,12 @@ void comm_set_stream(comm *c, void *stream)
 		c->ops->set_stream(c, stream);
 }
 
+void comm_abort(comm *c, int code)
+{
+	if (c->ops->abort)
+		c->ops->abort(c, code);
+}
+
 void comm_free(comm *c)
 {
 	if (!c || c->in_group)
@@ -145,7 +151,7 @@ static int single_barrier(comm *c)
 }
 
 static const comm_ops single_ops = { single_allreduce, single_broadcast, single_barrier, NULL,
-				     NULL };
+				     NULL, NULL };
 
 comm *comm_new_single(void)
 {
@@ -232,7 +238,7 @@ static int threads_barrier(comm *c)
 }
 
 static const comm_ops threads_ops = { threads_allreduce, threads_broadcast, threads_barrier, NULL,
-				      NULL };
+				      NULL, NULL };
 
 comm_group *comm_group_new(int n)
 {
@@ -293,7 +299,7 @@ static int mpi_fail(comm *c, const char *what, int code)
 	int len = 0;
 	if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS)
 		snprintf(msg, sizeof(msg), "error %d", code);
-	snprintf(c->err, sizeof(c->err), "%s: %s", what, msg);
+	snprintf(c->err, sizeof(c->err), "%s: %.200s", what, msg);
 	return -1;
 }
 
@@ -338,7 +344,13 @@ static void mpi_destroy(comm *c)
 		MPI_Finalize();
 }
 
-static const comm_ops mpi_ops = { mpi_allreduce, mpi_broadcast, mpi_barrier, NULL, mpi_destroy };
+static void mpi_abort(comm *c, int code)
+{
+	MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+static const comm_ops mpi_ops = { mpi_allreduce, mpi_broadcast, mpi_barrier, NULL, mpi_abort,
+				  mpi_destroy };
 
 static comm *comm_new_mpi(char *err, size_t errlen)
 {

@@ -86,6 +86,12 @@ int comm_barrier(comm *c);
  * ignore it. */
 void comm_set_stream(comm *c, void *stream);
 
+/* Ends every rank after a failure on this one alone, which would leave the
+ * others waiting in their next collective: MPI_Abort under MPI (mpirun then
+ * stops the job with `code`); other transports return and let the caller
+ * exit. */
+void comm_abort(comm *c, int code);
+
 /* Wall seconds spent inside collectives since the comm was made (the
  * learner's "communication" time). */
 double comm_seconds(const comm *c);

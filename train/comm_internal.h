@@ -12,6 +12,7 @@ typedef struct comm_ops {
 	int (*broadcast)(comm *c, void *buf, size_t bytes, int root);
 	int (*barrier)(comm *c);
 	void (*set_stream)(comm *c, void *stream); /* NULL: ignored */
+	void (*abort)(comm *c, int code);          /* NULL: nothing */
 	void (*destroy)(comm *c);                  /* frees impl; NULL: nothing */
 } comm_ops;
 

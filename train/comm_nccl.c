@@ -111,8 +111,18 @@ static void nccl_destroy(comm *c)
 	free(x);
 }
 
+/* The NCCL comm stops waiting; the bootstrap comm (MPI) ends the job. */
+static void nccl_abort(comm *c, int code)
+{
+	nccl_impl *x = c->impl;
+	if (x && x->nc) {
+		ncclCommAbort(x->nc);
+		x->nc = NULL;
+	}
+}
+
 static const comm_ops nccl_ops = { nccl_allreduce, nccl_broadcast, nccl_barrier, nccl_set_stream,
-				   nccl_destroy };
+				   nccl_abort, nccl_destroy };
 
 bool comm_nccl_built(void)
 {
