@@ -41,16 +41,48 @@ Test(comm, world_without_launcher_is_single)
 	comm_free(c);
 }
 
-Test(comm, nccl_refused_or_built)
+#ifndef SENTE_HAVE_NCCL
+#define SENTE_HAVE_NCCL 0
+#endif
+
+#if SENTE_HAVE_NCCL
+#include <cuda_runtime.h>
+
+#include "nn/cuda/cuda.h"
+
+/* A one-GPU communicator: the collectives run (and keep the values). */
+Test(comm, nccl_single_gpu)
+{
+	if (nn_cuda_device_count() == 0)
+		cr_skip_test("built with NCCL, but no CUDA device here");
+	char err[256] = "";
+	comm *b = comm_new_single();
+	comm *c = comm_new_nccl(b, 0, err, sizeof(err));
+	cr_assert(c, "%s", err);
+	cr_assert_str_eq(comm_name(c), "nccl");
+	cr_assert_eq(comm_size(c), 1);
+	float h[4] = { 1, 2, 3, 4 }, *d = NULL;
+	cr_assert_eq(cudaMalloc((void **)&d, sizeof(h)), cudaSuccess);
+	cr_assert_eq(cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice), cudaSuccess);
+	cr_assert_eq(comm_allreduce(c, d, 4, COMM_OP_AVG), 0, "%s", comm_error(c));
+	cr_assert_eq(comm_broadcast(c, d, sizeof(h), 0), 0, "%s", comm_error(c));
+	cr_assert_eq(comm_barrier(c), 0, "%s", comm_error(c));
+	cr_assert_eq(cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost), cudaSuccess);
+	cr_assert(h[0] == 1 && h[3] == 4);
+	cudaFree(d);
+	comm_free(c);
+	comm_free(b);
+}
+#else
+Test(comm, nccl_refused_when_not_built)
 {
 	char err[256] = "";
-	if (comm_nccl_built())
-		cr_skip_test("built with NCCL: the NCCL communicator needs a GPU (lent devices)");
 	comm *b = comm_new_single();
 	cr_assert_null(comm_new_nccl(b, 0, err, sizeof(err)));
 	cr_assert(strstr(err, "without NCCL"), "%s", err);
 	comm_free(b);
 }
+#endif
 
 /* ---- thread ranks -------------------------------------------------------- */
 
