@@ -5,6 +5,7 @@ CC      ?= gcc
 BUILD   ?= build
 SAN     ?= 0
 CUDA    ?= auto
+MPI     ?= auto
 CUDA_HOME ?= /usr/local/cuda
 
 CSTD     = -std=c11 -D_GNU_SOURCE
@@ -24,6 +25,21 @@ CUDNN_H := $(firstword $(wildcard $(CUDA_HOME)/include/cudnn.h /usr/include/cudn
 NCCL_H  := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
 MPICC   := $(shell command -v mpicc 2>/dev/null)
 
+# MPI (the learner's CPU collectives, and what mpirun launches): the flags
+# come from the wrapper compiler, so any MPI with mpicc --showme works.
+ifeq ($(MPI),0)
+USE_MPI := 0
+else
+MPI_CFLAGS := $(if $(MPICC),$(shell $(MPICC) --showme:compile 2>/dev/null))
+MPI_LIBS   := $(if $(MPICC),$(shell $(MPICC) --showme:link 2>/dev/null))
+USE_MPI := $(if $(MPI_LIBS),1,0)
+ifeq ($(MPI),1)
+ifeq ($(USE_MPI),0)
+$(error MPI=1 but mpicc --showme was not found (apt-get install libopenmpi-dev))
+endif
+endif
+endif
+
 ifeq ($(CUDA),0)
 USE_CUDA := 0
 else ifeq ($(CUDA),1)
@@ -41,8 +57,8 @@ endif
 ifndef QUIET_DEPS
 $(info sente: nvcc   $(if $(NVCC),found ($(NVCC)),not found)$(if $(filter 0,$(USE_CUDA)), -- CUDA backend not built,))
 $(info sente: cuDNN  $(if $(CUDNN_H),found ($(CUDNN_H)),not found$(if $(filter 1,$(USE_CUDA)), -- CUDA inference backend not built,)))
-$(info sente: NCCL   $(if $(NCCL_H),found ($(NCCL_H)),not found))
-$(info sente: MPI    $(if $(MPICC),found ($(MPICC)),not found))
+$(info sente: NCCL   $(if $(NCCL_H),found ($(NCCL_H))$(if $(filter 0,$(USE_CUDA)), -- unused without CUDA,),not found))
+$(info sente: MPI    $(if $(filter 1,$(USE_MPI)),found ($(MPICC)),$(if $(MPICC),found but not used (MPI=0),not found) -- sente train runs single-process))
 endif
 
 # ---- sources ---------------------------------------------------------------
@@ -71,6 +87,16 @@ ifneq ($(CUDNN_H),)
 CFLAGS   += -DSENTE_HAVE_CUDNN=1 -DSENTE_CUDA_LIB_DIR='"$(CUDA_HOME)/lib64"'
 endif
 LDLIBS   += -lcudart -lstdc++
+# NCCL (train/comm_nccl.c): with CUDA only.
+ifneq ($(NCCL_H),)
+CFLAGS   += -DSENTE_HAVE_NCCL=1
+LDLIBS   += -lnccl
+endif
+endif
+
+ifeq ($(USE_MPI),1)
+CFLAGS   += -DSENTE_HAVE_MPI=1 $(MPI_CFLAGS)
+LDLIBS   += $(MPI_LIBS)
 endif
 
 LIB  = $(BUILD)/libsente.a

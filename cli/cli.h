@@ -21,6 +21,7 @@ int cli_selfplay(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_match(int argc, char **argv);
 int cli_tournament(int argc, char **argv);
+int cli_train(int argc, char **argv);
 
 /* Reports a usage error for `cmd` on stderr and returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)

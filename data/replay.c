@@ -120,9 +120,21 @@ int64_t replay_positions(const replay_buffer *rb) { return rb->positions; }
 int64_t replay_games(const replay_buffer *rb) { return rb->n; }
 int64_t replay_added(const replay_buffer *rb) { return rb->added; }
 
+/* game_num_symmetries of a record's game, without replaying it. */
+static int replay_symmetries(const game_record *r)
+{
+	return r->params.kind == GAME_KIND_GO ? 8 : 2;
+}
+
 int replay_sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, train_batch *b)
 {
-	if (rb->positions == 0 || n > b->cap)
+	return replay_sample_share(rb, rng, enc, n, 0, n, b);
+}
+
+int replay_sample_share(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, int first,
+			int count, train_batch *b)
+{
+	if (rb->positions == 0 || count > b->cap || first < 0 || count < 0 || first + count > n)
 		return -1;
 	if (!rb->prefix_ok) {
 		rb->prefix[0] = 0;
@@ -145,8 +157,13 @@ int replay_sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, trai
 				hi = mid - 1;
 		}
 		const replay_game *rg = &rb->games[(rb->head + lo) % rb->cap];
-		int move_index = rg->full[pos - rb->prefix[lo]];
 		const game_record *r = &rg->rec;
+		/* Positions of other shares draw the same numbers, unencoded. */
+		if (k < first || k >= first + count) {
+			rng_next(rng);
+			continue;
+		}
+		int move_index = rg->full[pos - rb->prefix[lo]];
 		if (record_replay(r, move_index, &g) != 0)
 			return -1;
 		int nv = 0;
@@ -157,10 +174,10 @@ int replay_sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, trai
 		}
 		/* The result from the side to move's view. */
 		float value = (float)(game_to_move(&g) == GAME_BLACK ? r->result : -r->result);
-		int sym = (int)(rng_next(rng) % (uint64_t)game_num_symmetries(&g));
-		if (train_batch_from_position(&g, enc, sym, moves, counts, nv, value, b, k) != 0)
+		int sym = (int)(rng_next(rng) % (uint64_t)replay_symmetries(r));
+		if (train_batch_from_position(&g, enc, sym, moves, counts, nv, value, b, k - first) != 0)
 			return -1;
 	}
-	b->n = n;
+	b->n = count;
 	return 0;
 }

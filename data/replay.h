@@ -33,5 +33,11 @@ int64_t replay_added(const replay_buffer *rb);     /* positions ever added */
  * uniformly random symmetry. 0, or -1 when the buffer is empty or a record
  * does not replay. */
 int replay_sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, train_batch *b);
+/* One rank's share of a data-parallel batch: draws the same n positions
+ * and symmetries as replay_sample (the same numbers from *rng), but
+ * encodes only positions first .. first + count - 1, into slots 0 ..
+ * count - 1 of b. 0, or -1 as replay_sample (or a share out of range). */
+int replay_sample_share(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, int first,
+			int count, train_batch *b);
 
 #endif

@@ -11,8 +11,9 @@ set -eu
 
 # Build and test: compiler and make, the libraries we link, Criterion for the
 # tests, clang (with its libFuzzer runtime) for the fuzz targets, GNU Go as
-# a real GTP opponent in the client tests.
-PACKAGES="build-essential libsqlite3-dev libdnnl-dev libcriterion-dev zlib1g-dev clang libclang-rt-14-dev gnugo"
+# a real GTP opponent in the client tests, Open MPI for the learner's
+# data-parallel ranks (sente train under mpirun, and its test).
+PACKAGES="build-essential libsqlite3-dev libdnnl-dev libcriterion-dev zlib1g-dev clang libclang-rt-14-dev gnugo libopenmpi-dev openmpi-bin"
 
 mode=${1:---ensure}
 case "$mode" in

@@ -15,10 +15,13 @@
 
 #define CK_MAGIC "SENTECKP"
 #define CK_MAGIC_LEN 8
-#define CK_VERSION 1u
+/* Version 2 added the world size at the end of the header; version 1
+ * files are still read (as written by one rank). */
+#define CK_VERSION 2u
 #define CK_N_ARCH 13 /* u32 arch fields, as in the model file */
-/* Header bytes besides the block kinds. */
-#define CK_FIXED (CK_N_ARCH * 4 + 4 + 8 + 8 + 2 * NN_ID_LEN + 4 + 4 + 8 + 8 + 8 + 8)
+/* Header bytes besides the block kinds: version 1, and version 2. */
+#define CK_FIXED_V1 (CK_N_ARCH * 4 + 4 + 8 + 8 + 2 * NN_ID_LEN + 4 + 4 + 8 + 8 + 8 + 8)
+#define CK_FIXED (CK_FIXED_V1 + 4)
 
 /* A parsed checkpoint: views into the file's bytes. */
 typedef struct ck_view {
@@ -31,6 +34,7 @@ typedef struct ck_view {
 	uint64_t rng;         /* trainer RNG state */
 	uint64_t n_floats;    /* floats per array */
 	uint64_t blob_len;    /* caller blob bytes */
+	uint32_t world;       /* ranks that wrote it (1 for version 1) */
 	const uint8_t *data;  /* weights, then moments (unaligned: memcpy) */
 	const uint8_t *blob;  /* caller blob */
 } ck_view;
@@ -55,6 +59,7 @@ int trainer_checkpoint_save(trainer *t, const char *path, const void *blob, size
 	uint32_t opt = (uint32_t)trainer_options(t)->optimizer, k = (uint32_t)trainer_n_moments(t);
 	uint64_t step = (uint64_t)trainer_steps(t), rng = trainer_rng_state(t);
 	uint64_t nf = net->n_floats, bl = blob_len;
+	uint32_t world = (uint32_t)trainer_world(t);
 	char parent[NN_ID_LEN], name[NN_ID_LEN];
 	memset(parent, 0, sizeof(parent));
 	memset(name, 0, sizeof(name));
@@ -76,6 +81,7 @@ int trainer_checkpoint_save(trainer *t, const char *path, const void *blob, size
 	fileio_put(&w, &rng, 8);
 	fileio_put(&w, &nf, 8);
 	fileio_put(&w, &bl, 8);
+	fileio_put(&w, &world, 4);
 	fileio_put(&w, net->data, nf * sizeof(float));
 	for (uint32_t i = 0; i < k; i++)
 		fileio_put(&w, trainer_moment(t, (int)i), nf * sizeof(float));
@@ -98,14 +104,15 @@ static int ck_parse(const char *path, const uint8_t *buf, size_t len, ck_view *v
 		return -1;
 	}
 	uint32_t version = fileio_u32(buf + 8), hlen = fileio_u32(buf + 12);
-	if (version != CK_VERSION) {
+	if (version != CK_VERSION && version != 1) {
 		snprintf(err, errlen, "%s: checkpoint version %u, this sente reads version %u; "
 			 "use the sente that wrote it, or restart from its exported model",
 			 path, version, CK_VERSION);
 		return -1;
 	}
 	size_t pos = CK_MAGIC_LEN + 8;
-	if (hlen < CK_FIXED || len < pos + hlen + 4) {
+	size_t fixed = version == 1 ? CK_FIXED_V1 : CK_FIXED;
+	if (hlen < fixed || len < pos + hlen + 4) {
 		snprintf(err, errlen, "%s: truncated checkpoint header; %s", path, again);
 		return -1;
 	}
@@ -130,7 +137,7 @@ static int ck_parse(const char *path, const uint8_t *buf, size_t len, ck_view *v
 	a->value_channels = (int)f[10];
 	a->value_hidden = (int)f[11];
 	a->value_outputs = (int)f[12];
-	if (f[5] > NN_MAX_BLOCKS || hlen != CK_FIXED + f[5]) {
+	if (f[5] > NN_MAX_BLOCKS || hlen != fixed + f[5]) {
 		snprintf(err, errlen, "%s: inconsistent checkpoint header; %s", path, again);
 		return -1;
 	}
@@ -153,6 +160,11 @@ static int ck_parse(const char *path, const uint8_t *buf, size_t len, ck_view *v
 	v->rng = fileio_u64(h + q + 16);
 	v->n_floats = fileio_u64(h + q + 24);
 	v->blob_len = fileio_u64(h + q + 32);
+	v->world = version == 1 ? 1 : fileio_u32(h + q + 40);
+	if (v->world < 1) {
+		snprintf(err, errlen, "%s: checkpoint records a world size of 0; %s", path, again);
+		return -1;
+	}
 	pos += hlen;
 	/* Sizes before the CRC so that a cut file says "truncated", which is
 	 * more useful than "bad CRC". Guard the products against overflow. */
@@ -263,6 +275,7 @@ int trainer_checkpoint_load(trainer *t, const char *path, void **blob, size_t *b
 		memcpy(trainer_moment(t, (int)k), v.data + (1 + k) * v.n_floats * 4,
 		       net->n_floats * sizeof(float));
 	trainer_restore_state(t, (int64_t)v.step, v.rng);
+	trainer_set_checkpoint_world(t, (int)v.world);
 	if (blob) {
 		*blob = b;
 		b = NULL;

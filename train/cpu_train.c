@@ -29,6 +29,17 @@
  *   with dlsym, as in nn/cpu) is applied on the calling thread at create
  *   and at every pass.
  * - Losses, the running-statistics update and the optimizers are plain C.
+ * - Data parallel (trainer_set_comm with several ranks): batch norm in
+ *   training runs on the statistics of the global batch (synchronised
+ *   batch norm). Forward: oneDNN's training BN gives the local mean and
+ *   variance, one all-reduce of (mean, var, mean^2) gives the global ones,
+ *   and the inference-mode primitive (global statistics) writes the output.
+ *   Backward: oneDNN's training BN backward, given the global statistics,
+ *   computes the local sums dgamma = sum dy xhat, dbeta = sum dy and an
+ *   input gradient that uses them; one all-reduce of (dgamma, dbeta) and a
+ *   plain loop replace the local sums in that gradient by the global means.
+ *   Ranks then hold the share of the gradient of the global-batch loss, up
+ *   to the factor K that the final average removes.
  */
 #include "train/layers.h"
 #include "train/train_internal.h"
@@ -45,6 +56,7 @@
 #include <dnnl_debug.h>
 
 #include "nn/cpu/dnnl_check.h"
+#include "train/comm.h"
 
 /* Runs a primitive with the given {arg, memory} pairs plus its scratchpad;
  * needs `c` (the tr_ctx) and what DNNL_CHECK needs. */
@@ -617,6 +629,8 @@ typedef struct tr_fc {
 } tr_fc;
 
 enum { TR_ROLE_BUFFER = 0, TR_ROLE_PARAM = 1, TR_ROLE_DECAY = 2 };
+/* Floats after the gradient: loss, policy loss, value loss, spare. */
+enum { TR_GRAD_EXTRA = 4 };
 
 struct trainer {
 	train_options opt;        /* as given (validated) */
@@ -648,6 +662,11 @@ struct trainer {
 	dnnl_memory_t dlogits;    /* policy-logit gradient */
 	dnnl_memory_t dvh, dvh2;  /* value-hidden gradient after and before ReLU */
 	dnnl_memory_t dvout;      /* value-output gradient */
+	int blocked;              /* 1: activations nChw16c, 0: NHWC */
+	comm *comm;               /* data-parallel ranks, or NULL (not owned) */
+	float *bn_sync;           /* [3 * widest BN] scratch of the BN all-reduces */
+	train_stats last;         /* losses of the last training pass */
+	int ckpt_world;           /* world size of the last checkpoint loaded, 0 none */
 	char err[256];            /* last failure */
 };
 
@@ -796,7 +815,14 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 	if (!t->net)
 		goto oom;
 	nn_net *n = t->net;
-	t->grad = calloc(n->n_floats, sizeof(float));
+	/* Four floats past the gradient carry the loss terms through the same
+	 * all-reduce in a data-parallel step. */
+	t->grad = calloc(n->n_floats + TR_GRAD_EXTRA, sizeof(float));
+	{
+		int widest = C > a->policy_channels ? C : a->policy_channels;
+		widest = widest > a->value_channels ? widest : a->value_channels;
+		t->bn_sync = calloc(3 * (size_t)widest, sizeof(float));
+	}
 	t->role = malloc(n->n_floats);
 	t->n_mom = o->optimizer == TRAIN_OPTIMIZER_ADAMW ? 2 : 1;
 	for (int k = 0; k < t->n_mom; k++)
@@ -804,7 +830,7 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 			goto oom;
 	t->n_layer = 2 * a->blocks + 3;
 	t->layer = calloc((size_t)t->n_layer, sizeof(*t->layer));
-	if (!t->grad || !t->role || !t->layer)
+	if (!t->grad || !t->role || !t->layer || !t->bn_sync)
 		goto oom;
 	if (tr_ctx_init(&t->c, o->threads, err, errlen) < 0)
 		goto fail;
@@ -823,6 +849,7 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 	int blocked = o->layout == TRAIN_LAYOUT_BLOCKED ||
 		      (o->layout == TRAIN_LAYOUT_AUTO && C % 16 == 0);
 	dnnl_format_tag_t tl = blocked ? dnnl_nChw16c : dnnl_nhwc;
+	t->blocked = blocked;
 	/* The input conv reads the planes in the layout it likes best (NCHW
 	 * for very few planes, else blocked); they are reordered in. "any"
 	 * with an NHWC destination picks NCHW and oneDNN's reference code,
@@ -919,11 +946,91 @@ void trainer_free(trainer *t)
 	tr_ctx_free(&t->c);
 	nn_net_free(t->net);
 	free(t->grad);
+	free(t->bn_sync);
 	free(t->role);
 	free(t->mom[0]);
 	free(t->mom[1]);
 	free(t->layer);
 	free(t);
+}
+
+static int tr_sync(const trainer *t)
+{
+	return t->comm && comm_size(t->comm) > 1;
+}
+
+/* Replaces L's batch statistics (mean, biased variance) of the local
+ * share by those of the global batch: shares are equal, so the global mean
+ * is the mean of the means and the variance the mean of (var + mean^2)
+ * less mean^2, the last difference taken in double. */
+static int tr_bn_sync_stats(trainer *t, tr_layer *L)
+{
+	int C = L->conv->c_out;
+	float *mean = tr_ptr(L->mean), *var = tr_ptr(L->var), *s = t->bn_sync;
+	memcpy(s, mean, sizeof(float) * (size_t)C);
+	if (comm_allreduce(t->comm, s, (size_t)C, COMM_OP_AVG) != 0)
+		goto fail;
+	for (int c = 0; c < C; c++) {
+		float d = mean[c] - s[c];
+		s[C + c] = var[c] + d * d;
+	}
+	if (comm_allreduce(t->comm, s + C, (size_t)C, COMM_OP_AVG) != 0)
+		goto fail;
+	memcpy(mean, s, sizeof(float) * (size_t)C);
+	memcpy(var, s + C, sizeof(float) * (size_t)C);
+	return 0;
+fail:
+	snprintf(t->err, sizeof(t->err), "batch-norm statistics: %s", comm_error(t->comm));
+	return -1;
+}
+
+/* After oneDNN's BN backward on the local share (global statistics,
+ * local sums): replaces the local dgamma/dbeta in the input gradient gc by
+ * the means over ranks, dx += gamma istd / M ((dbeta - mean dbeta) +
+ * xhat (dgamma - mean dgamma)), M the local count. The parameter
+ * gradients stay local sums; the step's all-reduce averages them. */
+static int tr_bn_sync_grad(trainer *t, tr_layer *L, dnnl_memory_t gc)
+{
+	const nn_arch *a = &t->net->arch;
+	int C = L->conv->c_out, HW = a->board_w * a->board_h, N = t->batch;
+	const float *dg = tr_ptr(L->dgamma), *db = tr_ptr(L->dbeta), *gamma = L->conv->bn_gamma;
+	const float *mean = tr_ptr(L->mean), *var = tr_ptr(L->var), *z = tr_ptr(L->z);
+	float *s = t->bn_sync, *g = tr_ptr(gc);
+	memcpy(s, dg, sizeof(float) * (size_t)C);
+	memcpy(s + C, db, sizeof(float) * (size_t)C);
+	if (comm_allreduce(t->comm, s, 2 * (size_t)C, COMM_OP_AVG) != 0) {
+		snprintf(t->err, sizeof(t->err), "batch-norm gradients: %s", comm_error(t->comm));
+		return -1;
+	}
+	/* s[c]: the constant term, s[C + c]: the factor of (z - mean). */
+	for (int c = 0; c < C; c++) {
+		float istd = 1.0f / sqrtf(var[c] + NN_BN_EPS);
+		float k = gamma[c] * istd / (float)((size_t)N * HW);
+		float dgm = s[c], dbm = s[C + c];
+		s[c] = k * (db[c] - dbm);
+		s[C + c] = k * istd * (dg[c] - dgm);
+	}
+	if (t->blocked) {
+		int cb_n = (C + 15) / 16;
+		assert(tr_floats(gc) == (size_t)N * cb_n * 16 * HW);
+		size_t i = 0;
+		for (int n = 0; n < N; n++)
+			for (int cb = 0; cb < cb_n; cb++)
+				for (int p = 0; p < HW; p++)
+					for (int k = 0; k < 16; k++, i++) {
+						int c = cb * 16 + k;
+						if (c < C)
+							g[i] += s[c] + s[C + c] * (z[i] - mean[c]);
+					}
+	} else {
+		size_t e = (size_t)N * HW * C;
+		assert(tr_floats(gc) == e);
+		for (size_t i = 0; i < e; i++) {
+			int c = (int)(i % (size_t)C);
+			g[i] += s[c] + s[C + c] * (z[i] - mean[c]);
+		}
+	}
+	return 0;
 }
 
 /* Forward of one conv layer from src; skip (may be NULL) is added before
@@ -937,11 +1044,19 @@ static int tr_layer_fwd(trainer *t, tr_layer *L, dnnl_memory_t src, dnnl_memory_
 	int rc = 0;
 	RUN(&L->cp->fwd, { DNNL_ARG_SRC, src }, { DNNL_ARG_WEIGHTS, L->w.w_fwd },
 	    { DNNL_ARG_BIAS, L->w.b }, { DNNL_ARG_DST, L->z });
-	if (training)
+	if (training) {
 		RUN(&L->bp->fwd, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_DST, L->a },
 		    { DNNL_ARG_MEAN, L->mean }, { DNNL_ARG_VARIANCE, L->var },
 		    { DNNL_ARG_SCALE, L->gamma }, { DNNL_ARG_SHIFT, L->beta });
-	else
+		if (tr_sync(t)) {
+			DNNL_CHECK(dnnl_stream_wait(c->stream));
+			if (tr_bn_sync_stats(t, L) < 0)
+				return -1;
+			RUN(&L->bp->inf, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_DST, L->a },
+			    { DNNL_ARG_MEAN, L->mean }, { DNNL_ARG_VARIANCE, L->var },
+			    { DNNL_ARG_SCALE, L->gamma }, { DNNL_ARG_SHIFT, L->beta });
+		}
+	} else
 		RUN(&L->bp->inf, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_DST, L->a },
 		    { DNNL_ARG_MEAN, L->rmean }, { DNNL_ARG_VARIANCE, L->rvar },
 		    { DNNL_ARG_SCALE, L->gamma }, { DNNL_ARG_SHIFT, L->beta });
@@ -974,6 +1089,11 @@ static int tr_layer_bwd(trainer *t, tr_layer *L, dnnl_memory_t src, dnnl_memory_
 	    { DNNL_ARG_VARIANCE, L->var }, { DNNL_ARG_SCALE, L->gamma }, { DNNL_ARG_SHIFT, L->beta },
 	    { DNNL_ARG_DIFF_DST, gb }, { DNNL_ARG_DIFF_SRC, gc }, { DNNL_ARG_DIFF_SCALE, L->dgamma },
 	    { DNNL_ARG_DIFF_SHIFT, L->dbeta });
+	if (tr_sync(t)) {
+		DNNL_CHECK(dnnl_stream_wait(c->stream));
+		if (tr_bn_sync_grad(t, L, gc) < 0)
+			return -1;
+	}
 	RUN(&L->cp->bwd_w, { DNNL_ARG_SRC, src }, { DNNL_ARG_DIFF_DST, gc },
 	    { DNNL_ARG_DIFF_WEIGHTS, L->w.dw }, { DNNL_ARG_DIFF_BIAS, L->w.db });
 	if (L->cp->from_dw.prim)
@@ -1134,7 +1254,11 @@ out:
 int trainer_gradient(trainer *t, const train_batch *b, train_stats *st)
 {
 	assert(b->n == t->batch);
-	return tr_pass(t, b, 1, 1, st);
+	if (tr_pass(t, b, 1, 1, &t->last) < 0)
+		return -1;
+	if (st)
+		*st = t->last;
+	return 0;
 }
 
 int trainer_eval(trainer *t, const train_batch *b, train_stats *st)
@@ -1164,7 +1288,8 @@ double trainer_lr_at(const trainer *t, int64_t step)
 static void tr_update_running(trainer *t)
 {
 	const nn_arch *a = &t->net->arch;
-	double m = (double)t->batch * a->board_w * a->board_h;
+	int world = t->comm ? comm_size(t->comm) : 1;
+	double m = (double)world * t->batch * a->board_w * a->board_h;
 	float mo = (float)t->opt.bn_momentum, keep = 1.0f - mo;
 	float unbias = (float)(m / (m - 1.0));
 	for (int l = 0; l < t->n_layer; l++) {
@@ -1177,18 +1302,16 @@ static void tr_update_running(trainer *t)
 	}
 }
 
-int trainer_step(trainer *t, const train_batch *b, train_stats *st)
+/* The optimizer update from gradient g (parallel to the net's data) and
+ * the running statistics of the last training pass. */
+static void tr_update(trainer *t, const float *g, train_stats *st)
 {
-	train_stats s;
 	nn_net *n = t->net;
 	const train_options *o = &t->opt;
-	assert(b->n == t->batch);
-	if (tr_pass(t, b, 1, 1, &s) < 0)
-		return -1;
 	tr_update_running(t);
 	double norm2 = 0;
 	for (size_t i = 0; i < n->n_floats; i++)
-		norm2 += (double)t->grad[i] * t->grad[i]; /* buffers' entries are 0 */
+		norm2 += (double)g[i] * g[i]; /* buffers' entries are 0 */
 	double norm = sqrt(norm2);
 	float scale = 1.0f;
 	if (o->clip_norm > 0 && norm > o->clip_norm)
@@ -1201,9 +1324,9 @@ int trainer_step(trainer *t, const train_batch *b, train_stats *st)
 		for (size_t i = 0; i < n->n_floats; i++) {
 			if (t->role[i] == TR_ROLE_BUFFER)
 				continue;
-			float g = t->grad[i] * scale;
-			buf[i] = mu * buf[i] + g;
-			w[i] -= flr * (g + mu * buf[i]);
+			float gi = g[i] * scale;
+			buf[i] = mu * buf[i] + gi;
+			w[i] -= flr * (gi + mu * buf[i]);
 		}
 	} else {
 		double t1 = (double)(t->step + 1);
@@ -1217,21 +1340,99 @@ int trainer_step(trainer *t, const train_batch *b, train_stats *st)
 				continue;
 			if (t->role[i] == TR_ROLE_DECAY)
 				w[i] *= decay;
-			float g = t->grad[i] * scale;
-			m[i] = b1 * m[i] + (1.0f - b1) * g;
-			v[i] = b2 * v[i] + (1.0f - b2) * g * g;
+			float gi = g[i] * scale;
+			m[i] = b1 * m[i] + (1.0f - b1) * gi;
+			v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
 			w[i] -= step * m[i] / (sqrtf(v[i]) / sbc2 + eps);
 		}
 	}
 	t->step++;
 	n->meta.train_step = (uint64_t)t->step;
 	if (st) {
-		*st = s;
+		*st = t->last;
 		st->grad_norm = norm;
 		st->lr = lr;
 		st->step = t->step;
 	}
+}
+
+int trainer_step(trainer *t, const train_batch *b, train_stats *st)
+{
+	assert(b->n == t->batch);
+	double c0 = t->comm ? comm_seconds(t->comm) : 0;
+	if (tr_pass(t, b, 1, 1, &t->last) < 0)
+		return -1;
+	if (tr_sync(t)) {
+		/* One all-reduce: the gradient and, past it, the loss terms. */
+		float *x = t->grad + t->net->n_floats;
+		x[0] = (float)t->last.loss;
+		x[1] = (float)t->last.policy_loss;
+		x[2] = (float)t->last.value_loss;
+		x[3] = 0;
+		if (comm_allreduce(t->comm, t->grad, t->net->n_floats + TR_GRAD_EXTRA, COMM_OP_AVG) != 0) {
+			snprintf(t->err, sizeof(t->err), "gradient all-reduce: %s", comm_error(t->comm));
+			return -1;
+		}
+		t->last.loss = x[0];
+		t->last.policy_loss = x[1];
+		t->last.value_loss = x[2];
+	}
+	tr_update(t, t->grad, st);
+	if (st && t->comm)
+		st->comm_seconds = comm_seconds(t->comm) - c0;
 	return 0;
+}
+
+int trainer_apply(trainer *t, const float *grad, train_stats *st)
+{
+	tr_update(t, grad, st);
+	return 0;
+}
+
+void trainer_set_comm(trainer *t, comm *c)
+{
+	t->comm = c;
+}
+
+comm *trainer_comm(const trainer *t)
+{
+	return t->comm;
+}
+
+int trainer_broadcast(trainer *t, int root)
+{
+	nn_net *n = t->net;
+	uint64_t state[2] = { (uint64_t)t->step, t->rng };
+	if (!t->comm || comm_size(t->comm) == 1)
+		return 0;
+	if (comm_broadcast(t->comm, n->data, n->n_floats * sizeof(float), root) != 0 ||
+	    comm_broadcast(t->comm, t->mom[0], n->n_floats * sizeof(float), root) != 0 ||
+	    (t->n_mom > 1 &&
+	     comm_broadcast(t->comm, t->mom[1], n->n_floats * sizeof(float), root) != 0) ||
+	    comm_broadcast(t->comm, state, sizeof(state), root) != 0 ||
+	    comm_broadcast(t->comm, &n->meta, sizeof(n->meta), root) != 0) {
+		snprintf(t->err, sizeof(t->err), "broadcasting the learner state: %s",
+			 comm_error(t->comm));
+		return -1;
+	}
+	t->step = (int64_t)state[0];
+	t->rng = state[1];
+	return 0;
+}
+
+int trainer_world(const trainer *t)
+{
+	return t->comm ? comm_size(t->comm) : 1;
+}
+
+int trainer_checkpoint_world(const trainer *t)
+{
+	return t->ckpt_world;
+}
+
+void trainer_set_checkpoint_world(trainer *t, int world)
+{
+	t->ckpt_world = world;
 }
 
 const float *trainer_grad(const trainer *t)

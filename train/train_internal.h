@@ -12,5 +12,7 @@ float *trainer_moment(trainer *t, int k);
 uint64_t trainer_rng_state(const trainer *t);
 /* Sets the step count and RNG state (after a checkpoint load). */
 void trainer_restore_state(trainer *t, int64_t step, uint64_t rng);
+/* Records the world size read from a checkpoint (trainer_checkpoint_world). */
+void trainer_set_checkpoint_world(trainer *t, int world);
 
 #endif

@@ -29,6 +29,15 @@
  * Determinism: for a fixed thread count, the same CPU and the same oneDNN,
  * a step is a pure function of (weights, optimizer state, batch), so a
  * checkpoint resumes bit for bit.
+ *
+ * Data parallel: trainer_set_comm(t, c) with K ranks makes every rank's
+ * trainer one share of a global batch of K * batch positions. In training
+ * passes batch norm uses the statistics of the global batch (synchronised
+ * batch norm: two small all-reduces per BN layer, forward and backward),
+ * so running statistics come out the same on every rank; trainer_step
+ * averages the gradients (and the loss terms) over the ranks and applies
+ * the same update everywhere. K ranks with equal shares so take the step
+ * one rank takes on the whole batch, to float rounding (tests/train).
  */
 #ifndef SENTE_TRAIN_TRAINER_H
 #define SENTE_TRAIN_TRAINER_H
@@ -37,6 +46,7 @@
 #include <stdint.h>
 
 #include "nn/net.h"
+#include "train/comm.h"
 
 #define TRAIN_MAX_LR_STEPS 16
 
@@ -102,6 +112,8 @@ typedef struct train_stats {
 	double grad_norm;   /* global gradient norm before clipping (step only) */
 	double lr;          /* learning rate used (step only) */
 	int64_t step;       /* steps done after this call */
+	double comm_seconds; /* seconds in collectives during the step (trainer_step
+			      * with a comm; 0 otherwise) */
 } train_stats;
 
 typedef struct trainer trainer;
@@ -119,13 +131,37 @@ void trainer_free(trainer *t);
 
 /* One optimizer step on b (b->n must equal the batch size): forward in
  * training mode, backward, running-stat update, clipping, update. 0, or -1
- * with trainer_error() set (a oneDNN failure). st may be NULL. */
+ * with trainer_error() set (a oneDNN or collective failure). st may be
+ * NULL. With a comm of K ranks, b is this rank's share: the gradient and
+ * st's losses are the global batch's (see the top of this file). */
 int trainer_step(trainer *t, const train_batch *b, train_stats *st);
+/* The second half of trainer_step without the all-reduce: running-stat
+ * update from the last trainer_gradient, clipping, and the optimizer update
+ * with `grad` (parallel to trainer_net(t)->data; may be trainer_grad(t)).
+ * For callers that reduce gradients themselves (tests, a GPU learner
+ * overlapping the reduction with the backward pass). st gets the losses of
+ * the last trainer_gradient. 0. */
+int trainer_apply(trainer *t, const float *grad, train_stats *st);
+/* Makes t one rank of c (not owned; NULL: back to a lone trainer). Every
+ * rank must use the same options and start from the same state
+ * (trainer_broadcast). */
+void trainer_set_comm(trainer *t, comm *c);
+comm *trainer_comm(const trainer *t);
+/* Copies root's weights, running statistics, optimizer moments, step and
+ * RNG state to every rank of the trainer's comm. 0, or -1 with a message. */
+int trainer_broadcast(trainer *t, int root);
+/* Ranks of the trainer's comm (1 without one): what checkpoints record. */
+int trainer_world(const trainer *t);
+/* The world size recorded in the checkpoint last loaded into t: 1 for a
+ * file from before world sizes were recorded, 0 when none was loaded. */
+int trainer_checkpoint_world(const trainer *t);
 /* Loss only, BN in inference mode (running statistics), 1 <= b->n <= batch;
  * changes nothing. */
 int trainer_eval(trainer *t, const train_batch *b, train_stats *st);
 /* Loss and gradient (trainer_grad) in training mode without changing the
- * weights or running statistics; b->n == batch. For tests and tools. */
+ * weights or running statistics; b->n == batch. For tests and tools. With
+ * a comm of several ranks batch norm uses the global statistics, but the
+ * gradient and losses are this rank's (not averaged). */
 int trainer_gradient(trainer *t, const train_batch *b, train_stats *st);
 /* The gradient of the last trainer_gradient / trainer_step (before
  * clipping), parallel to trainer_net(t)->data (0 for running stats). */
@@ -153,7 +189,8 @@ const char *trainer_error(const trainer *t);
  *     u32 arch fields x 13 (as the model file), u32 bn_folded, u8 block kind
  *     [blocks], u64 meta train_step, u64 meta created, char[64] parent,
  *     char[64] name, u32 optimizer, u32 moment arrays K, u64 step,
- *     u64 rng state, u64 float count N, u64 blob length B
+ *     u64 rng state, u64 float count N, u64 blob length B,
+ *     u32 world size (version 2; version 1 files have none and read as 1)
  *   N floats of weights, K x N floats of optimizer moments, B blob bytes,
  *   u32 CRC-32 (zlib) of every byte before it. */
 int trainer_checkpoint_save(trainer *t, const char *path, const void *blob, size_t blob_len,

@@ -1,0 +1,128 @@
+/* `sente train` alone and under `mpirun -np 2`: the same steps from the
+ * same games give the same weights (two ranks with half the batch each,
+ * synchronised batch norm, averaged gradients); the checkpoint says how
+ * many ranks wrote it and a resume on another number says so. Skips
+ * itself when mpirun or an MPI build is missing, and in the sanitizer
+ * build (make asan): there Open MPI's own start-up and shutdown (MPI_Init,
+ * hwloc, PMIx, components it dlcloses, so that LeakSanitizer cannot even
+ * name their frames) report thousands of leaks that no narrow suppression
+ * covers. The in-process thread-rank tests (tests/train/test_train_comm.c)
+ * run the same data-parallel code under the sanitizers. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "train/comm.h"
+#include "train/trainer.h"
+
+static const char *bin(void)
+{
+	const char *b = getenv("SENTE_BIN");
+	if (!b)
+		cr_skip_test("SENTE_BIN is not set (run through make test)");
+	return b;
+}
+
+/* Small: a 1x16 net, 3 steps of 32, one oneDNN thread per rank. */
+#define TRAIN_ARGS "--steps 3 --batch 32 --blocks 1 --channels 16 --export-steps 3 --threads 1"
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "%s", path);
+	static char buf[16384];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return buf;
+}
+
+Test(train_cli, gpus_refused)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "%s train --gpus 0,1 2>/dev/null", bin());
+	int st = system(cmd);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "exit %d", st);
+}
+
+Test(train_cli, mpirun_two_ranks_equal_one, .timeout = 120)
+{
+	const char *b = bin();
+#if defined(__SANITIZE_ADDRESS__)
+	cr_skip_test("not under AddressSanitizer: Open MPI's start-up leaks (see the top of this file)");
+#endif
+	if (!comm_mpi_built())
+		cr_skip_test("sente was built without MPI (apt-get install libopenmpi-dev)");
+	if (system("command -v mpirun >/dev/null 2>&1") != 0)
+		cr_skip_test("mpirun not found (apt-get install openmpi-bin)");
+	/* CI runs as root, which Open MPI refuses unless told twice. */
+	setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+	setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+	/* hwloc's OpenCL probe loads vendor ICDs at MPI_Init, which is slow
+	 * and, on some machines, refused under sanitizers: ranks need none. */
+	setenv("HWLOC_COMPONENTS", "-opencl", 1);
+	char dir[] = "/tmp/sente-mpi-XXXXXX", cmd[4096], path[1024], err[256];
+	cr_assert(mkdtemp(dir));
+	/* Games from a uniform policy: enough positions, in a second. */
+	snprintf(cmd, sizeof(cmd),
+		 "%s selfplay --db %s/one/sente.db --game connect4 --games 24 --parallel-games 8 "
+		 "--visits 16 --cheap-visits 0 -s 3 -q >/dev/null 2>&1 && cp -r %s/one %s/two",
+		 b, dir, dir, dir);
+	snprintf(path, sizeof(path), "mkdir -p %s/one", dir);
+	cr_assert_eq(system(path), 0);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+
+	snprintf(cmd, sizeof(cmd), "%s train --dir %s/one " TRAIN_ARGS " 2>%s/one.log", b, dir, dir);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	/* --bind-to none: two ranks on a machine that may have one core. */
+	snprintf(cmd, sizeof(cmd),
+		 "mpirun --oversubscribe --bind-to none -np 2 %s train --dir %s/two " TRAIN_ARGS
+		 " >%s/two.log 2>&1", b, dir, dir);
+	int st = system(cmd);
+	snprintf(path, sizeof(path), "%s/two.log", dir);
+	cr_assert_eq(st, 0, "%s:\n%s", cmd, slurp(path));
+	cr_assert(strstr(slurp(path), "2 ranks (mpi)"), "%s", slurp(path));
+
+	snprintf(path, sizeof(path), "%s/one/checkpoints/learner.ckpt", dir);
+	nn_net *one = trainer_checkpoint_net(path, err, sizeof(err));
+	cr_assert(one, "%s", err);
+	snprintf(path, sizeof(path), "%s/two/checkpoints/learner.ckpt", dir);
+	nn_net *two = trainer_checkpoint_net(path, err, sizeof(err));
+	cr_assert(two, "%s", err);
+	cr_assert_eq(one->n_floats, two->n_floats);
+	cr_assert_eq(one->meta.train_step, 3);
+	cr_assert_eq(two->meta.train_step, 3);
+	double worst = 0;
+	size_t at = 0;
+	for (size_t i = 0; i < one->n_floats; i++) {
+		double d = fabs((double)one->data[i] - two->data[i]) / (1e-3 + fabs(one->data[i]));
+		if (d > worst) {
+			worst = d;
+			at = i;
+		}
+	}
+	cr_assert(worst < 2e-3, "weight %zu: one rank %.8g, two ranks %.8g", at, one->data[at],
+		  two->data[at]);
+
+	/* The checkpoint of two ranks, resumed on one: it says so. */
+	train_options o = train_options_default();
+	o.batch = 16;
+	trainer *t = trainer_new(two, &o, err, sizeof(err));
+	cr_assert(t, "%s", err);
+	cr_assert_eq(trainer_checkpoint_load(t, path, NULL, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(trainer_checkpoint_world(t), 2);
+	trainer_free(t);
+	snprintf(cmd, sizeof(cmd), "%s train --dir %s/two --steps 1 --batch 32 --threads 1 2>%s/three.log",
+		 b, dir, dir);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(path, sizeof(path), "%s/three.log", dir);
+	cr_assert(strstr(slurp(path), "written by 2 ranks, resuming on 1"), "%s", slurp(path));
+
+	nn_net_free(one);
+	nn_net_free(two);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}

@@ -1,0 +1,400 @@
+/* comm.c: the collective layer's front (timing, errors) and its host
+ * transports: single process, in-process thread ranks, and MPI when built
+ * with it (SENTE_HAVE_MPI). The NCCL transport is in comm_nccl.c. */
+#include "train/comm_internal.h"
+
+#include <assert.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef SENTE_HAVE_MPI
+#define SENTE_HAVE_MPI 0
+#endif
+#if SENTE_HAVE_MPI
+#include <mpi.h>
+#endif
+
+static double comm_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+comm *comm_alloc(const comm_ops *ops, comm_kind kind, int rank, int size)
+{
+	comm *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->ops = ops;
+	c->kind = kind;
+	c->rank = rank;
+	c->size = size;
+	return c;
+}
+
+bool comm_mpi_built(void)
+{
+	return SENTE_HAVE_MPI ? true : false;
+}
+
+bool comm_launched_by_mpi(void)
+{
+	return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+}
+
+int comm_rank(const comm *c)
+{
+	return c->rank;
+}
+
+int comm_size(const comm *c)
+{
+	return c->size;
+}
+
+comm_kind comm_get_kind(const comm *c)
+{
+	return c->kind;
+}
+
+const char *comm_name(const comm *c)
+{
+	static const char *const names[] = { "single", "threads", "mpi", "nccl" };
+	return names[c->kind];
+}
+
+double comm_seconds(const comm *c)
+{
+	return c->seconds;
+}
+
+const char *comm_error(const comm *c)
+{
+	return c->err;
+}
+
+int comm_allreduce(comm *c, float *buf, size_t n, comm_op op)
+{
+	assert(op == COMM_OP_SUM || op == COMM_OP_AVG);
+	if (n == 0)
+		return 0;
+	double t0 = comm_now();
+	int rc = c->ops->allreduce(c, buf, n, op);
+	c->seconds += comm_now() - t0;
+	return rc;
+}
+
+int comm_broadcast(comm *c, void *buf, size_t bytes, int root)
+{
+	assert(root >= 0 && root < c->size);
+	if (bytes == 0)
+		return 0;
+	double t0 = comm_now();
+	int rc = c->ops->broadcast(c, buf, bytes, root);
+	c->seconds += comm_now() - t0;
+	return rc;
+}
+
+/* A comm of one rank still calls its transport: a one-GPU NCCL
+ * communicator is how the NCCL path gets tested on a single device. */
+int comm_barrier(comm *c)
+{
+	double t0 = comm_now();
+	int rc = c->ops->barrier(c);
+	c->seconds += comm_now() - t0;
+	return rc;
+}
+
+void comm_set_stream(comm *c, void *stream)
+{
+	if (c->ops->set_stream)
+		c->ops->set_stream(c, stream);
+}
+
+void comm_abort(comm *c, int code)
+{
+	if (c->ops->abort)
+		c->ops->abort(c, code);
+}
+
+void comm_free(comm *c)
+{
+	if (!c || c->in_group)
+		return;
+	if (c->ops->destroy)
+		c->ops->destroy(c);
+	free(c);
+}
+
+/* ---- single process ------------------------------------------------------ */
+
+static int single_allreduce(comm *c, float *buf, size_t n, comm_op op)
+{
+	return 0;
+}
+
+static int single_broadcast(comm *c, void *buf, size_t bytes, int root)
+{
+	return 0;
+}
+
+static int single_barrier(comm *c)
+{
+	return 0;
+}
+
+static const comm_ops single_ops = { single_allreduce, single_broadcast, single_barrier, NULL,
+				     NULL, NULL };
+
+comm *comm_new_single(void)
+{
+	return comm_alloc(&single_ops, COMM_KIND_SINGLE, 0, 1);
+}
+
+/* ---- ranks as threads of one process ------------------------------------- */
+
+struct comm_group {
+	int n;                 /* ranks */
+	comm **ranks;          /* one comm per rank */
+	pthread_mutex_t mu;    /* guards the barrier */
+	pthread_cond_t cv;     /* wakes the barrier's waiters */
+	int waiting;           /* ranks inside the current barrier */
+	uint64_t generation;   /* barriers completed */
+	void **posted;         /* [n] each rank's buffer for the current collective */
+};
+
+static void group_wait(comm_group *g)
+{
+	pthread_mutex_lock(&g->mu);
+	uint64_t gen = g->generation;
+	if (++g->waiting == g->n) {
+		g->waiting = 0;
+		g->generation++;
+		pthread_cond_broadcast(&g->cv);
+	} else {
+		while (gen == g->generation)
+			pthread_cond_wait(&g->cv, &g->mu);
+	}
+	pthread_mutex_unlock(&g->mu);
+}
+
+/* Every rank sums all posted buffers in rank order into its own copy, so
+ * the results are bit-identical; buffers are overwritten only after every
+ * rank has read them. */
+static int threads_allreduce(comm *c, float *buf, size_t n, comm_op op)
+{
+	comm_group *g = c->impl;
+	float *sum = malloc(n * sizeof(float));
+	int ok = sum != NULL, rc = 0;
+	g->posted[c->rank] = buf;
+	group_wait(g);
+	if (ok) {
+		const float *b0 = g->posted[0];
+		memcpy(sum, b0, n * sizeof(float));
+		for (int r = 1; r < g->n; r++) {
+			const float *br = g->posted[r];
+			for (size_t i = 0; i < n; i++)
+				sum[i] += br[i];
+		}
+		if (op == COMM_OP_AVG) {
+			float inv = 1.0f / (float)g->n;
+			for (size_t i = 0; i < n; i++)
+				sum[i] *= inv;
+		}
+	}
+	group_wait(g);
+	if (ok)
+		memcpy(buf, sum, n * sizeof(float));
+	else {
+		snprintf(c->err, sizeof(c->err), "out of memory for a %zu-float all-reduce", n);
+		rc = -1;
+	}
+	free(sum);
+	return rc;
+}
+
+static int threads_broadcast(comm *c, void *buf, size_t bytes, int root)
+{
+	comm_group *g = c->impl;
+	g->posted[c->rank] = buf;
+	group_wait(g);
+	if (c->rank != root)
+		memcpy(buf, g->posted[root], bytes);
+	group_wait(g);
+	return 0;
+}
+
+static int threads_barrier(comm *c)
+{
+	group_wait(c->impl);
+	return 0;
+}
+
+static const comm_ops threads_ops = { threads_allreduce, threads_broadcast, threads_barrier, NULL,
+				      NULL, NULL };
+
+comm_group *comm_group_new(int n)
+{
+	if (n < 1)
+		return NULL;
+	comm_group *g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->n = n;
+	g->ranks = calloc((size_t)n, sizeof(*g->ranks));
+	g->posted = calloc((size_t)n, sizeof(*g->posted));
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->cv, NULL);
+	if (!g->ranks || !g->posted)
+		goto fail;
+	for (int r = 0; r < n; r++) {
+		g->ranks[r] = comm_alloc(&threads_ops, COMM_KIND_THREADS, r, n);
+		if (!g->ranks[r])
+			goto fail;
+		g->ranks[r]->impl = g;
+		g->ranks[r]->in_group = true;
+	}
+	return g;
+fail:
+	comm_group_free(g);
+	return NULL;
+}
+
+comm *comm_group_rank(comm_group *g, int rank)
+{
+	assert(rank >= 0 && rank < g->n);
+	return g->ranks[rank];
+}
+
+void comm_group_free(comm_group *g)
+{
+	if (!g)
+		return;
+	if (g->ranks)
+		for (int r = 0; r < g->n; r++)
+			free(g->ranks[r]);
+	free(g->ranks);
+	free(g->posted);
+	pthread_mutex_destroy(&g->mu);
+	pthread_cond_destroy(&g->cv);
+	free(g);
+}
+
+/* ---- MPI ----------------------------------------------------------------- */
+
+#if SENTE_HAVE_MPI
+/* MPI counts are ints: larger buffers go in chunks. */
+#define MPI_CHUNK ((size_t)1 << 30)
+
+static int mpi_fail(comm *c, const char *what, int code)
+{
+	char msg[MPI_MAX_ERROR_STRING];
+	int len = 0;
+	if (MPI_Error_string(code, msg, &len) != MPI_SUCCESS)
+		snprintf(msg, sizeof(msg), "error %d", code);
+	snprintf(c->err, sizeof(c->err), "%s: %.200s", what, msg);
+	return -1;
+}
+
+static int mpi_allreduce(comm *c, float *buf, size_t n, comm_op op)
+{
+	for (size_t off = 0; off < n; off += MPI_CHUNK) {
+		int cnt = (int)(n - off < MPI_CHUNK ? n - off : MPI_CHUNK);
+		int e = MPI_Allreduce(MPI_IN_PLACE, buf + off, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+		if (e != MPI_SUCCESS)
+			return mpi_fail(c, "MPI_Allreduce", e);
+	}
+	if (op == COMM_OP_AVG) {
+		float inv = 1.0f / (float)c->size;
+		for (size_t i = 0; i < n; i++)
+			buf[i] *= inv;
+	}
+	return 0;
+}
+
+static int mpi_broadcast(comm *c, void *buf, size_t bytes, int root)
+{
+	for (size_t off = 0; off < bytes; off += MPI_CHUNK) {
+		int cnt = (int)(bytes - off < MPI_CHUNK ? bytes - off : MPI_CHUNK);
+		int e = MPI_Bcast((char *)buf + off, cnt, MPI_BYTE, root, MPI_COMM_WORLD);
+		if (e != MPI_SUCCESS)
+			return mpi_fail(c, "MPI_Bcast", e);
+	}
+	return 0;
+}
+
+static int mpi_barrier(comm *c)
+{
+	int e = MPI_Barrier(MPI_COMM_WORLD);
+	return e == MPI_SUCCESS ? 0 : mpi_fail(c, "MPI_Barrier", e);
+}
+
+/* impl is non-NULL when this comm initialised MPI (and so finalises it). */
+static void mpi_destroy(comm *c)
+{
+	int done = 0;
+	if (c->impl && MPI_Finalized(&done) == MPI_SUCCESS && !done)
+		MPI_Finalize();
+}
+
+static void mpi_abort(comm *c, int code)
+{
+	MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+static const comm_ops mpi_ops = { mpi_allreduce, mpi_broadcast, mpi_barrier, NULL, mpi_abort,
+				  mpi_destroy };
+
+static comm *comm_new_mpi(char *err, size_t errlen)
+{
+	int inited = 0, provided = 0, rank = 0, size = 1;
+	bool ours = false;
+	MPI_Initialized(&inited);
+	if (!inited) {
+		/* Only the main thread calls MPI (oneDNN's OpenMP threads never do). */
+		if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+			snprintf(err, errlen, "MPI_Init_thread failed");
+			return NULL;
+		}
+		ours = true;
+	}
+	/* Failures come back as codes, not as an abort of every rank. */
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	comm *c = comm_alloc(&mpi_ops, COMM_KIND_MPI, rank, size);
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		if (ours)
+			MPI_Finalize();
+		return NULL;
+	}
+	c->impl = ours ? (void *)c : NULL;
+	return c;
+}
+#endif
+
+comm *comm_new_world(char *err, size_t errlen)
+{
+	comm *c = NULL;
+	if (!comm_launched_by_mpi()) {
+		c = comm_new_single();
+		if (!c)
+			snprintf(err, errlen, "out of memory");
+		return c;
+	}
+#if SENTE_HAVE_MPI
+	c = comm_new_mpi(err, errlen);
+#else
+	snprintf(err, errlen, "started by an MPI launcher, but this sente was built without MPI "
+		 "(install libopenmpi-dev and rebuild: the Makefile says 'sente: MPI found')");
+#endif
+	return c;
+}

@@ -1,0 +1,180 @@
+/* comm_nccl.c: the NCCL transport (device buffers, one rank per GPU), built
+ * when the Makefile finds nvcc and nccl.h (SENTE_HAVE_NCCL); without them
+ * only the "not built" answers below are compiled.
+ *
+ * The unique id is made by rank 0 and shared through the bootstrap comm's
+ * broadcast: MPI across machines, or in-process ranks. Collectives are
+ * enqueued on the comm's stream and return at once (NCCL's semantics);
+ * comm_seconds counts the enqueue time only, so the learner times its
+ * communication on its own stream with events. */
+#include "train/comm_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifndef SENTE_HAVE_NCCL
+#define SENTE_HAVE_NCCL 0
+#endif
+
+#if SENTE_HAVE_NCCL
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+/* Inside functions with `rc`, `err`, `errlen` and an `out:` label. */
+#define NCCL_CHECK(call)                                                            \
+	do {                                                                        \
+		ncclResult_t r_ = (call);                                           \
+		if (r_ != ncclSuccess) {                                            \
+			snprintf(err, errlen, "%s:%d: %s: %s", __FILE__, __LINE__, #call, \
+				 ncclGetErrorString(r_));                           \
+			rc = -1;                                                    \
+			goto out;                                                   \
+		}                                                                   \
+	} while (0)
+
+#define NCCL_CUDA_CHECK(call)                                                       \
+	do {                                                                        \
+		cudaError_t e_ = (call);                                            \
+		if (e_ != cudaSuccess) {                                            \
+			snprintf(err, errlen, "%s:%d: %s: %s", __FILE__, __LINE__, #call, \
+				 cudaGetErrorString(e_));                           \
+			rc = -1;                                                    \
+			goto out;                                                   \
+		}                                                                   \
+	} while (0)
+
+typedef struct nccl_impl {
+	ncclComm_t nc;       /* the communicator */
+	cudaStream_t stream; /* where collectives are enqueued (0: legacy) */
+	int device;          /* the GPU of this rank */
+	float *scratch;      /* one device float for the barrier */
+} nccl_impl;
+
+static int nccl_allreduce(comm *c, float *buf, size_t n, comm_op op)
+{
+	nccl_impl *x = c->impl;
+	char *err = c->err;
+	size_t errlen = sizeof(c->err);
+	int rc = 0;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
+	ncclRedOp_t o = op == COMM_OP_AVG ? ncclAvg : ncclSum;
+#else
+	if (op == COMM_OP_AVG) {
+		snprintf(err, errlen, "NCCL %d has no ncclAvg (2.10 or later needed)", NCCL_VERSION_CODE);
+		return -1;
+	}
+	ncclRedOp_t o = ncclSum;
+#endif
+	NCCL_CHECK(ncclAllReduce(buf, buf, n, ncclFloat, o, x->nc, x->stream));
+out:
+	return rc;
+}
+
+static int nccl_broadcast(comm *c, void *buf, size_t bytes, int root)
+{
+	nccl_impl *x = c->impl;
+	char *err = c->err;
+	size_t errlen = sizeof(c->err);
+	int rc = 0;
+	NCCL_CHECK(ncclBroadcast(buf, buf, bytes, ncclChar, root, x->nc, x->stream));
+out:
+	return rc;
+}
+
+/* NCCL has no barrier: a one-float all-reduce, waited for. */
+static int nccl_barrier(comm *c)
+{
+	nccl_impl *x = c->impl;
+	char *err = c->err;
+	size_t errlen = sizeof(c->err);
+	int rc = 0;
+	NCCL_CHECK(ncclAllReduce(x->scratch, x->scratch, 1, ncclFloat, ncclSum, x->nc, x->stream));
+	NCCL_CUDA_CHECK(cudaStreamSynchronize(x->stream));
+out:
+	return rc;
+}
+
+static void nccl_set_stream(comm *c, void *stream)
+{
+	((nccl_impl *)c->impl)->stream = (cudaStream_t)stream;
+}
+
+static void nccl_destroy(comm *c)
+{
+	nccl_impl *x = c->impl;
+	if (!x)
+		return;
+	if (x->nc)
+		ncclCommDestroy(x->nc);
+	if (x->scratch)
+		cudaFree(x->scratch);
+	free(x);
+}
+
+/* The NCCL comm stops waiting; the bootstrap comm (MPI) ends the job. */
+static void nccl_abort(comm *c, int code)
+{
+	nccl_impl *x = c->impl;
+	if (x && x->nc) {
+		ncclCommAbort(x->nc);
+		x->nc = NULL;
+	}
+}
+
+static const comm_ops nccl_ops = { nccl_allreduce, nccl_broadcast, nccl_barrier, nccl_set_stream,
+				   nccl_abort, nccl_destroy };
+
+bool comm_nccl_built(void)
+{
+	return true;
+}
+
+comm *comm_new_nccl(comm *bootstrap, int device, char *err, size_t errlen)
+{
+	int rc = 0;
+	ncclUniqueId id;
+	comm *c = comm_alloc(&nccl_ops, COMM_KIND_NCCL, comm_rank(bootstrap), comm_size(bootstrap));
+	nccl_impl *x = calloc(1, sizeof(*x));
+	if (!c || !x) {
+		snprintf(err, errlen, "out of memory");
+		free(x);
+		comm_free(c);
+		return NULL;
+	}
+	c->impl = x;
+	x->device = device;
+	NCCL_CUDA_CHECK(cudaSetDevice(device));
+	NCCL_CUDA_CHECK(cudaMalloc((void **)&x->scratch, sizeof(float)));
+	if (c->rank == 0)
+		NCCL_CHECK(ncclGetUniqueId(&id));
+	if (comm_broadcast(bootstrap, &id, sizeof(id), 0) != 0) {
+		snprintf(err, errlen, "sharing the NCCL id: %s", comm_error(bootstrap));
+		rc = -1;
+		goto out;
+	}
+	NCCL_CHECK(ncclCommInitRank(&x->nc, c->size, id, c->rank));
+out:
+	if (rc != 0) {
+		comm_free(c); /* frees x through nccl_destroy */
+		return NULL;
+	}
+	return c;
+}
+
+#else
+
+bool comm_nccl_built(void)
+{
+	return false;
+}
+
+comm *comm_new_nccl(comm *bootstrap, int device, char *err, size_t errlen)
+{
+	(void)bootstrap;
+	(void)device;
+	snprintf(err, errlen, "this sente was built without NCCL (needs nvcc and nccl.h; the "
+		 "Makefile prints 'sente: NCCL found' when it has them)");
+	return NULL;
+}
+
+#endif
