@@ -168,15 +168,14 @@ Test(eval, registered_clients_fill_batches)
 {
 	/* Eight registered clients that each post one leaf: the server waits
 	 * until all eight are blocked, so batches are (nearly) full even though
-	 * the leaves arrive over more than a millisecond. Unregistered, the
-	 * same clients get the greedy server: small batches. */
+	 * the leaves arrive over more than a millisecond. (Unregistered, the
+	 * same clients get the greedy server: on a quiet machine batches of 1
+	 * to 2; on a loaded one they can fill by chance, so that is not
+	 * asserted.) */
 	int errors;
 	double filled = run_clients(1, &errors);
 	cr_assert_eq(errors, 0);
-	double greedy = run_clients(0, &errors);
-	cr_assert_eq(errors, 0);
-	cr_assert(filled >= 6.0, "registered clients: mean batch %.2f of 8", filled);
-	cr_assert(greedy < filled, "greedy %.2f, registered %.2f", greedy, filled);
+	cr_assert(filled >= 7.0, "registered clients: mean batch %.2f of 8", filled);
 }
 
 Test(eval, idle_registered_client_costs_only_the_timeout)
