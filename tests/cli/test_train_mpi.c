@@ -95,17 +95,26 @@ Test(train_cli, mpirun_two_ranks_equal_one, .timeout = 120)
 	cr_assert_eq(one->n_floats, two->n_floats);
 	cr_assert_eq(one->meta.train_step, 3);
 	cr_assert_eq(two->meta.train_step, 3);
+	/* Batches of 32 and of 16 run different oneDNN kernels, whose sums
+	 * differ in the last bits; an activation that sits at zero can then
+	 * fall on the other side of a ReLU in one run, and the few weights fed
+	 * by it drift apart over the steps (seen in 1 run of about 10). A
+	 * wrong reduction (a sum instead of a mean, one rank's data dropped,
+	 * unsynchronised batch norm) moves most weights, so: nearly all
+	 * weights agree to 2e-3 relative, and the rest stay few. */
 	double worst = 0;
-	size_t at = 0;
+	size_t at = 0, off = 0;
 	for (size_t i = 0; i < one->n_floats; i++) {
 		double d = fabs((double)one->data[i] - two->data[i]) / (1e-3 + fabs(one->data[i]));
+		off += d >= 2e-3;
 		if (d > worst) {
 			worst = d;
 			at = i;
 		}
 	}
-	cr_assert(worst < 2e-3, "weight %zu: one rank %.8g, two ranks %.8g", at, one->data[at],
-		  two->data[at]);
+	cr_assert(off * 200 <= one->n_floats,
+		  "%zu of %zu weights differ by 2e-3 or more; worst %zu: one rank %.8g, two ranks %.8g",
+		  off, one->n_floats, at, one->data[at], two->data[at]);
 
 	/* The checkpoint of two ranks, resumed on one: it says so. */
 	train_options o = train_options_default();
