@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/model_dir.h"
 #include "cli/report.h"
 #include "data/replay.h"
 #include "data/store.h"
@@ -91,13 +92,6 @@ typedef struct run_ctx {
 	int failures;           /* store writes that failed */
 } run_ctx;
 
-static double mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int on_game(void *ctx, const game_record *r, int64_t model_id)
 {
 	run_ctx *c = ctx;
@@ -138,48 +132,6 @@ static int on_stored_game(void *ctx, int64_t game_id, const game_record *r)
 		l->n++;
 	free(blob);
 	return 0;
-}
-
-static int mkdir_p(const char *path)
-{
-	char tmp[4096];
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
-/* Saves the trainer's current weights (BN folded) as the next model and
- * registers it. Returns the model id, or -1. */
-static int64_t export_model(store *db, trainer *t, const char *dir, int64_t parent, char *err,
-			    size_t errlen)
-{
-	nn_net *net = nn_net_clone(trainer_net(t));
-	if (!net) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	int64_t step = trainer_steps(t);
-	net->meta.train_step = (uint64_t)step;
-	net->meta.created = (uint64_t)time(NULL);
-	snprintf(net->meta.parent, sizeof(net->meta.parent), "%lld", (long long)parent);
-	nn_net_fold_bn(net);
-	char file[8192];
-	snprintf(file, sizeof(file), "%s/models/model-%08lld.sente", dir, (long long)step);
-	int64_t id = -1;
-	if (nn_net_save(net, file, err, errlen) == 0 &&
-	    store_add_model(db, file, parent, step, "sente run", &id) != 0) {
-		snprintf(err, errlen, "registering the model: %s", store_errmsg(db));
-		id = -1;
-	}
-	nn_net_free(net);
-	return id;
 }
 
 /* Connect Four strength of the model in `net` (inference form): error
@@ -482,12 +434,12 @@ int cli_run(int argc, char **argv)
 	load_ctx loaded = { 0 };
 
 	snprintf(path, sizeof(path), "%s/models", o.dir);
-	if (mkdir_p(path) != 0) {
+	if (cli_mkdir_p(path) != 0) {
 		fprintf(stderr, "sente run: cannot create %s: %s\n", path, strerror(errno));
 		return 1;
 	}
 	snprintf(path, sizeof(path), "%s/checkpoints", o.dir);
-	mkdir_p(path);
+	cli_mkdir_p(path);
 	snprintf(path, sizeof(path), "%s/sente.db", o.dir);
 	db = store_open(path, err, sizeof(err));
 	if (!db) {
@@ -535,7 +487,7 @@ int cli_run(int argc, char **argv)
 		goto out;
 	}
 	if (store_latest_model(db, &model_id, file, sizeof(file), &step) != 1) {
-		model_id = export_model(db, t, o.dir, 0, err, sizeof(err));
+		model_id = cli_export_model(db, t, o.dir, 0, "sente run", err, sizeof(err));
 		if (model_id < 0) {
 			fprintf(stderr, "sente run: %s\n", err);
 			goto out;
@@ -617,12 +569,12 @@ int cli_run(int argc, char **argv)
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	double t_end = mono() + o.minutes * 60;
+	double t_end = cli_now() + o.minutes * 60;
 	uint64_t rng = o.seed * 0x2545f4914f6cdd1dULL + (uint64_t)trainer_steps(t) + 1;
 	int iteration = 0;
 	/* Recorded positions per game: a guess until games are seen. */
 	double per_game = o.game.kind == GAME_KIND_CONNECT4 ? 0.25 * 22 : 0.25 * o.game.size * o.game.size;
-	while (!stop_flag && mono() < t_end) {
+	while (!stop_flag && cli_now() < t_end) {
 		/* 1. Self-play until enough new positions. */
 		/* As many games as should give the positions wanted, from the
 		 * positions per game seen so far; games are never cut short. */
@@ -630,15 +582,15 @@ int cli_run(int argc, char **argv)
 		int64_t want = (int64_t)ceil(o.positions_per_iter / per_game);
 		if (want < o.parallel_games)
 			want = o.parallel_games;
-		double t0 = mono();
-		int64_t games = selfplay_run(sp, want, t_end - mono(), on_game, &rc_ctx, &stop_flag);
+		double t0 = cli_now();
+		int64_t games = selfplay_run(sp, want, t_end - cli_now(), on_game, &rc_ctx, &stop_flag);
 		if (rc_ctx.games > 0)
 			per_game = 0.5 * per_game + 0.5 * (double)rc_ctx.new_positions / rc_ctx.games;
 		if (games < 0 || rc_ctx.failures) {
 			fprintf(stderr, "sente run: self-play failed\n");
 			goto out;
 		}
-		double t_play = mono() - t0;
+		double t_play = cli_now() - t0;
 		if (stop_flag || replay_positions(replay) < o.batch)
 			continue;
 		/* 2. Train on the window. */
@@ -647,7 +599,7 @@ int cli_run(int argc, char **argv)
 			steps = 1;
 		double sums[4] = { 0 };
 		train_stats ts = { 0 };
-		t0 = mono();
+		t0 = cli_now();
 		for (int s = 0; s < steps && !stop_flag; s++) {
 			if (replay_sample(replay, &rng, net->arch.encoding, o.batch, batch) != 0 ||
 			    trainer_step(t, batch, &ts) != 0) {
@@ -659,7 +611,7 @@ int cli_run(int argc, char **argv)
 			sums[2] += ts.value_loss;
 			sums[3] += ts.grad_norm;
 		}
-		double t_train = mono() - t0;
+		double t_train = cli_now() - t0;
 		step = trainer_steps(t);
 		const char *names[] = { "loss", "policy_loss", "value_loss", "grad_norm", "lr",
 					"games", "positions", "selfplay_seconds", "train_seconds" };
@@ -669,7 +621,7 @@ int cli_run(int argc, char **argv)
 				  ts.lr, (double)g_all, (double)p_all, t_play, t_train };
 		store_add_metrics(db, step, names, vals, 9);
 		/* 3. A new model for self-play; a checkpoint to resume from. */
-		int64_t id = export_model(db, t, o.dir, model_id, err, sizeof(err));
+		int64_t id = cli_export_model(db, t, o.dir, model_id, "sente run", err, sizeof(err));
 		if (id < 0) {
 			fprintf(stderr, "sente run: %s\n", err);
 			goto out;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/model_dir.h"
 #include "data/replay.h"
 #include "data/store.h"
 #include "nn/cuda/cuda.h"
@@ -194,48 +195,6 @@ static bool parse_opts(int argc, char **argv, train_opts *o, int *rc)
 		o->channels = small ? 48 : 64;
 	*rc = 0;
 	return true;
-}
-
-static int mkdir_p(const char *path)
-{
-	char tmp[4096];
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
-/* Saves the trainer's weights (BN folded) as the next model and registers
- * it; the model id, or -1 with a message. */
-static int64_t export_model(store *db, trainer *t, const char *dir, int64_t parent, char *err,
-			    size_t errlen)
-{
-	nn_net *net = nn_net_clone(trainer_net(t));
-	if (!net) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	int64_t step = trainer_steps(t);
-	net->meta.train_step = (uint64_t)step;
-	net->meta.created = (uint64_t)time(NULL);
-	snprintf(net->meta.parent, sizeof(net->meta.parent), "%lld", (long long)parent);
-	nn_net_fold_bn(net);
-	char file[8192];
-	snprintf(file, sizeof(file), "%s/models/model-%08lld.sente", dir, (long long)step);
-	int64_t id = -1;
-	if (nn_net_save(net, file, err, errlen) == 0 &&
-	    store_add_model(db, file, parent, step, "sente train", &id) != 0) {
-		snprintf(err, errlen, "registering the model: %s", store_errmsg(db));
-		id = -1;
-	}
-	nn_net_free(net);
-	return id;
 }
 
 /* ---- the window, read by rank 0 and broadcast ---------------------------- */
@@ -431,12 +390,12 @@ int cli_train(int argc, char **argv)
 	/* Rank 0: the database, the network (checkpoint or new). */
 	if (lead) {
 		snprintf(path, sizeof(path), "%s/models", o.dir);
-		if (mkdir_p(path) != 0) {
+		if (cli_mkdir_p(path) != 0) {
 			fprintf(stderr, "sente train: cannot create %s: %s\n", path, strerror(errno));
 			goto announce;
 		}
 		snprintf(path, sizeof(path), "%s/checkpoints", o.dir);
-		mkdir_p(path);
+		cli_mkdir_p(path);
 		snprintf(path, sizeof(path), "%s/sente.db", o.dir);
 		db = store_open(path, err, sizeof(err));
 		if (!db) {
@@ -509,7 +468,7 @@ announce:
 		char file[4096];
 		int have = store_latest_model(db, &model_id, file, sizeof(file), &step0);
 		if (have != 1) {
-			model_id = export_model(db, t, o.dir, 0, err, sizeof(err));
+			model_id = cli_export_model(db, t, o.dir, 0, "sente train", err, sizeof(err));
 			if (model_id < 0)
 				fprintf(stderr, "sente train: %s\n", err);
 		}
@@ -630,7 +589,7 @@ announce:
 			double vals[] = { sums[0] / since, sums[1] / since, sums[2] / since, sums[3] / since,
 					  ts.lr, since * o.batch / tot, sums[4], sums[5], sums[6], K };
 			store_add_metrics(db, step, names, vals, 10);
-			int64_t id = export_model(db, t, o.dir, model_id, err, sizeof(err));
+			int64_t id = cli_export_model(db, t, o.dir, model_id, "sente train", err, sizeof(err));
 			if (id < 0 || trainer_checkpoint_save(t, ckpt, NULL, 0, err, sizeof(err)) != 0) {
 				fprintf(stderr, "sente train: %s\n", err);
 				stop_flag = 1; /* the others hear it at the next step */

@@ -1,0 +1,21 @@
+/* model_dir.h: a run's folder as `sente run` and `sente train` both write
+ * it: DIR/models/model-STEP.sente, each registered in DIR/sente.db. */
+#ifndef SENTE_CLI_MODEL_DIR_H
+#define SENTE_CLI_MODEL_DIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data/store.h"
+#include "train/trainer.h"
+
+/* mkdir -p; 0, or -1 with errno. */
+int cli_mkdir_p(const char *path);
+
+/* Saves the trainer's weights (BN folded) as DIR/models/model-STEP.sente
+ * and registers it with `note` and `parent`; the model id, or -1 with a
+ * message. */
+int64_t cli_export_model(store *db, trainer *t, const char *dir, int64_t parent, const char *note,
+			 char *err, size_t errlen);
+
+#endif
