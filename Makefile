@@ -62,11 +62,11 @@ $(info sente: MPI    $(if $(filter 1,$(USE_MPI)),found ($(MPICC)),$(if $(MPICC),
 endif
 
 # ---- sources ---------------------------------------------------------------
-MODULES  = engine search nn nn/cpu nn/cuda selfplay train gtp data match
+MODULES  = engine search nn nn/cpu nn/cuda selfplay train train/cuda gtp data match
 LIB_SRC  = $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 CLI_SRC  = $(wildcard cli/*.c)
 TEST_SRC = $(wildcard tests/*.c tests/*/*.c)
-CU_SRC   = $(wildcard nn/cuda/*.cu)
+CU_SRC   = $(wildcard nn/cuda/*.cu train/cuda/*.cu)
 
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)

@@ -1193,6 +1193,7 @@ static int tr_pass(trainer *t, const train_batch *b, int training, int grad, tra
 	l2 *= t->opt.weight_decay;
 	if (st) {
 		memset(st, 0, sizeof(*st));
+		st->loss_scale = 1;
 		st->policy_loss = pl;
 		st->value_loss = vl;
 		st->l2 = l2;

@@ -114,6 +114,13 @@ typedef struct train_stats {
 	int64_t step;       /* steps done after this call */
 	double comm_seconds; /* seconds in collectives during the step (trainer_step
 			      * with a comm; 0 otherwise) */
+	/* The GPU learner (train/cuda/gpu_train.h) also fills these; the CPU
+	 * learner leaves loss_scale 1 and the rest 0. */
+	double loss_scale;     /* dynamic loss scale used by the step (fp16) */
+	int skipped;           /* 1: the step overflowed and was skipped */
+	int64_t skipped_steps; /* steps skipped since the trainer was made */
+	double data_seconds;   /* seconds assembling the batch (sampling, expansion) */
+	double compute_seconds; /* seconds in forward, backward and the update */
 } train_stats;
 
 typedef struct trainer trainer;
