@@ -22,15 +22,18 @@ int cli_mkdir_p(const char *path)
 	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-int64_t cli_export_model(store *db, trainer *t, const char *dir, int64_t parent, const char *note,
-			 char *err, size_t errlen)
+int64_t cli_export_model(store *db, const nn_net *src, int64_t step, const char *dir,
+			 int64_t parent, const char *note, char *err, size_t errlen)
 {
-	nn_net *net = nn_net_clone(trainer_net(t));
+	if (!src) {
+		snprintf(err, errlen, "no weights to export");
+		return -1;
+	}
+	nn_net *net = nn_net_clone(src);
 	if (!net) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	int64_t step = trainer_steps(t);
 	net->meta.train_step = (uint64_t)step;
 	net->meta.created = (uint64_t)time(NULL);
 	snprintf(net->meta.parent, sizeof(net->meta.parent), "%lld", (long long)parent);

@@ -7,15 +7,15 @@
 #include <stdint.h>
 
 #include "data/store.h"
-#include "train/trainer.h"
+#include "nn/net.h"
 
 /* mkdir -p; 0, or -1 with errno. */
 int cli_mkdir_p(const char *path);
 
-/* Saves the trainer's weights (BN folded) as DIR/models/model-STEP.sente
- * and registers it with `note` and `parent`; the model id, or -1 with a
- * message. */
-int64_t cli_export_model(store *db, trainer *t, const char *dir, int64_t parent, const char *note,
-			 char *err, size_t errlen);
+/* Saves a copy of `net` (training form; BN folded in the copy) as
+ * DIR/models/model-STEP.sente and registers it with `note` and `parent`;
+ * the model id, or -1 with a message. */
+int64_t cli_export_model(store *db, const nn_net *net, int64_t step, const char *dir,
+			 int64_t parent, const char *note, char *err, size_t errlen);
 
 #endif

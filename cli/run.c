@@ -14,13 +14,13 @@
 #include "cli/cli.h"
 #include "cli/model_dir.h"
 #include "cli/report.h"
-#include "data/replay.h"
 #include "data/store.h"
 #include "match/match.h"
 #include "selfplay/arena.h"
 #include "selfplay/selfplay.h"
 #include "selfplay/strength.h"
-#include "train/trainer.h"
+#include "nn/cuda/cuda.h"
+#include "train/learner.h"
 
 static const char run_help[] =
 	"usage: sente run [options]\n"
@@ -61,6 +61,13 @@ static const char run_help[] =
 	"                        replace it, as AlphaZero)\n"
 	"  --gate-threshold F    score needed to pass the gate (default 0.55)\n"
 	"  --gate-visits V       visits per move in gating games (default 50)\n"
+	"  --backend B           auto, cpu or cuda: where self-play and training run\n"
+	"                        (default auto: the GPU when one is usable, sharing\n"
+	"                        it between the two phases)\n"
+	"  --gpus LIST           GPUs for self-play (one evaluator each); training\n"
+	"                        uses the first\n"
+	"  --precision P         fp32, fp16, bf16 (GPU; default fp16), int8 (CPU\n"
+	"                        self-play; training stays fp32)\n"
 	"  -q, --quiet           fewer progress lines\n";
 
 static volatile sig_atomic_t stop_flag;
@@ -80,13 +87,14 @@ typedef struct run_opts {
 	int gate_games;        /* 0: every new network plays self-play */
 	double gate_threshold; /* score a new network needs against the current one */
 	int gate_visits;       /* visits per move in gating games */
+	nn_backend_options nn; /* --backend, --gpus, --precision */
 	bool quiet;
 } run_opts;
 
 /* State the self-play callback needs. */
 typedef struct run_ctx {
 	store *db;              /* the run's database */
-	replay_buffer *replay;  /* the learner's window */
+	learner *L;             /* the learner and its window */
 	int64_t new_positions;  /* recorded positions this iteration */
 	int64_t games;          /* games this iteration */
 	int failures;           /* store writes that failed */
@@ -100,7 +108,7 @@ static int on_game(void *ctx, const game_record *r, int64_t model_id)
 		fprintf(stderr, "sente run: storing a game failed: %s\n", store_errmsg(c->db));
 		return ++c->failures >= 3;
 	}
-	replay_add_game(c->replay, r);
+	learner_add_game(c->L, r);
 	c->new_positions += record_full_count(r);
 	c->games++;
 	return 0;
@@ -293,7 +301,10 @@ static bool parse_opts(int argc, char **argv, run_opts *o, int *rc)
 	bool dir_given = false;
 	int given_blocks = -1, given_channels = -1, given_visits = -1, given_cheap = -1, given_par = -1;
 	int64_t given_pos = -1, given_window = -1;
+	int r;
+	char berr[256];
 	memset(o, 0, sizeof(*o));
+	o->nn = nn_backend_options_default();
 	o->game = game_params_default(GAME_KIND_CONNECT4);
 	o->minutes = 10;
 	o->batch = 256;
@@ -377,6 +388,12 @@ static bool parse_opts(int argc, char **argv, run_opts *o, int *rc)
 			o->gate_visits = (int)n;
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
 			o->quiet = true;
+		} else if (v && (r = nn_backend_parse_flag(a, v, &o->nn, berr, sizeof(berr))) != 0) {
+			if (r < 0) {
+				cli_usage_error("run", "%s", berr);
+				return false;
+			}
+			i++;
 		} else {
 			cli_usage_error("run", "unknown or incomplete option '%s'", a);
 			return false;
@@ -424,11 +441,9 @@ int cli_run(int argc, char **argv)
 	rc = 1;
 	char err[8192], path[8192], file[4096];
 	store *db = NULL;
-	trainer *t = NULL;
+	learner *L = NULL;
 	nn_net *net = NULL;
 	selfplay *sp = NULL;
-	replay_buffer *replay = NULL;
-	train_batch *batch = NULL;
 	c4bench bench = { 0 };
 	bool have_bench = false;
 	load_ctx loaded = { 0 };
@@ -449,10 +464,20 @@ int cli_run(int argc, char **argv)
 
 	/* The learner: from the checkpoint when there is one, else a new
 	 * network (registered as the first model). */
-	train_options to = train_options_default();
-	to.batch = o.batch;
-	to.lr = o.lr;
-	to.seed = o.seed;
+	learner_options lo = learner_options_default();
+	lo.train.batch = o.batch;
+	lo.train.lr = o.lr;
+	lo.train.seed = o.seed;
+	lo.window = o.window;
+	lo.device = o.nn.n_gpus ? o.nn.gpus[0] : 0;
+	if (o.nn.precision_given)
+		lo.precision = o.nn.precision == NN_PRECISION_FP16   ? LEARNER_FP16
+			       : o.nn.precision == NN_PRECISION_BF16 ? LEARNER_BF16
+								     : LEARNER_FP32;
+	/* The GPU trains when self-play would use it: asked for, or (auto)
+	 * a device is there. */
+	bool want_cuda = o.nn.kind == NN_BACKEND_CUDA ||
+			 (o.nn.kind == NN_BACKEND_AUTO && nn_cuda_device_count() > 0);
 	char ckpt[8192];
 	snprintf(ckpt, sizeof(ckpt), "%s/checkpoints/learner.ckpt", o.dir);
 	int64_t model_id = 0, step = 0;
@@ -477,17 +502,27 @@ int cli_run(int argc, char **argv)
 		fprintf(stderr, "sente run: %s\n", err);
 		goto out;
 	}
-	t = trainer_new(net, &to, err, sizeof(err));
-	if (!t) {
+	if (want_cuda) {
+		lo.backend = LEARNER_CUDA;
+		L = learner_new(net, &lo, err, sizeof(err));
+		if (!L)
+			fprintf(stderr, "sente run: training on the CPU: the GPU learner: %s\n", err);
+	}
+	if (!L) {
+		lo.backend = LEARNER_CPU;
+		L = learner_new(net, &lo, err, sizeof(err));
+	}
+	if (!L) {
 		fprintf(stderr, "sente run: learner: %s\n", err);
 		goto out;
 	}
-	if (resumed && trainer_checkpoint_load(t, ckpt, NULL, NULL, err, sizeof(err)) != 0) {
+	if (resumed && learner_checkpoint_load(L, ckpt, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sente run: %s\n", err);
 		goto out;
 	}
 	if (store_latest_model(db, &model_id, file, sizeof(file), &step) != 1) {
-		model_id = cli_export_model(db, t, o.dir, 0, "sente run", err, sizeof(err));
+		model_id = cli_export_model(db, learner_net(L), learner_steps(L), o.dir, 0, "sente run",
+					    err, sizeof(err));
 		if (model_id < 0) {
 			fprintf(stderr, "sente run: %s\n", err);
 			goto out;
@@ -495,18 +530,12 @@ int cli_run(int argc, char **argv)
 	}
 
 	/* The window, refilled from the store. */
-	replay = replay_new(o.window);
-	batch = train_batch_new(&net->arch, o.batch, net->arch.value_outputs == 3);
-	if (!replay || !batch) {
-		fprintf(stderr, "sente run: out of memory\n");
-		goto out;
-	}
 	if (store_recent_games(db, o.window, 0, on_stored_game, &loaded, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sente run: %s\n", err);
 		goto out;
 	}
 	for (int i = loaded.n - 1; i >= 0; i--) {
-		replay_add_game(replay, &loaded.recs[i]);
+		learner_add_game(L, &loaded.recs[i]);
 		record_free(&loaded.recs[i]);
 	}
 	free(loaded.recs);
@@ -517,7 +546,8 @@ int cli_run(int argc, char **argv)
 	so.batch = o.parallel_games < 64 ? o.parallel_games : 64;
 	so.visits = o.visits;
 	so.cheap_visits = o.cheap_visits;
-	so.seed = o.seed * 7919 + (uint64_t)trainer_steps(t);
+	so.nn = o.nn;
+	so.seed = o.seed * 7919 + (uint64_t)learner_steps(L);
 	so.progress_seconds = o.quiet ? 0 : 30;
 	so.quiet = o.quiet;
 	sp = selfplay_new(&so, err, sizeof(err));
@@ -536,7 +566,7 @@ int cli_run(int argc, char **argv)
 		    (m = nn_net_load_any(file, NULL, err, sizeof(err))) != NULL)
 			play_id = (int64_t)last;
 		else
-			m = nn_net_clone(trainer_net(t));
+			m = nn_net_clone(learner_net(L));
 		if (!m || selfplay_set_model(sp, m, play_id, err, sizeof(err)) != 0) {
 			fprintf(stderr, "sente run: %s\n", err);
 			nn_net_free(m);
@@ -558,19 +588,21 @@ int cli_run(int argc, char **argv)
 
 	int64_t games0, positions0;
 	store_count(db, &games0, &positions0);
+	char sp_what[256];
+	selfplay_backend(sp, sp_what, sizeof(sp_what));
 	fprintf(stderr, "sente run: %s %dx%d in %s, network %dx%d, %s at step %lld, %lld games and "
-		"%lld positions stored, window %lld; %.1f minutes\n",
+		"%lld positions stored, window %lld; %.1f minutes; self-play %s, training %s\n",
 		game_kind_name(o.game.kind), o.game.kind == GAME_KIND_GO ? o.game.size : 7,
 		o.game.kind == GAME_KIND_GO ? o.game.size : 6, o.dir,
-		net->arch.blocks, net->arch.channels, resumed ? "resumed" : "new", (long long)trainer_steps(t),
-		(long long)games0, (long long)positions0, (long long)replay_positions(replay), o.minutes);
+		net->arch.blocks, net->arch.channels, resumed ? "resumed" : "new", (long long)learner_steps(L),
+		(long long)games0, (long long)positions0, (long long)learner_positions(L), o.minutes,
+		sp_what, learner_describe(L));
 	if (have_bench && !resumed)
-		measure_c4(db, &bench, trainer_net(t), &o, 0, true, o.quiet);
+		measure_c4(db, &bench, learner_net(L), &o, 0, true, o.quiet);
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	double t_end = cli_now() + o.minutes * 60;
-	uint64_t rng = o.seed * 0x2545f4914f6cdd1dULL + (uint64_t)trainer_steps(t) + 1;
 	int iteration = 0;
 	/* Recorded positions per game: a guess until games are seen. */
 	double per_game = o.game.kind == GAME_KIND_CONNECT4 ? 0.25 * 22 : 0.25 * o.game.size * o.game.size;
@@ -578,7 +610,7 @@ int cli_run(int argc, char **argv)
 		/* 1. Self-play until enough new positions. */
 		/* As many games as should give the positions wanted, from the
 		 * positions per game seen so far; games are never cut short. */
-		run_ctx rc_ctx = { .db = db, .replay = replay };
+		run_ctx rc_ctx = { .db = db, .L = L };
 		int64_t want = (int64_t)ceil(o.positions_per_iter / per_game);
 		if (want < o.parallel_games)
 			want = o.parallel_games;
@@ -591,7 +623,7 @@ int cli_run(int argc, char **argv)
 			goto out;
 		}
 		double t_play = cli_now() - t0;
-		if (stop_flag || replay_positions(replay) < o.batch)
+		if (stop_flag || learner_positions(L) < o.batch)
 			continue;
 		/* 2. Train on the window. */
 		int steps = (int)ceil(rc_ctx.new_positions * o.sample_ratio / o.batch);
@@ -601,9 +633,8 @@ int cli_run(int argc, char **argv)
 		train_stats ts = { 0 };
 		t0 = cli_now();
 		for (int s = 0; s < steps && !stop_flag; s++) {
-			if (replay_sample(replay, &rng, net->arch.encoding, o.batch, batch) != 0 ||
-			    trainer_step(t, batch, &ts) != 0) {
-				fprintf(stderr, "sente run: training step failed: %s\n", trainer_error(t));
+			if (learner_step(L, o.batch, 0, &ts) != 0) {
+				fprintf(stderr, "sente run: training step failed: %s\n", learner_error(L));
 				goto out;
 			}
 			sums[0] += ts.loss;
@@ -612,7 +643,7 @@ int cli_run(int argc, char **argv)
 			sums[3] += ts.grad_norm;
 		}
 		double t_train = cli_now() - t0;
-		step = trainer_steps(t);
+		step = learner_steps(L);
 		const char *names[] = { "loss", "policy_loss", "value_loss", "grad_norm", "lr",
 					"games", "positions", "selfplay_seconds", "train_seconds" };
 		int64_t g_all, p_all;
@@ -621,20 +652,22 @@ int cli_run(int argc, char **argv)
 				  ts.lr, (double)g_all, (double)p_all, t_play, t_train };
 		store_add_metrics(db, step, names, vals, 9);
 		/* 3. A new model for self-play; a checkpoint to resume from. */
-		int64_t id = cli_export_model(db, t, o.dir, model_id, "sente run", err, sizeof(err));
+		nn_net *trained = learner_net(L);
+		int64_t id = cli_export_model(db, trained, step, o.dir, model_id, "sente run", err,
+					      sizeof(err));
 		if (id < 0) {
 			fprintf(stderr, "sente run: %s\n", err);
 			goto out;
 		}
 		model_id = id;
-		bool promote = o.gate_games <= 0 || gate_passes(db, &o, model_id, play_id, trainer_steps(t));
+		bool promote = o.gate_games <= 0 || gate_passes(db, &o, model_id, play_id, step);
 		if (promote) {
 			play_id = model_id;
 			if (o.gate_games > 0)
-				store_add_metric(db, trainer_steps(t), "selfplay_model", (double)play_id);
+				store_add_metric(db, step, "selfplay_model", (double)play_id);
 		}
-		if ((promote && selfplay_set_model(sp, trainer_net(t), model_id, err, sizeof(err)) != 0) ||
-		    trainer_checkpoint_save(t, ckpt, NULL, 0, err, sizeof(err)) != 0) {
+		if ((promote && selfplay_set_model(sp, trained, model_id, err, sizeof(err)) != 0) ||
+		    learner_checkpoint_save(L, ckpt, err, sizeof(err)) != 0) {
 			fprintf(stderr, "sente run: %s\n", err);
 			goto out;
 		}
@@ -646,27 +679,25 @@ int cli_run(int argc, char **argv)
 				(long long)model_id, (long long)play_id);
 		/* 4. Strength; the search measurement every third iteration. */
 		if (have_bench)
-			measure_c4(db, &bench, trainer_net(t), &o, step, iteration % 3 == 0, o.quiet);
+			measure_c4(db, &bench, trained, &o, step, iteration % 3 == 0, o.quiet);
 		else if (o.game.kind == GAME_KIND_GO && iteration % 3 == 0)
-			measure_go(db, trainer_net(t), &o, step, o.quiet);
+			measure_go(db, trained, &o, step, o.quiet);
 		snprintf(path, sizeof(path), "%s/report.html", o.dir);
 		report_write(db, path, o.game.kind, err, sizeof(err));
 	}
 	/* The closing strength report. */
 	if (have_bench && !stop_flag)
-		measure_c4(db, &bench, trainer_net(t), &o, trainer_steps(t), true, false);
+		measure_c4(db, &bench, learner_net(L), &o, learner_steps(L), true, false);
 	snprintf(path, sizeof(path), "%s/report.html", o.dir);
 	if (report_write(db, path, o.game.kind, err, sizeof(err)) == 0)
 		fprintf(stderr, "sente run: report in %s\n", path);
 	fprintf(stderr, "sente run: %s at step %lld; run again with --dir %s to continue\n",
-		stop_flag ? "stopped" : "done", (long long)trainer_steps(t), o.dir);
+		stop_flag ? "stopped" : "done", (long long)learner_steps(L), o.dir);
 	rc = 0;
 out:
 	c4bench_free(&bench);
-	train_batch_free(batch);
-	replay_free(replay);
 	selfplay_free(sp);
-	trainer_free(t);
+	learner_free(L);
 	nn_net_free(net);
 	store_close(db);
 	return rc;

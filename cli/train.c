@@ -16,11 +16,11 @@
 
 #include "cli/cli.h"
 #include "cli/model_dir.h"
-#include "data/replay.h"
 #include "data/store.h"
+#include "nn/backend.h"
 #include "nn/cuda/cuda.h"
 #include "train/comm.h"
-#include "train/trainer.h"
+#include "train/learner.h"
 
 static const char train_help[] =
 	"usage: sente train [options]\n"
@@ -41,16 +41,25 @@ static const char train_help[] =
 	"writes models, checkpoints and metrics. A checkpoint records how many\n"
 	"ranks wrote it; resuming on another number works and says so.\n"
 	"\n"
-	"The GPU learner (--backend cuda, --gpus) is not built yet: only the CPU\n"
-	"learner exists, and those flags are refused with a message.\n"
+	"On a GPU (--backend cuda): the window lives in device memory, batches\n"
+	"are drawn with cuRAND and expanded and augmented on the device, and the\n"
+	"network trains in fp16 (default), bf16 or fp32 with fp32 master weights\n"
+	"(fp16: dynamic loss scaling; an overflowing step is skipped and counted).\n"
+	"--gpus 0,1,2,3 starts one process per GPU (NCCL all-reduce of the\n"
+	"gradients, bucketed and overlapped with the backward pass); under mpirun\n"
+	"each rank takes --gpus[local rank]. Batch norm then uses each rank's own\n"
+	"statistics.\n"
 	"\n"
 	"options:\n"
 	"  --dir DIR             the run's folder (default runs/connect4)\n"
 	"  --steps N             stop after N steps (default 1000)\n"
 	"  --minutes M           stop after M minutes (default: no limit)\n"
 	"  --batch B             global batch, split evenly over the ranks (default 256)\n"
-	"  --backend cpu         the learner's backend (only cpu exists)\n"
-	"  --gpus LIST           GPUs to train on, e.g. 0,1,2,3 (refused: no CUDA learner yet)\n"
+	"  --backend cpu|cuda    where to train (default cpu)\n"
+	"  --gpus LIST           GPUs to train on, e.g. 0,1,2,3 (implies --backend cuda)\n"
+	"  --precision P         CUDA arithmetic: fp16 (default), bf16 or fp32\n"
+	"  --micro-batch N       CUDA: gradient accumulation over micro-batches of N\n"
+	"                        (default: the whole share when it fits in memory)\n"
 	"  --lr X                learning rate, SGD with Nesterov momentum (default 0.02)\n"
 	"  --window N            positions sampled from (default C4 60000, Go 100000)\n"
 	"  --export-steps N      model, checkpoint, metrics and window refill every N\n"
@@ -79,6 +88,12 @@ typedef struct train_opts {
 	int blocks, channels;  /* a new network's shape */
 	uint64_t seed;         /* a new network's seed, and the trainer's */
 	bool json, quiet;      /* output */
+	learner_backend backend;     /* --backend */
+	learner_precision precision; /* --precision (CUDA) */
+	int micro_batch;       /* --micro-batch (CUDA); 0 automatic */
+	int gpus[NN_MAX_GPUS]; /* --gpus */
+	int n_gpus;            /* entries of gpus; 0: device 0 */
+	int device;            /* this process's GPU */
 } train_opts;
 
 /* Parses argv; false with *rc (2) on a usage error. Every rank parses the
@@ -97,6 +112,7 @@ static bool parse_opts(int argc, char **argv, train_opts *o, int *rc)
 	o->blocks = -1;
 	o->channels = -1;
 	o->seed = 1;
+	o->precision = LEARNER_FP16;
 	*rc = 2;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -115,34 +131,39 @@ static bool parse_opts(int argc, char **argv, train_opts *o, int *rc)
 			if (!INT(2, 65536)) return false;
 			o->batch = (int)n;
 		} else if (FLAG("--backend")) {
-			if (strcmp(v, "cpu") != 0) {
-				cli_usage_error("train", "--backend %s: only the cpu learner exists; the "
-						"CUDA learner (issue 7) is not built yet", v);
+			if (!strcmp(v, "cpu")) {
+				o->backend = LEARNER_CPU;
+			} else if (!strcmp(v, "cuda")) {
+				o->backend = LEARNER_CUDA;
+			} else {
+				cli_usage_error("train", "--backend takes cpu or cuda, got '%s'", v);
 				return false;
 			}
 		} else if (FLAG("--gpus")) {
-			/* Parsed, so that a malformed list is named as such,
-			 * then refused: no GPU learner to hand it to yet. */
 			const char *p = v;
-			int count = 0;
+			o->n_gpus = 0;
 			while (*p) {
 				char *end;
 				long g = strtol(p, &end, 10);
-				if (end == p || g < 0 || g > 1023 || (*end && *end != ',')) {
-					cli_usage_error("train", "--gpus takes device numbers separated by "
-							"commas (e.g. 0,1,2,3), got '%s'", v);
+				if (end == p || g < 0 || g > 1023 || (*end && *end != ',') ||
+				    o->n_gpus == NN_MAX_GPUS) {
+					cli_usage_error("train", "--gpus takes up to %d device numbers "
+							"separated by commas (e.g. 0,1,2,3), got '%s'",
+							NN_MAX_GPUS, v);
 					return false;
 				}
-				count++;
+				o->gpus[o->n_gpus++] = (int)g;
 				p = *end ? end + 1 : end;
 			}
-			cli_usage_error("train", "--gpus %s: %d GPU%s asked for, but the CUDA learner is "
-					"not built yet (this sente %s CUDA, %d device%s visible); train "
-					"on the CPU, under mpirun -np K for several processes",
-					v, count, count == 1 ? "" : "s",
-					nn_cuda_built() ? "has" : "was built without",
-					nn_cuda_device_count(), nn_cuda_device_count() == 1 ? "" : "s");
-			return false;
+			o->backend = LEARNER_CUDA;
+		} else if (FLAG("--precision")) {
+			if (!learner_precision_from_name(v, &o->precision)) {
+				cli_usage_error("train", "--precision takes fp32, fp16 or bf16, got '%s'", v);
+				return false;
+			}
+		} else if (FLAG("--micro-batch")) {
+			if (!INT(1, 65536)) return false;
+			o->micro_batch = (int)n;
 		} else if (FLAG("--lr")) {
 			if (!REAL(1e-6, 10)) return false;
 			o->lr = d;
@@ -240,7 +261,7 @@ static int pack_game(void *ctx, int64_t game_id, const game_record *r)
 /* Rank 0 reads the games with id > *last_id (up to the window's worth)
  * and every rank adds the same records, oldest first, to its window.
  * 0, or -1 with a message (the same outcome on every rank). */
-static int refill_window(comm *c, store *db, int64_t window, int64_t *last_id, replay_buffer *rb,
+static int refill_window(comm *c, store *db, int64_t window, int64_t *last_id, learner *L,
 			 int *added, char *err, size_t errlen)
 {
 	game_pack p = { .last_id = *last_id };
@@ -304,7 +325,7 @@ static int refill_window(comm *c, store *db, int64_t window, int64_t *last_id, r
 		memcpy(&l, p.buf + at[i], 4);
 		if (record_decode(p.buf + at[i] + 4, l, &r, why, sizeof(why)) != 0)
 			continue;
-		if (replay_add_game(rb, &r) == 0)
+		if (learner_add_game(L, &r) == 0)
 			(*added)++;
 		record_free(&r);
 	}
@@ -350,9 +371,7 @@ int cli_train(int argc, char **argv)
 	comm *c = NULL;
 	store *db = NULL;
 	nn_net *net = NULL;
-	trainer *t = NULL;
-	replay_buffer *replay = NULL;
-	train_batch *batch = NULL;
+	learner *L = NULL;
 	setup_msg msg;
 	memset(&msg, 0, sizeof(msg));
 	/* Set where every rank leaves together; other failures are this
@@ -367,6 +386,15 @@ int cli_train(int argc, char **argv)
 	}
 	int rank = comm_rank(c), K = comm_size(c);
 	bool lead = rank == 0;
+	if (o.backend == LEARNER_CUDA) {
+		if (o.n_gpus > 1 && K == 1) {
+			cli_usage_error("train", "--gpus %d GPUs: this build cannot start one process "
+					"per GPU yet; run under mpirun -np %d", o.n_gpus, o.n_gpus);
+			rc = 2;
+			goto out;
+		}
+		o.device = o.n_gpus ? o.gpus[rank % o.n_gpus] : 0;
+	}
 	together = true;
 	if (o.batch % K != 0) {
 		if (lead)
@@ -436,16 +464,22 @@ announce:
 		}
 	}
 
-	train_options to = train_options_default();
-	to.batch = share;
-	to.lr = o.lr;
-	to.seed = o.seed;
-	to.threads = o.threads;
-	t = trainer_new(net, &to, err, sizeof(err));
-	int ok = t != NULL;
+	bool c4 = msg.arch.game == GAME_KIND_CONNECT4;
+	learner_options lo = learner_options_default();
+	lo.train.batch = share;
+	lo.train.lr = o.lr;
+	lo.train.seed = o.seed;
+	lo.train.threads = o.threads;
+	lo.window = o.window > 0 ? o.window : c4 ? 60000 : 100000;
+	lo.backend = o.backend;
+	lo.device = o.device;
+	lo.precision = o.precision;
+	lo.micro_batch = o.micro_batch;
+	L = learner_new(net, &lo, err, sizeof(err));
+	int ok = L != NULL;
 	if (!ok)
 		fprintf(stderr, "sente train: rank %d: learner: %s\n", rank, err);
-	else if (lead && msg.resumed && trainer_checkpoint_load(t, ckpt, NULL, NULL, err, sizeof(err)) != 0) {
+	else if (lead && msg.resumed && learner_checkpoint_load(L, ckpt, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sente train: %s\n", err);
 		ok = 0;
 	}
@@ -457,9 +491,9 @@ announce:
 		together = true;
 		goto out;
 	}
-	trainer_set_comm(t, c);
-	if (trainer_broadcast(t, 0) != 0) {
-		fprintf(stderr, "sente train: rank %d: %s\n", rank, trainer_error(t));
+	learner_set_comm(L, c);
+	if (learner_broadcast(L, 0) != 0) {
+		fprintf(stderr, "sente train: rank %d: %s\n", rank, learner_error(L));
 		goto out;
 	}
 	int64_t model_id = 0;
@@ -468,11 +502,12 @@ announce:
 		char file[4096];
 		int have = store_latest_model(db, &model_id, file, sizeof(file), &step0);
 		if (have != 1) {
-			model_id = cli_export_model(db, t, o.dir, 0, "sente train", err, sizeof(err));
+			model_id = cli_export_model(db, learner_net(L), learner_steps(L), o.dir, 0,
+						    "sente train", err, sizeof(err));
 			if (model_id < 0)
 				fprintf(stderr, "sente train: %s\n", err);
 		}
-		int ck_world = trainer_checkpoint_world(t);
+		int ck_world = learner_checkpoint_world(L);
 		if (msg.resumed && ck_world != K)
 			fprintf(stderr, "sente train: the checkpoint was written by %d rank%s, resuming on "
 				"%d (global batch %d = %d x %d; batch norm and the gradient are the "
@@ -481,37 +516,30 @@ announce:
 	}
 
 	/* The window. */
-	bool c4 = msg.arch.game == GAME_KIND_CONNECT4;
-	int64_t window = o.window > 0 ? o.window : c4 ? 60000 : 100000;
+	int64_t window = lo.window;
 	int64_t last_id = 0;
 	int added = 0;
-	replay = replay_new(window);
-	batch = train_batch_new(&msg.arch, share, msg.arch.value_outputs == 3);
-	if (!replay || !batch) {
-		fprintf(stderr, "sente train: rank %d: out of memory\n", rank);
-		goto out; /* short memory on one rank: mpirun ends the others */
-	}
-	if (refill_window(c, db, window, &last_id, replay, &added, err, sizeof(err)) != 0) {
+	if (refill_window(c, db, window, &last_id, L, &added, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sente train: rank %d: reading the games: %s\n", rank, err);
 		together = added == -1;
 		goto out;
 	}
-	if (replay_positions(replay) < o.batch) {
+	if (learner_positions(L) < o.batch) {
 		together = true; /* every rank holds the same window */
 		if (lead)
 			fprintf(stderr, "sente train: %s holds %lld recorded positions, fewer than the "
 				"batch of %d: play games first (sente selfplay --db %s/sente.db, or "
-				"sente run)\n", o.dir, (long long)replay_positions(replay), o.batch,
+				"sente run)\n", o.dir, (long long)learner_positions(L), o.batch,
 				o.dir);
 		goto out;
 	}
 	if (lead && !o.quiet)
 		fprintf(stderr, "sente train: %s in %s, network %dx%d, %s at step %lld; %d rank%s (%s), "
-			"batch %d (%d per rank), window %lld positions from %lld games\n",
+			"%s, batch %d (%d per rank), window %lld positions\n",
 			game_kind_name(msg.arch.game), o.dir, msg.arch.blocks, msg.arch.channels,
-			msg.resumed ? "resumed" : "new", (long long)trainer_steps(t), K,
-			K == 1 ? "" : "s", comm_name(c), o.batch, share,
-			(long long)replay_positions(replay), (long long)replay_games(replay));
+			msg.resumed ? "resumed" : "new", (long long)learner_steps(L), K,
+			K == 1 ? "" : "s", comm_name(c), learner_describe(L), o.batch, share,
+			(long long)learner_positions(L));
 
 	/* mpirun passes Ctrl-C to every rank: all must survive it until rank
 	 * 0, which alone looks at the flag, stops them at a step boundary. */
@@ -533,21 +561,12 @@ announce:
 		bool last = !go;
 		if (go) {
 			double t0 = now_s();
-			/* The same draw on every rank, from the trainer's RNG (in
-			 * the checkpoint, so a resume samples as it would have). */
-			uint64_t rng = trainer_random(t);
-			if (replay_sample_share(replay, &rng, msg.arch.encoding, o.batch, rank * share, share,
-						batch) != 0) {
-				fprintf(stderr, "sente train: rank %d: sampling failed\n", rank);
-				goto out;
-			}
-			double t1 = now_s();
-			if (trainer_step(t, batch, &ts) != 0) {
-				fprintf(stderr, "sente train: rank %d: step failed: %s\n", rank, trainer_error(t));
+			if (learner_step(L, o.batch, rank * share, &ts) != 0) {
+				fprintf(stderr, "sente train: rank %d: step failed: %s\n", rank, learner_error(L));
 				goto out;
 			}
 			double t2 = now_s();
-			double data_s = t1 - t0, comm_s = ts.comm_seconds, compute_s = t2 - t1 - comm_s;
+			double data_s = ts.data_seconds, comm_s = ts.comm_seconds, compute_s = ts.compute_seconds;
 			double vals[7] = { ts.loss, ts.policy_loss, ts.value_loss, ts.grad_norm, data_s,
 					   compute_s, comm_s };
 			for (int k = 0; k < 7; k++)
@@ -557,10 +576,10 @@ announce:
 				printf("{\"step\":%lld,\"ranks\":%d,\"batch\":%d,\"samples_per_s\":%.1f,"
 				       "\"loss\":%.5f,\"policy_loss\":%.5f,\"value_loss\":%.5f,"
 				       "\"grad_norm\":%.4f,\"lr\":%.6g,\"data_s\":%.5f,\"compute_s\":%.5f,"
-				       "\"comm_s\":%.5f}\n",
+				       "\"comm_s\":%.5f,\"loss_scale\":%g,\"skipped_steps\":%lld}\n",
 				       (long long)ts.step, K, o.batch, o.batch / (t2 - t0), ts.loss,
 				       ts.policy_loss, ts.value_loss, ts.grad_norm, ts.lr, data_s, compute_s,
-				       comm_s);
+				       comm_s, ts.loss_scale, (long long)ts.skipped_steps);
 				fflush(stdout);
 			}
 			if (lead && !o.quiet && !o.json && now_s() - last_print >= 10) {
@@ -580,17 +599,20 @@ announce:
 			continue;
 		}
 		/* Rank 0 writes; then everyone takes the new games. */
-		int64_t step = trainer_steps(t);
+		int64_t step = learner_steps(L);
 		if (lead) {
 			double tot = sums[4] + sums[5] + sums[6];
 			const char *names[] = { "loss", "policy_loss", "value_loss", "grad_norm", "lr",
 						"train_samples_per_s", "train_data_seconds",
-						"train_compute_seconds", "train_comm_seconds", "train_ranks" };
+						"train_compute_seconds", "train_comm_seconds", "train_ranks",
+						"train_loss_scale", "train_skipped_steps" };
 			double vals[] = { sums[0] / since, sums[1] / since, sums[2] / since, sums[3] / since,
-					  ts.lr, since * o.batch / tot, sums[4], sums[5], sums[6], K };
-			store_add_metrics(db, step, names, vals, 10);
-			int64_t id = cli_export_model(db, t, o.dir, model_id, "sente train", err, sizeof(err));
-			if (id < 0 || trainer_checkpoint_save(t, ckpt, NULL, 0, err, sizeof(err)) != 0) {
+					  ts.lr, since * o.batch / tot, sums[4], sums[5], sums[6], K,
+					  ts.loss_scale, (double)ts.skipped_steps };
+			store_add_metrics(db, step, names, vals, 12);
+			int64_t id = cli_export_model(db, learner_net(L), step, o.dir, model_id, "sente train",
+						      err, sizeof(err));
+			if (id < 0 || learner_checkpoint_save(L, ckpt, err, sizeof(err)) != 0) {
 				fprintf(stderr, "sente train: %s\n", err);
 				stop_flag = 1; /* the others hear it at the next step */
 				failed = true;
@@ -608,7 +630,7 @@ announce:
 		since = 0;
 		if (last)
 			break;
-		if (refill_window(c, db, window, &last_id, replay, &added, err, sizeof(err)) != 0) {
+		if (refill_window(c, db, window, &last_id, L, &added, err, sizeof(err)) != 0) {
 			fprintf(stderr, "sente train: rank %d: reading the games: %s\n", rank, err);
 			together = added == -1;
 			goto out;
@@ -616,16 +638,14 @@ announce:
 	}
 	if (lead)
 		fprintf(stderr, "sente train: %s at step %lld; checkpoint %s\n",
-			failed ? "failed" : stop_flag ? "stopped" : "done", (long long)trainer_steps(t),
+			failed ? "failed" : stop_flag ? "stopped" : "done", (long long)learner_steps(L),
 			ckpt);
 	rc = failed ? 1 : 0;
 	together = true;
 out:
 	if (rc != 0 && !together && c && comm_size(c) > 1)
 		comm_abort(c, rc);
-	train_batch_free(batch);
-	replay_free(replay);
-	trainer_free(t);
+	learner_free(L);
 	nn_net_free(net);
 	store_close(db);
 	comm_free(c);
