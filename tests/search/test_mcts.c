@@ -56,6 +56,23 @@ Test(mcts, connect4_blocks_the_threat)
 	eval_free(ev);
 }
 
+Test(mcts, connect4_double_threat)
+{
+	/* X holds c1 d1, O c2 d2, X to move. Column 2 or 5 makes an open
+	 * three on the bottom row (b1 c1 d1 or c1 d1 e1) with both ends
+	 * empty: O can block one end, X wins at the other (3 plies). A
+	 * brute-force search to 7 plies finds no forced win for any other
+	 * column. Found from about 100 playouts (at 50 each column has 7
+	 * visits and it plays column 1). */
+	c4_position("3344");
+	evaluator *ev = eval_new(NULL, 0, NN_ENC_C4, NULL, NULL, 0);
+	for (int threads = 1; threads <= 2; threads++) {
+		int mv = search_move(ev, threads, 800, (uint64_t)threads);
+		cr_assert(mv == 1 || mv == 4, "%d threads: column %d makes no double threat", threads, mv + 1);
+	}
+	eval_free(ev);
+}
+
 Test(mcts, deterministic_with_one_thread)
 {
 	c4_position("44");
@@ -258,4 +275,64 @@ Test(mcts, go_ladder)
 		cr_assert(mv == b3 || mv == c2, "%d threads: move %d is not a ladder atari", threads, mv);
 	}
 	eval_free(ev);
+}
+
+/* One search of `visits` playouts on one thread (deterministic) from the
+ * position in g; returns the move chosen. */
+static int go_search_one_thread(int size, int visits)
+{
+	fake_net f;
+	fake_go_init(&f, size, 8, 0);
+	nn_backend *be = &f.be;
+	evaluator *ev = eval_new(&be, 1, NN_ENC_LZ18, NULL, NULL, 0);
+	int mv = search_move(ev, 1, visits, 1);
+	eval_free(ev);
+	return mv;
+}
+
+Test(mcts, go_ladder_breaker)
+{
+	/*     A B C D E F G
+	 *  7  X X X X X O .      Black to move. White C3 has two liberties,
+	 *  6  X . X X O O O      B3 and C2, and either atari starts a ladder
+	 *  5  X X X X O . O      toward the empty corner. White D1 is the
+	 *  4  X X X X O O O      breaker: it belongs to the living White group
+	 *  3  . . O X O O O      on the right (eyes G7, F5, F2), and after B3,
+	 *  2  . . . X O . O      C2 (libs B2 C1), B2, C1 White connects to it
+	 *  1  . . . O O O O      and is out. C2 drives the other way, up the
+	 * A file where A4 is Black: C2, B3 (libs A3 B2), B2, A3 (lib A2), A2
+	 * takes three. So C2 is the one capturing move. The material
+	 * Black and White each hold (18 and 19) keep the fake network's value
+	 * off its tanh's flat ends. Checked by GNU Go (attack C3 answers C2
+	 * only; after B3, B2, C1 or B1 it still defends C3, after C2 it does
+	 * not) and by a full-width material minimax to 9 plies (C2 wins a
+	 * stone, every other move nothing). With one thread C2 is chosen from
+	 * about 3,000 playouts (at 2,500 it plays A2); two threads hold on to
+	 * the broken ladder B3 past 30,000, so this test searches on one. */
+	static const char *const rows[] = { "XXXXXO.", "X.XXOOO", "XXXXO.O", "XXXXOOO",
+					    "..OXOOO", "...XO.O", "...OOOO" };
+	go_diagram(7, 0.5, rows, GAME_BLACK);
+	cr_assert_eq(go_search_one_thread(7, 12000), go_point("C2"), "the ladder at B3 is broken by D1");
+
+	/* The same position mirrored in the A1-G7 diagonal: the breaker now
+	 * sits at A4 and the right move is B3, so the choice above is the
+	 * breaker's doing, not the order in which moves are tried. */
+	static const char *const mirrored[] = { "OOOOOO.", "O.OO.OO", "OOOOOOX", "OXXXXXX",
+						"..OXXXX", "...XX.X", "...XXXX" };
+	go_diagram(7, 0.5, mirrored, GAME_BLACK);
+	cr_assert_eq(go_search_one_thread(7, 12000), go_point("B3"), "the ladder at C2 is broken by A4");
+
+	/* Without the breaker (D1 empty) both ladders work, and so do B2, C1
+	 * and B1 (GNU Go cannot defend C3 after any of them; the minimax
+	 * agrees); A2 does not. From about 4,000 playouts (at 3,000 it plays
+	 * A2). */
+	static const char *const no_breaker[] = { "XXXXXO.", "X.XXOOO", "XXXXO.O", "XXXXOOO",
+						  "..OXOOO", "...XO.O", "....OOO" };
+	go_diagram(7, 0.5, no_breaker, GAME_BLACK);
+	int mv = go_search_one_thread(7, 12000);
+	const char *good[] = { "B3", "C2", "B2", "C1", "B1" };
+	bool found = false;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		found |= mv == go_point(good[i]);
+	cr_assert(found, "move %d captures nothing", mv);
 }
