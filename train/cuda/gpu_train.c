@@ -345,6 +345,8 @@ static int gt_algos(gpu_trainer *t, char *err, size_t errlen)
 		for (int l = 0; l < t->L && !y; l++)
 			if (t->layer[l].shape == s)
 				y = &t->layer[l];
+		if (!y)
+			continue; /* no tower without blocks */
 		cudnnTensorDescriptor_t x = t->td[y->slot_in], o = t->td[y->slot_out];
 		int got = 0, pick = -1;
 		size_t need = 0;
@@ -1069,8 +1071,13 @@ out:
 
 int gpu_trainer_set_weights(gpu_trainer *t, const nn_net *net)
 {
-	if (net->n_floats != t->nf || net->bn_folded ||
-	    memcmp(&net->arch, &t->arch, sizeof(nn_arch)) != 0) {
+	const nn_arch *a = &net->arch, *b = &t->arch;
+	if (net->n_floats != t->nf || net->bn_folded || a->game != b->game ||
+	    a->board_w != b->board_w || a->board_h != b->board_h || a->in_planes != b->in_planes ||
+	    a->blocks != b->blocks || a->channels != b->channels ||
+	    a->policy_channels != b->policy_channels || a->policy_outputs != b->policy_outputs ||
+	    a->value_channels != b->value_channels || a->value_hidden != b->value_hidden ||
+	    a->value_outputs != b->value_outputs) {
 		snprintf(t->err, sizeof(t->err), "set_weights: a different architecture, or folded");
 		return -1;
 	}

@@ -96,8 +96,9 @@ int gpu_trainer_step_host(gpu_trainer *t, const train_batch *b, train_stats *st)
 /* Loss and gradient of a host batch without changing anything (no hooks,
  * no update); the gradient then is gpu_trainer_grad_host's. */
 int gpu_trainer_gradient_host(gpu_trainer *t, const train_batch *b, train_stats *st);
-/* Downloads the last gradient, unscaled, without L2 or clipping (as
- * trainer_grad): net->n_floats + 4 floats (the tail as above). 0 or -1. */
+/* Downloads the last gradient as trainer_grad has it: unscaled, before
+ * clipping, with SGD's L2 term 2 c w on the decayed weights; out holds
+ * net->n_floats + 4 floats (the tail as above). 0 or -1. */
 int gpu_trainer_grad_host(gpu_trainer *t, float *out);
 
 /* Hooks called during backward (copied; NULL: none). */
