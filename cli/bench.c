@@ -10,6 +10,11 @@
 #include "nn/net.h"
 #include "search/eval.h"
 #include "search/mcts.h"
+#include "nn/cuda/cuda.h"
+#include "train/cuda/gpu_train.h"
+#include "train/trainer.h"
+
+#include <time.h>
 
 static const char bench_help[] =
 	"usage: sente bench <what> [options]\n"
@@ -23,6 +28,8 @@ static const char bench_help[] =
 	"               size (see 'sente bench nn --help')\n"
 	"  search       playouts per second of the search from the empty board\n"
 	"               (see 'sente bench search --help')\n"
+	"  train        learner steps on random data: samples per second and, on\n"
+	"               CUDA, model-FLOPs utilisation (see 'sente bench train --help')\n"
 	"\n"
 	"options for board:\n"
 	"  --sizes LIST   Go board sizes, comma-separated (default 9,19)\n"
@@ -333,6 +340,183 @@ static int bench_search(int argc, char **argv)
 	return rc;
 }
 
+static const char train_help[] =
+	"usage: sente bench train [options]\n"
+	"\n"
+	"Times learner steps on random positions and targets; one JSON line with\n"
+	"samples/s (all of a step, host upload included) and, for cuda, the\n"
+	"model-FLOPs utilisation: 3 x forward FLOPs x samples/s over the device's\n"
+	"fp32 peak (fp32) or tensor-core peak (fp16, bf16).\n"
+	"\n"
+	"  --backend cpu|cuda          learner (default cpu)\n"
+	"  --precision fp32|fp16|bf16  cuda compute type (default fp32)\n"
+	"  --game go|connect4          (default go)\n"
+	"  --blocks B --channels C     tower (default 6 x 64)\n"
+	"  --size N                    Go board (default 9)\n"
+	"  --batch N                   positions per step (default 64)\n"
+	"  --steps N                   timed steps after one warm-up (default 10)\n"
+	"  --micro-batch N             cuda: positions per pass (default automatic)\n"
+	"  --threads N                 cpu: oneDNN threads (default the runtime's)\n"
+	"  --device N                  cuda device (default 0)\n";
+
+static double bench_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Random planes (0/1), policy distributions, values and WDL targets. */
+static void bench_fill_batch(train_batch *b, uint64_t seed)
+{
+	uint64_t s = seed;
+	for (int i = 0; i < b->cap; i++) {
+		for (int k = 0; k < b->in_size; k++)
+			b->planes[(size_t)i * b->in_size + k] = (float)(bench_xorshift(&s) & 1);
+		double sum = 0;
+		float *p = b->policy + (size_t)i * b->n_actions;
+		for (int a = 0; a < b->n_actions; a++)
+			sum += p[a] = (float)(bench_xorshift(&s) % 1000) + 1.0f;
+		for (int a = 0; a < b->n_actions; a++)
+			p[a] = (float)(p[a] / sum);
+		b->value[i] = (float)((int)(bench_xorshift(&s) % 3) - 1);
+		if (b->wdl) {
+			float z = b->value[i];
+			b->wdl[3 * i] = z > 0 ? z : 0;
+			b->wdl[3 * i + 1] = 1 - (z < 0 ? -z : z);
+			b->wdl[3 * i + 2] = z < 0 ? -z : 0;
+		}
+	}
+	b->n = b->cap;
+}
+
+static int bench_train(int argc, char **argv)
+{
+	const char *backend = "cpu", *prec = "fp32", *game_name = "go";
+	int blocks = 6, channels = 64, size = 9, batch = 64, steps = 10, micro = 0, threads = 0;
+	int device = 0, rc = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int *target = NULL, lo = 1, hi = 1 << 20;
+		if (!strcmp(a, "--backend") && v) {
+			backend = v, i++;
+			continue;
+		} else if (!strcmp(a, "--precision") && v) {
+			prec = v, i++;
+			continue;
+		} else if (!strcmp(a, "--game") && v) {
+			game_name = v, i++;
+			continue;
+		}
+		if (!strcmp(a, "--blocks")) target = &blocks, lo = 0, hi = NN_MAX_BLOCKS;
+		else if (!strcmp(a, "--channels")) target = &channels, hi = NN_MAX_CHANNELS;
+		else if (!strcmp(a, "--size")) target = &size, lo = 5, hi = 19;
+		else if (!strcmp(a, "--batch")) target = &batch, lo = 2, hi = 8192;
+		else if (!strcmp(a, "--steps")) target = &steps, hi = 1000000;
+		else if (!strcmp(a, "--micro-batch")) target = &micro, lo = 0, hi = 8192;
+		else if (!strcmp(a, "--threads")) target = &threads, lo = 0, hi = 1024;
+		else if (!strcmp(a, "--device")) target = &device, lo = 0, hi = 64;
+		if (!target || !v)
+			return cli_usage_error("bench train", "unknown or incomplete option '%s'", a);
+		char *end;
+		long x = strtol(v, &end, 10);
+		if (*end || x < lo || x > hi)
+			return cli_usage_error("bench train", "%s %s: expected %d..%d", a, v, lo, hi);
+		*target = (int)x;
+		i++;
+	}
+	int cuda = !strcmp(backend, "cuda");
+	gpu_train_options g = gpu_train_options_default();
+	if (!cuda && strcmp(backend, "cpu"))
+		return cli_usage_error("bench train", "--backend %s: cpu or cuda", backend);
+	if (gpu_precision_parse(prec, &g.precision) < 0)
+		return cli_usage_error("bench train", "--precision %s: fp32, fp16 or bf16", prec);
+	if (!cuda && g.precision != GPU_PREC_FP32)
+		return cli_usage_error("bench train", "the cpu learner trains in fp32 only");
+	game_kind kind;
+	if (!strcmp(game_name, "go")) kind = GAME_KIND_GO;
+	else if (!strcmp(game_name, "connect4")) kind = GAME_KIND_CONNECT4;
+	else return cli_usage_error("bench train", "--game %s: go or connect4", game_name);
+	if (cuda && nn_cuda_device_count() == 0) {
+		fprintf(stderr, "sente bench train: no CUDA device (built with CUDA: %s, GPU trainer: "
+			"%s); use --backend cpu\n", nn_cuda_built() ? "yes" : "no",
+			gpu_train_built() ? "yes" : "no");
+		return 1;
+	}
+	g.device = device;
+	g.micro_batch = micro;
+	game_params gp = game_params_default(kind);
+	if (kind == GAME_KIND_GO)
+		gp.size = size;
+	nn_arch arch = nn_arch_default(&gp, blocks, channels);
+	char err[512];
+	nn_net *net = nn_net_new(&arch, err, sizeof(err));
+	train_batch *b = NULL;
+	trainer *ct = NULL;
+	gpu_trainer *gt = NULL;
+	if (!net) {
+		fprintf(stderr, "sente bench train: %s\n", err);
+		return 1;
+	}
+	nn_net_init_random(net, 1);
+	train_options o = train_options_default();
+	o.batch = batch;
+	o.threads = threads;
+	b = train_batch_new(&arch, batch, arch.value_outputs == 3);
+	if (!b) {
+		fprintf(stderr, "sente bench train: out of memory\n");
+		rc = 1;
+		goto out;
+	}
+	bench_fill_batch(b, 7);
+	if (cuda)
+		gt = gpu_trainer_new(net, &o, &g, err, sizeof(err));
+	else
+		ct = trainer_new(net, &o, err, sizeof(err));
+	if (!gt && !ct) {
+		fprintf(stderr, "sente bench train: %s\n", err);
+		rc = 1;
+		goto out;
+	}
+	double t0 = 0, compute = 0;
+	train_stats st;
+	for (int s = 0; s <= steps; s++) {
+		if (s == 1)
+			t0 = bench_now(); /* the first step warms up */
+		int r = gt ? gpu_trainer_step_host(gt, b, &st) : trainer_step(ct, b, &st);
+		if (r < 0) {
+			fprintf(stderr, "sente bench train: %s\n",
+				gt ? gpu_trainer_error(gt) : trainer_error(ct));
+			rc = 1;
+			goto out;
+		}
+		if (s >= 1)
+			compute += gt ? st.compute_seconds : 0;
+	}
+	double secs = bench_now() - t0, sps = secs > 0 ? (double)batch * steps / secs : 0;
+	double flops = gpu_train_forward_flops(&arch);
+	printf("{\"bench\":\"train\",\"backend\":\"%s\",\"precision\":\"%s\",\"game\":\"%s\","
+	       "\"board\":%d,\"blocks\":%d,\"channels\":%d,\"batch\":%d,\"steps\":%d,"
+	       "\"seconds\":%.4f,\"samples_per_s\":%.2f,\"forward_flops\":%.0f,"
+	       "\"loss\":%.5f", backend, prec, game_kind_name(kind), arch.board_w, blocks,
+	       channels, batch, steps, secs, sps, flops, st.loss);
+	if (gt) {
+		double peak = nn_cuda_peak_tflops(device, g.precision == GPU_PREC_FP32) * 1e12;
+		double csps = compute > 0 ? (double)batch * steps / compute : 0;
+		printf(",\"micro_batch\":%d,\"compute_samples_per_s\":%.2f,\"peak_tflops\":%.1f,"
+		       "\"mfu\":%.4f", gpu_trainer_micro_batch(gt), csps, peak / 1e12,
+		       peak > 0 ? 3.0 * flops * sps / peak : 0.0);
+	}
+	printf("}\n");
+	fflush(stdout);
+out:
+	gpu_trainer_free(gt);
+	trainer_free(ct);
+	train_batch_free(b);
+	nn_net_free(net);
+	return rc;
+}
+
 int cli_bench(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -347,5 +531,8 @@ int cli_bench(int argc, char **argv)
 	if (!strcmp(argv[1], "search"))
 		return cli_wants_help(argc - 1, argv + 1) ? (fputs(search_help, stdout), 0)
 							  : bench_search(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "train"))
+		return cli_wants_help(argc - 1, argv + 1) ? (fputs(train_help, stdout), 0)
+							  : bench_train(argc - 1, argv + 1);
 	return cli_usage_error("bench", "unknown benchmark '%s'", argv[1]);
 }

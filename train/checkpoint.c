@@ -2,11 +2,13 @@
  * read whole and checked (magic, version, sizes, CRC) before anything of
  * the trainer changes, so a bad file leaves the trainer as it was. */
 #include "engine/fileio.h"
+#include "train/checkpoint.h"
 #include "train/train_internal.h"
 #include "train/trainer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -15,13 +17,15 @@
 
 #define CK_MAGIC "SENTECKP"
 #define CK_MAGIC_LEN 8
-/* Version 2 added the world size at the end of the header; version 1
- * files are still read (as written by one rank). */
-#define CK_VERSION 2u
+/* Version 2 added the world size at the end of the header, version 3 the
+ * loss scale after it; versions 1 and 2 are still read (version 1 as
+ * written by one rank, both without a loss scale). */
+#define CK_VERSION TRAIN_CKPT_VERSION
 #define CK_N_ARCH 13 /* u32 arch fields, as in the model file */
-/* Header bytes besides the block kinds: version 1, and version 2. */
+/* Header bytes besides the block kinds: versions 1, 2 and 3. */
 #define CK_FIXED_V1 (CK_N_ARCH * 4 + 4 + 8 + 8 + 2 * NN_ID_LEN + 4 + 4 + 8 + 8 + 8 + 8)
-#define CK_FIXED (CK_FIXED_V1 + 4)
+#define CK_FIXED_V2 (CK_FIXED_V1 + 4)
+#define CK_FIXED (CK_FIXED_V2 + 4)
 
 /* A parsed checkpoint: views into the file's bytes. */
 typedef struct ck_view {
@@ -35,14 +39,15 @@ typedef struct ck_view {
 	uint64_t n_floats;    /* floats per array */
 	uint64_t blob_len;    /* caller blob bytes */
 	uint32_t world;       /* ranks that wrote it (1 for version 1) */
+	float loss_scale;     /* 0 before version 3 */
 	const uint8_t *data;  /* weights, then moments (unaligned: memcpy) */
 	const uint8_t *blob;  /* caller blob */
 } ck_view;
 
-int trainer_checkpoint_save(trainer *t, const char *path, const void *blob, size_t blob_len,
-			    char *err, size_t errlen)
+int train_ckpt_write(const char *path, const nn_net *net, float *const *mom,
+		     const train_ckpt_state *s, const void *blob, size_t blob_len, char *err,
+		     size_t errlen)
 {
-	const nn_net *net = trainer_net(t);
 	const nn_arch *a = &net->arch;
 	fileio_writer w;
 	if (fileio_begin(&w, path, err, errlen) < 0)
@@ -56,10 +61,11 @@ int trainer_checkpoint_save(trainer *t, const char *path, const void *blob, size
 		(uint32_t)a->value_hidden, (uint32_t)a->value_outputs,
 	};
 	uint32_t folded = (uint32_t)net->bn_folded;
-	uint32_t opt = (uint32_t)trainer_options(t)->optimizer, k = (uint32_t)trainer_n_moments(t);
-	uint64_t step = (uint64_t)trainer_steps(t), rng = trainer_rng_state(t);
+	uint32_t opt = s->optimizer, k = (uint32_t)s->n_mom;
+	uint64_t step = (uint64_t)s->step, rng = s->rng;
 	uint64_t nf = net->n_floats, bl = blob_len;
-	uint32_t world = (uint32_t)trainer_world(t);
+	uint32_t world = s->world;
+	float scale = s->loss_scale;
 	char parent[NN_ID_LEN], name[NN_ID_LEN];
 	memset(parent, 0, sizeof(parent));
 	memset(name, 0, sizeof(name));
@@ -82,11 +88,29 @@ int trainer_checkpoint_save(trainer *t, const char *path, const void *blob, size
 	fileio_put(&w, &nf, 8);
 	fileio_put(&w, &bl, 8);
 	fileio_put(&w, &world, 4);
+	fileio_put(&w, &scale, 4);
 	fileio_put(&w, net->data, nf * sizeof(float));
 	for (uint32_t i = 0; i < k; i++)
-		fileio_put(&w, trainer_moment(t, (int)i), nf * sizeof(float));
+		fileio_put(&w, mom[i], nf * sizeof(float));
 	fileio_put(&w, blob, blob_len);
 	return fileio_commit(&w, err, errlen);
+}
+
+int trainer_checkpoint_save(trainer *t, const char *path, const void *blob, size_t blob_len,
+			    char *err, size_t errlen)
+{
+	float *mom[2] = { NULL, NULL };
+	train_ckpt_state s = {
+		.optimizer = (uint32_t)trainer_options(t)->optimizer,
+		.n_mom = trainer_n_moments(t),
+		.step = trainer_steps(t),
+		.rng = trainer_rng_state(t),
+		.world = (uint32_t)trainer_world(t),
+		.loss_scale = 1.0f, /* fp32: no scaling */
+	};
+	for (int k = 0; k < s.n_mom; k++)
+		mom[k] = trainer_moment(t, k);
+	return train_ckpt_write(path, trainer_net(t), mom, &s, blob, blob_len, err, errlen);
 }
 
 /* Checks and parses a checkpoint held in buf; 0, or -1 with a message. */
@@ -104,14 +128,14 @@ static int ck_parse(const char *path, const uint8_t *buf, size_t len, ck_view *v
 		return -1;
 	}
 	uint32_t version = fileio_u32(buf + 8), hlen = fileio_u32(buf + 12);
-	if (version != CK_VERSION && version != 1) {
+	if (version != CK_VERSION && version != 1 && version != 2) {
 		snprintf(err, errlen, "%s: checkpoint version %u, this sente reads version %u; "
 			 "use the sente that wrote it, or restart from its exported model",
 			 path, version, CK_VERSION);
 		return -1;
 	}
 	size_t pos = CK_MAGIC_LEN + 8;
-	size_t fixed = version == 1 ? CK_FIXED_V1 : CK_FIXED;
+	size_t fixed = version == 1 ? CK_FIXED_V1 : version == 2 ? CK_FIXED_V2 : CK_FIXED;
 	if (hlen < fixed || len < pos + hlen + 4) {
 		snprintf(err, errlen, "%s: truncated checkpoint header; %s", path, again);
 		return -1;
@@ -161,6 +185,15 @@ static int ck_parse(const char *path, const uint8_t *buf, size_t len, ck_view *v
 	v->n_floats = fileio_u64(h + q + 24);
 	v->blob_len = fileio_u64(h + q + 32);
 	v->world = version == 1 ? 1 : fileio_u32(h + q + 40);
+	if (version >= 3) {
+		uint32_t u = fileio_u32(h + q + 44);
+		memcpy(&v->loss_scale, &u, 4);
+		if (!(v->loss_scale > 0) || !isfinite(v->loss_scale)) {
+			snprintf(err, errlen, "%s: checkpoint records a loss scale of %g; %s", path,
+				 (double)v->loss_scale, again);
+			return -1;
+		}
+	}
 	if (v->world < 1) {
 		snprintf(err, errlen, "%s: checkpoint records a world size of 0; %s", path, again);
 		return -1;
@@ -222,13 +255,12 @@ nn_net *trainer_checkpoint_net(const char *path, char *err, size_t errlen)
 	return net;
 }
 
-int trainer_checkpoint_load(trainer *t, const char *path, void **blob, size_t *blob_len,
-			    char *err, size_t errlen)
+int train_ckpt_read(const char *path, nn_net *net, float *const *mom, train_ckpt_state *s,
+		    void **blob, size_t *blob_len, char *err, size_t errlen)
 {
 	int rc = -1;
 	size_t len;
 	ck_view v;
-	nn_net *net = trainer_net(t);
 	void *b = NULL;
 	char d1[160], d2[160];
 	uint8_t *buf = fileio_slurp(path, "checkpoint", &len, err, errlen);
@@ -251,12 +283,11 @@ int trainer_checkpoint_load(trainer *t, const char *path, void **blob, size_t *b
 		snprintf(err, errlen, "%s: the checkpoint's net has folded batch norms", path);
 		goto out;
 	}
-	if (v.optimizer != (uint32_t)trainer_options(t)->optimizer ||
-	    v.n_mom != (uint32_t)trainer_n_moments(t)) {
+	if (v.optimizer != s->optimizer || v.n_mom != (uint32_t)s->n_mom) {
 		snprintf(err, errlen, "%s was written by the %s optimizer, the trainer uses %s; "
 			 "resume with the same optimizer", path,
 			 v.optimizer == TRAIN_OPTIMIZER_ADAMW ? "AdamW" : "SGD",
-			 trainer_options(t)->optimizer == TRAIN_OPTIMIZER_ADAMW ? "AdamW" : "SGD");
+			 s->optimizer == TRAIN_OPTIMIZER_ADAMW ? "AdamW" : "SGD");
 		goto out;
 	}
 	if (blob) {
@@ -268,14 +299,15 @@ int trainer_checkpoint_load(trainer *t, const char *path, void **blob, size_t *b
 		}
 		memcpy(b, v.blob, v.blob_len);
 	}
-	/* Nothing can fail from here: the trainer changes all at once. */
+	/* Nothing can fail from here: the destination changes all at once. */
 	memcpy(net->data, v.data, net->n_floats * sizeof(float));
 	net->meta = v.meta;
 	for (uint32_t k = 0; k < v.n_mom; k++)
-		memcpy(trainer_moment(t, (int)k), v.data + (1 + k) * v.n_floats * 4,
-		       net->n_floats * sizeof(float));
-	trainer_restore_state(t, (int64_t)v.step, v.rng);
-	trainer_set_checkpoint_world(t, (int)v.world);
+		memcpy(mom[k], v.data + (1 + k) * v.n_floats * 4, net->n_floats * sizeof(float));
+	s->step = (int64_t)v.step;
+	s->rng = v.rng;
+	s->world = v.world;
+	s->loss_scale = v.loss_scale;
 	if (blob) {
 		*blob = b;
 		b = NULL;
@@ -287,4 +319,21 @@ out:
 	free(b);
 	free(buf);
 	return rc;
+}
+
+int trainer_checkpoint_load(trainer *t, const char *path, void **blob, size_t *blob_len,
+			    char *err, size_t errlen)
+{
+	float *mom[2] = { NULL, NULL };
+	train_ckpt_state s = {
+		.optimizer = (uint32_t)trainer_options(t)->optimizer,
+		.n_mom = trainer_n_moments(t),
+	};
+	for (int k = 0; k < s.n_mom; k++)
+		mom[k] = trainer_moment(t, k);
+	if (train_ckpt_read(path, trainer_net(t), mom, &s, blob, blob_len, err, errlen) < 0)
+		return -1;
+	trainer_restore_state(t, s.step, s.rng);
+	trainer_set_checkpoint_world(t, (int)s.world);
+	return 0;
 }

@@ -690,7 +690,7 @@ train_options train_options_default(void)
 	return o;
 }
 
-static int tr_check_options(const train_options *o, char *err, size_t errlen)
+int train_options_check(const train_options *o, char *err, size_t errlen)
 {
 #define OPT_FAIL(...)                                   \
 	do {                                            \
@@ -791,7 +791,7 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 	trainer *t = NULL;
 	const nn_arch *a = &net->arch;
 	int N = o->batch, H = a->board_h, W = a->board_w, C = a->channels;
-	if (tr_check_options(o, err, errlen) < 0)
+	if (train_options_check(o, err, errlen) < 0)
 		return NULL;
 	if (net->bn_folded) {
 		snprintf(err, errlen, "the net has its batch norms folded (an inference export); "
@@ -1270,7 +1270,11 @@ int trainer_eval(trainer *t, const train_batch *b, train_stats *st)
 
 double trainer_lr_at(const trainer *t, int64_t step)
 {
-	const train_options *o = &t->opt;
+	return train_lr_at(&t->opt, step);
+}
+
+double train_lr_at(const train_options *o, int64_t step)
+{
 	double lr = o->lr;
 	if (o->lr_schedule == TRAIN_LR_SCHEDULE_STEP) {
 		for (int k = 0; k < o->n_lr_steps; k++)

@@ -182,13 +182,18 @@ const train_options *trainer_options(const trainer *t);
 int64_t trainer_steps(const trainer *t);
 /* Learning rate the schedule gives at `step`. */
 double trainer_lr_at(const trainer *t, int64_t step);
+/* The same as a pure function of the options (shared with the GPU learner). */
+double train_lr_at(const train_options *o, int64_t step);
+/* Checks options as trainer_new does: 0, or -1 with a message. */
+int train_options_check(const train_options *o, char *err, size_t errlen);
 /* Next number of the trainer's RNG (splitmix64, seeded by options.seed and
  * saved in checkpoints) so that callers' sampling resumes exactly. */
 uint64_t trainer_random(trainer *t);
 /* Message of the last failure. */
 const char *trainer_error(const trainer *t);
 
-/* Checkpoints (train/checkpoint.c): the weights, optimizer moments, step,
+/* Checkpoints (train/checkpoint.c; the format as functions over plain
+ * arrays in train/checkpoint.h): the weights, optimizer moments, step,
  * RNG state and an opaque caller blob (e.g. the replay position), with magic,
  * version, header and CRC-32, written to PATH.tmp, fsync'd and renamed.
  * Format (little-endian):
@@ -197,7 +202,9 @@ const char *trainer_error(const trainer *t);
  *     [blocks], u64 meta train_step, u64 meta created, char[64] parent,
  *     char[64] name, u32 optimizer, u32 moment arrays K, u64 step,
  *     u64 rng state, u64 float count N, u64 blob length B,
- *     u32 world size (version 2; version 1 files have none and read as 1)
+ *     u32 world size (version 2; version 1 files have none and read as 1),
+ *     f32 loss scale (version 3: the GPU learner's dynamic fp16 scale, 1
+ *     from this trainer; versions 1 and 2 have none)
  *   N floats of weights, K x N floats of optimizer moments, B blob bytes,
  *   u32 CRC-32 (zlib) of every byte before it. */
 int trainer_checkpoint_save(trainer *t, const char *path, const void *blob, size_t blob_len,

@@ -43,139 +43,14 @@
 #include <string.h>
 
 #include "nn/cuda/cuda_common.h"
+#include "nn/cuda/cuda_dl.h"
 #include "nn/cuda/kernels.h"
 #include "nn/cuda/pack.h"
 
 
-/* cuDNN and cuBLAS are loaded with dlopen at the first create, not linked:
- * linked, they cost every sente process (GTP on a CPU-only machine too)
- * about 0.35 s and 220 MB at start. Every call below goes through this
- * table (the #defines after it), filled by cb_dl_load. */
-#define CB_CUDNN_FUNCS(X) \
-	X(cudnnConvolutionBiasActivationForward) \
-	X(cudnnConvolutionForward) \
-	X(cudnnCreate) \
-	X(cudnnCreateActivationDescriptor) \
-	X(cudnnCreateConvolutionDescriptor) \
-	X(cudnnCreateFilterDescriptor) \
-	X(cudnnCreateTensorDescriptor) \
-	X(cudnnDestroy) \
-	X(cudnnDestroyActivationDescriptor) \
-	X(cudnnDestroyConvolutionDescriptor) \
-	X(cudnnDestroyFilterDescriptor) \
-	X(cudnnDestroyTensorDescriptor) \
-	X(cudnnFindConvolutionForwardAlgorithmEx) \
-	X(cudnnGetConvolutionForwardAlgorithm_v7) \
-	X(cudnnGetConvolutionForwardWorkspaceSize) \
-	X(cudnnGetErrorString) \
-	X(cudnnSetActivationDescriptor) \
-	X(cudnnSetConvolution2dDescriptor) \
-	X(cudnnSetConvolutionMathType) \
-	X(cudnnSetFilter4dDescriptor) \
-	X(cudnnSetStream) \
-	X(cudnnSetTensor4dDescriptor)
-#define CB_CUBLAS_FUNCS(X) \
-	X(cublasCreate_v2) \
-	X(cublasDestroy_v2) \
-	X(cublasGemmEx) \
-	X(cublasGetStatusString) \
-	X(cublasSetMathMode) \
-	X(cublasSetStream_v2) \
-	X(cublasSetWorkspace_v2)
-
-#define CB_DL_FIELD(f) __typeof__(&f) f;
-static struct {
-	CB_CUDNN_FUNCS(CB_DL_FIELD)
-	CB_CUBLAS_FUNCS(CB_DL_FIELD)
-} cb_dl;
-static pthread_once_t cb_dl_once = PTHREAD_ONCE_INIT;
-static char cb_dl_error[512]; /* "" when loaded */
-
-#define CB_STR_(x) #x
-#define CB_STR(x) CB_STR_(x)
-
-/* dlopen of a library by soname, then in the CUDA_HOME it was built with. */
-static void *cb_dl_open(const char *soname)
-{
-	void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-#ifdef SENTE_CUDA_LIB_DIR
-	if (!h) {
-		char path[512];
-		snprintf(path, sizeof(path), "%s/%s", SENTE_CUDA_LIB_DIR, soname);
-		h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	}
-#endif
-	return h;
-}
-
-static void cb_dl_load(void)
-{
-	static const char *const dnn_so = "libcudnn.so." CB_STR(CUDNN_MAJOR);
-	static const char *const blas_so = "libcublas.so." CB_STR(CUBLAS_VER_MAJOR);
-	void *dnn = cb_dl_open(dnn_so), *blas = dnn ? cb_dl_open(blas_so) : NULL;
-	if (!dnn || !blas) {
-		snprintf(cb_dl_error, sizeof(cb_dl_error), "cannot load %s: %s", dnn ? blas_so : dnn_so,
-			 dlerror());
-		return;
-	}
-#define CB_DL_SYM(lib, f)                                                                  \
-	if (!(*(void **)&cb_dl.f = dlsym(lib, #f))) {                                      \
-		snprintf(cb_dl_error, sizeof(cb_dl_error), "%s has no %s", #lib, #f);      \
-		return;                                                                    \
-	}
-#define CB_DL_DNN(f) CB_DL_SYM(dnn, f)
-#define CB_DL_BLAS(f) CB_DL_SYM(blas, f)
-	CB_CUDNN_FUNCS(CB_DL_DNN)
-	CB_CUBLAS_FUNCS(CB_DL_BLAS)
-	/* Headers and library must agree on the major version. */
-	size_t v = 0;
-	void *ver = dlsym(dnn, "cudnnGetVersion");
-	if (ver)
-		v = ((size_t (*)(void))ver)();
-	if (v / 10000 != CUDNN_MAJOR && v / 1000 != CUDNN_MAJOR)
-		snprintf(cb_dl_error, sizeof(cb_dl_error), "%s reports version %zu, built for %d", dnn_so,
-			 v, CUDNN_MAJOR);
-}
-
-/* 0 when cuDNN and cuBLAS are usable, else -1 with the reason. */
-static int cb_dl_ready(char *err, size_t errlen)
-{
-	pthread_once(&cb_dl_once, cb_dl_load);
-	if (!cb_dl_error[0])
-		return 0;
-	snprintf(err, errlen, "%s", cb_dl_error);
-	return -1;
-}
-
-#define cudnnConvolutionBiasActivationForward cb_dl.cudnnConvolutionBiasActivationForward
-#define cudnnConvolutionForward cb_dl.cudnnConvolutionForward
-#define cudnnCreate cb_dl.cudnnCreate
-#define cudnnCreateActivationDescriptor cb_dl.cudnnCreateActivationDescriptor
-#define cudnnCreateConvolutionDescriptor cb_dl.cudnnCreateConvolutionDescriptor
-#define cudnnCreateFilterDescriptor cb_dl.cudnnCreateFilterDescriptor
-#define cudnnCreateTensorDescriptor cb_dl.cudnnCreateTensorDescriptor
-#define cudnnDestroy cb_dl.cudnnDestroy
-#define cudnnDestroyActivationDescriptor cb_dl.cudnnDestroyActivationDescriptor
-#define cudnnDestroyConvolutionDescriptor cb_dl.cudnnDestroyConvolutionDescriptor
-#define cudnnDestroyFilterDescriptor cb_dl.cudnnDestroyFilterDescriptor
-#define cudnnDestroyTensorDescriptor cb_dl.cudnnDestroyTensorDescriptor
-#define cudnnFindConvolutionForwardAlgorithmEx cb_dl.cudnnFindConvolutionForwardAlgorithmEx
-#define cudnnGetConvolutionForwardAlgorithm_v7 cb_dl.cudnnGetConvolutionForwardAlgorithm_v7
-#define cudnnGetConvolutionForwardWorkspaceSize cb_dl.cudnnGetConvolutionForwardWorkspaceSize
-#define cudnnGetErrorString cb_dl.cudnnGetErrorString
-#define cudnnSetActivationDescriptor cb_dl.cudnnSetActivationDescriptor
-#define cudnnSetConvolution2dDescriptor cb_dl.cudnnSetConvolution2dDescriptor
-#define cudnnSetConvolutionMathType cb_dl.cudnnSetConvolutionMathType
-#define cudnnSetFilter4dDescriptor cb_dl.cudnnSetFilter4dDescriptor
-#define cudnnSetStream cb_dl.cudnnSetStream
-#define cudnnSetTensor4dDescriptor cb_dl.cudnnSetTensor4dDescriptor
-#define cublasCreate_v2 cb_dl.cublasCreate_v2
-#define cublasDestroy_v2 cb_dl.cublasDestroy_v2
-#define cublasGemmEx cb_dl.cublasGemmEx
-#define cublasGetStatusString cb_dl.cublasGetStatusString
-#define cublasSetMathMode cb_dl.cublasSetMathMode
-#define cublasSetStream_v2 cb_dl.cublasSetStream_v2
-#define cublasSetWorkspace_v2 cb_dl.cublasSetWorkspace_v2
+/* cuDNN and cuBLAS are dlopened at the first create (cuda_dl.h): every
+ * call below goes through that table. */
+static int cb_dl_ready(char *err, size_t errlen) { return nn_cuda_dl_ready(err, errlen); }
 
 #define CB_MAX_BUCKETS 16
 #define CB_WS_LIMIT ((size_t)256 << 20)   /* largest cuDNN workspace we accept */

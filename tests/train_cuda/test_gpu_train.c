@@ -1,0 +1,557 @@
+/* test_gpu_train.c: the GPU trainer against the CPU trainer. Host tests
+ * (options, FLOP counting, the shared checkpoint format, `sente bench
+ * train`) run everywhere; the device tests skip themselves without a CUDA
+ * device and compare real numbers when there is one. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine/fileio.h"
+#include "nn/cuda/cuda.h"
+#include "tests/train/train_util.h"
+#include "train/checkpoint.h"
+#include "train/train_internal.h"
+#include "train/cuda/gpu_train.h"
+
+static char gt_dir[] = "/tmp/sente_gpu_train_XXXXXX";
+
+static void gt_setup(void)
+{
+	cr_assert(mkdtemp(gt_dir), "mkdtemp");
+}
+
+static void gt_teardown(void)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", gt_dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", gt_dir);
+}
+
+TestSuite(gpu_train, .init = gt_setup, .fini = gt_teardown);
+
+#define NEED_DEVICE()                                                                        \
+	do {                                                                                 \
+		if (nn_cuda_device_count() == 0)                                             \
+			cr_skip_test("no CUDA device (built with CUDA: %s, GPU trainer: %s); "   \
+				     "CPU tests still run", nn_cuda_built() ? "yes" : "no",      \
+				     gpu_train_built() ? "yes" : "no");                          \
+		if (!gpu_train_built())                                                      \
+			cr_skip_test("a CUDA device, but the GPU trainer was not built (no cuDNN)"); \
+	} while (0)
+
+/* ---- host tests ----------------------------------------------------------- */
+
+Test(gpu_train, options_defaults_parse_and_check)
+{
+	char err[256];
+	gpu_train_options g = gpu_train_options_default();
+	cr_assert_eq(g.precision, GPU_PREC_FP32);
+	cr_assert_eq(g.micro_batch, 0);
+	cr_assert_float_eq(g.loss_scale, 32768.0, 0);
+	cr_assert_eq(g.growth_interval, 2000);
+	cr_assert_float_eq(g.backoff, 0.5, 0);
+	cr_assert_eq(gpu_train_options_check(&g, 64, err, sizeof(err)), 0, "%s", err);
+	gpu_precision p;
+	const char *names[] = { "fp32", "fp16", "bf16" };
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(gpu_precision_parse(names[i], &p), 0);
+		cr_assert_eq((int)p, i);
+		cr_assert_str_eq(gpu_precision_name(p), names[i]);
+	}
+	cr_assert_eq(gpu_precision_parse("fp8", &p), -1);
+	cr_assert_eq(gpu_precision_parse(NULL, &p), -1);
+
+	gpu_train_options b = g;
+	b.micro_batch = 24; /* does not divide 64 */
+	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "micro-batch 24"), "%s", err);
+	b = g, b.micro_batch = 1;
+	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
+	b = g, b.micro_batch = 32;
+	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), 0, "%s", err);
+	b = g, b.backoff = 1.0;
+	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
+	b = g, b.growth_interval = 0;
+	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
+	b = g, b.loss_scale = 0.5;
+	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
+	b = g, b.precision = (gpu_precision)7;
+	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
+	b = g, b.device = -1;
+	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
+}
+
+Test(gpu_train, refuses_without_device_or_with_se_blocks)
+{
+	char err[256] = "";
+	nn_net *net = tu_net(GAME_KIND_GO, 9, 1, 16, 1);
+	train_options o = train_options_default();
+	gpu_train_options g = gpu_train_options_default();
+	if (nn_cuda_device_count() == 0) {
+		cr_assert_null(gpu_trainer_new(net, &o, &g, err, sizeof(err)));
+		cr_assert(strlen(err) > 0);
+		cr_assert(strstr(err, "device") || strstr(err, "not built"), "%s", err);
+	}
+	nn_arch a = net->arch;
+	a.block_kind[0] = NN_BLOCK_SE;
+	a.se_channels = 4;
+	nn_net *se = nn_net_new(&a, err, sizeof(err));
+	cr_assert(se, "%s", err);
+	err[0] = 0;
+	cr_assert_null(gpu_trainer_new(se, &o, &g, err, sizeof(err)));
+	cr_assert(strstr(err, "plain") || strstr(err, "not built"), "%s", err);
+	nn_net_free(se);
+	nn_net_free(net);
+}
+
+Test(gpu_train, forward_flops_count_convs_and_fcs)
+{
+	nn_net *go = tu_net(GAME_KIND_GO, 9, 2, 16, 1);
+	nn_net *c4 = tu_net(GAME_KIND_CONNECT4, 0, 3, 32, 1);
+	cr_assert_float_eq(gpu_train_forward_flops(&go->arch), nn_net_flops(go), 1e-6);
+	cr_assert_float_eq(gpu_train_forward_flops(&c4->arch), nn_net_flops(c4), 1e-6);
+	/* By hand for the Go net: 81 points, in_planes x 16 x 9 input conv,
+	 * 2 x 2 tower convs of 16 x 16 x 9, heads. */
+	const nn_arch *a = &go->arch;
+	double hw = 81, macs = hw * 9 * a->in_planes * 16 + 4 * hw * 9 * 16 * 16 +
+			       hw * 16 * (a->policy_channels + a->value_channels) +
+			       hw * a->policy_channels * a->policy_outputs +
+			       hw * a->value_channels * a->value_hidden +
+			       (double)a->value_hidden * a->value_outputs;
+	cr_assert_float_eq(gpu_train_forward_flops(a), 2 * macs, 1e-6);
+	nn_net_free(go);
+	nn_net_free(c4);
+}
+
+static trainer *cpu_trainer(const nn_net *net, train_optimizer opt, int batch)
+{
+	char err[256];
+	train_options o = train_options_default();
+	o.batch = batch;
+	o.threads = 1;
+	o.optimizer = opt;
+	o.lr = opt == TRAIN_OPTIMIZER_SGD ? 0.05 : 2e-3;
+	o.clip_norm = 0.5;
+	o.seed = 5;
+	trainer *t = trainer_new(net, &o, err, sizeof(err));
+	cr_assert(t, "%s", err);
+	return t;
+}
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert(f, "open %s", path);
+	fseek(f, 0, SEEK_END);
+	*len = (size_t)ftell(f);
+	fseek(f, 0, SEEK_SET);
+	unsigned char *p = malloc(*len);
+	cr_assert(p && fread(p, 1, *len, f) == *len);
+	fclose(f);
+	return p;
+}
+
+static void spit(const char *path, const unsigned char *p, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	cr_assert(f && fwrite(p, 1, len, f) == len);
+	fclose(f);
+}
+
+Test(gpu_train, checkpoint_v3_round_trip_and_loss_scale)
+{
+	char err[256], path[300];
+	nn_net *net = tu_net(GAME_KIND_CONNECT4, 0, 1, 16, 2);
+	train_batch *b = tu_batch(net, 8, 3, 0, 1);
+	trainer *t = cpu_trainer(net, TRAIN_OPTIMIZER_ADAMW, 8);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(trainer_step(t, b, NULL), 0, "%s", trainer_error(t));
+	trainer_random(t);
+	snprintf(path, sizeof(path), "%s/v3.ckpt", gt_dir);
+	cr_assert_eq(trainer_checkpoint_save(t, path, "blob", 4, err, sizeof(err)), 0, "%s", err);
+	size_t len;
+	unsigned char *buf = slurp(path, &len);
+	cr_assert_eq(fileio_u32(buf + 8), 3u, "version %u", fileio_u32(buf + 8));
+	free(buf);
+
+	/* Into a fresh CPU trainer: everything back. */
+	trainer *u = cpu_trainer(net, TRAIN_OPTIMIZER_ADAMW, 8);
+	void *blob = NULL;
+	size_t blen = 0;
+	cr_assert_eq(trainer_checkpoint_load(u, path, &blob, &blen, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(blen, 4);
+	cr_assert_eq(memcmp(blob, "blob", 4), 0);
+	free(blob);
+	cr_assert_eq(trainer_steps(u), 2);
+	cr_assert_eq(memcmp(trainer_net(u)->data, trainer_net(t)->data,
+			    net->n_floats * sizeof(float)), 0);
+	for (int k = 0; k < 2; k++)
+		cr_assert_eq(memcmp(trainer_moment(u, k), trainer_moment(t, k),
+				    net->n_floats * sizeof(float)), 0);
+	cr_assert_eq(trainer_random(u), trainer_random(t));
+
+	/* The format functions: a loss scale survives; the CPU learner writes 1. */
+	nn_net *dst = nn_net_clone(net);
+	float *m0 = calloc(net->n_floats, sizeof(float)), *m1 = calloc(net->n_floats, sizeof(float));
+	float *mom[2] = { m0, m1 };
+	train_ckpt_state s = { .optimizer = TRAIN_OPTIMIZER_ADAMW, .n_mom = 2 };
+	cr_assert_eq(train_ckpt_read(path, dst, mom, &s, NULL, NULL, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_float_eq(s.loss_scale, 1.0f, 0);
+	cr_assert_eq(s.world, 1u);
+	s.loss_scale = 512.0f;
+	s.world = 4;
+	snprintf(path, sizeof(path), "%s/scaled.ckpt", gt_dir);
+	cr_assert_eq(train_ckpt_write(path, dst, mom, &s, NULL, 0, err, sizeof(err)), 0, "%s", err);
+	train_ckpt_state r = { .optimizer = TRAIN_OPTIMIZER_ADAMW, .n_mom = 2 };
+	cr_assert_eq(train_ckpt_read(path, dst, mom, &r, NULL, NULL, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_float_eq(r.loss_scale, 512.0f, 0);
+	cr_assert_eq(r.world, 4u);
+	cr_assert_eq(r.step, 2);
+	/* A different optimizer is refused and changes nothing. */
+	train_ckpt_state sg = { .optimizer = TRAIN_OPTIMIZER_SGD, .n_mom = 1 };
+	cr_assert_eq(train_ckpt_read(path, dst, mom, &sg, NULL, NULL, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "optimizer"), "%s", err);
+	free(m0);
+	free(m1);
+	nn_net_free(dst);
+	trainer_free(t);
+	trainer_free(u);
+	train_batch_free(b);
+	nn_net_free(net);
+}
+
+Test(gpu_train, checkpoint_v2_still_loads)
+{
+	char err[256], path[300], old[300];
+	nn_net *net = tu_net(GAME_KIND_GO, 9, 1, 16, 4);
+	train_batch *b = tu_batch(net, 8, 5, 0, 0);
+	trainer *t = cpu_trainer(net, TRAIN_OPTIMIZER_SGD, 8);
+	cr_assert_eq(trainer_step(t, b, NULL), 0, "%s", trainer_error(t));
+	snprintf(path, sizeof(path), "%s/new.ckpt", gt_dir);
+	cr_assert_eq(trainer_checkpoint_save(t, path, NULL, 0, err, sizeof(err)), 0, "%s", err);
+	/* Rewrite as version 2: no loss scale at the end of the header. */
+	size_t len;
+	unsigned char *buf = slurp(path, &len);
+	uint32_t hlen = fileio_u32(buf + 12), v2 = 2, h2 = hlen - 4;
+	size_t cut = 16 + hlen - 4; /* the loss scale's 4 bytes */
+	unsigned char *o = malloc(len - 4);
+	memcpy(o, buf, cut);
+	memcpy(o + cut, buf + cut + 4, len - cut - 4);
+	memcpy(o + 8, &v2, 4);
+	memcpy(o + 12, &h2, 4);
+	uint32_t crc = fileio_crc(o, len - 8);
+	memcpy(o + len - 8, &crc, 4);
+	snprintf(old, sizeof(old), "%s/v2.ckpt", gt_dir);
+	spit(old, o, len - 4);
+
+	trainer *u = cpu_trainer(net, TRAIN_OPTIMIZER_SGD, 8);
+	cr_assert_eq(trainer_checkpoint_load(u, old, NULL, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(trainer_steps(u), 1);
+	cr_assert_eq(trainer_checkpoint_world(u), 1);
+	cr_assert_eq(memcmp(trainer_net(u)->data, trainer_net(t)->data,
+			    net->n_floats * sizeof(float)), 0);
+	float *mom[1] = { calloc(net->n_floats, sizeof(float)) };
+	nn_net *dst = nn_net_clone(net);
+	train_ckpt_state s = { .optimizer = TRAIN_OPTIMIZER_SGD, .n_mom = 1 };
+	cr_assert_eq(train_ckpt_read(old, dst, mom, &s, NULL, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_float_eq(s.loss_scale, 0.0f, 0, "v2 has no scale: the reader's default applies");
+	cr_assert_eq(memcmp(mom[0], trainer_moment(t, 0), net->n_floats * sizeof(float)), 0);
+	free(mom[0]);
+	nn_net_free(dst);
+	free(o);
+	free(buf);
+	trainer_free(t);
+	trainer_free(u);
+	train_batch_free(b);
+	nn_net_free(net);
+}
+
+Test(gpu_train, bench_train_cpu_prints_json)
+{
+	const char *bin = getenv("SENTE_BIN");
+	if (!bin)
+		cr_skip_test("SENTE_BIN is not set (run through make test)");
+	char cmd[600], out[4096];
+	snprintf(cmd, sizeof(cmd), "%s bench train --backend cpu --blocks 1 --channels 8 --size 5 "
+		 "--batch 4 --steps 2 --threads 1 2>&1", bin);
+	FILE *f = popen(cmd, "r");
+	cr_assert(f);
+	size_t n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	int st = pclose(f);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+	cr_assert(strstr(out, "{\"bench\":\"train\",\"backend\":\"cpu\""), "%s", out);
+	cr_assert(strstr(out, "\"samples_per_s\":"), "%s", out);
+	cr_assert(strstr(out, "\"forward_flops\":"), "%s", out);
+	/* cuda without a device says why and fails; bad flags are usage errors. */
+	if (nn_cuda_device_count() == 0) {
+		snprintf(cmd, sizeof(cmd), "%s bench train --backend cuda 2>&1", bin);
+		f = popen(cmd, "r");
+		n = fread(out, 1, sizeof(out) - 1, f);
+		out[n] = 0;
+		st = pclose(f);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+		cr_assert(strstr(out, "no CUDA device"), "%s", out);
+	}
+	snprintf(cmd, sizeof(cmd), "%s bench train --precision fp8 >/dev/null 2>&1", bin);
+	st = system(cmd);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+}
+
+/* ---- device tests ---------------------------------------------------------- */
+
+static gpu_trainer *gpu_for(const nn_net *net, const trainer *ct, gpu_precision p, int micro)
+{
+	char err[512];
+	gpu_train_options g = gpu_train_options_default();
+	g.precision = p;
+	g.micro_batch = micro;
+	gpu_trainer *t = gpu_trainer_new(net, trainer_options((trainer *)ct), &g, err, sizeof(err));
+	cr_assert(t, "%s", err);
+	return t;
+}
+
+static double max_abs(const float *x, size_t n)
+{
+	double m = 0;
+	for (size_t i = 0; i < n; i++)
+		m = fmax(m, fabs(x[i]));
+	return m;
+}
+
+/* One fp32 GPU step against the CPU trainer's: losses, gradient, weights. */
+static void check_step(game_kind kind, int size, train_optimizer opt, int wdl)
+{
+	nn_net *net = tu_net(kind, size, 2, 16, 11);
+	train_batch *b = tu_batch(net, 16, 12, 0, wdl);
+	trainer *ct = cpu_trainer(net, opt, 16);
+	gpu_trainer *gt = gpu_for(net, ct, GPU_PREC_FP32, 0);
+	size_t nf = net->n_floats;
+	train_stats cs, gs;
+	cr_assert_eq(trainer_gradient(ct, b, &cs), 0, "%s", trainer_error(ct));
+	cr_assert_eq(gpu_trainer_gradient_host(gt, b, &gs), 0, "%s", gpu_trainer_error(gt));
+	cr_assert_float_eq(gs.policy_loss, cs.policy_loss, 1e-4 * (1 + fabs(cs.policy_loss)));
+	cr_assert_float_eq(gs.value_loss, cs.value_loss, 1e-4 * (1 + fabs(cs.value_loss)));
+	cr_assert_float_eq(gs.loss, cs.loss, 1e-4 * (1 + fabs(cs.loss)));
+	float *gg = malloc((nf + 4) * sizeof(float));
+	cr_assert_eq(gpu_trainer_grad_host(gt, gg), 0, "%s", gpu_trainer_error(gt));
+	const float *cg = trainer_grad(ct);
+	double scale = max_abs(cg, nf), worst = 0;
+	size_t at = 0;
+	for (size_t i = 0; i < nf; i++)
+		if (fabs(gg[i] - cg[i]) > worst)
+			worst = fabs(gg[i] - cg[i]), at = i;
+	cr_assert(worst <= 1e-4 * scale + 1e-6, "gradient [%zu]: gpu %g cpu %g (max |g| %g)", at,
+		  gg[at], cg[at], scale);
+	cr_assert_float_eq(gg[nf + 3], 1.0f, 0);
+
+	cr_assert_eq(trainer_step(ct, b, &cs), 0, "%s", trainer_error(ct));
+	cr_assert_eq(gpu_trainer_step_host(gt, b, &gs), 0, "%s", gpu_trainer_error(gt));
+	cr_assert_eq(gs.skipped, 0);
+	cr_assert_eq(gpu_trainer_steps(gt), 1);
+	cr_assert_float_eq(gs.grad_norm, cs.grad_norm, 1e-4 * cs.grad_norm + 1e-6);
+	cr_assert_float_eq(gs.lr, cs.lr, 1e-12);
+	const nn_net *gn = gpu_trainer_net(gt);
+	cr_assert(gn, "%s", gpu_trainer_error(gt));
+	const float *cw = trainer_net(ct)->data;
+	double lr = trainer_options(ct)->lr;
+	for (size_t i = 0; i < nf; i++) {
+		/* AdamW normalises each gradient: where the CPU's is rounding
+		 * noise (conv biases under BN) the two steps may differ by lr. */
+		double tol = 1e-4 * (1 + fabs(cw[i]));
+		if (opt == TRAIN_OPTIMIZER_ADAMW && fabs(cg[i]) < 1e-5 * scale)
+			tol += 1.5 * lr;
+		cr_assert(fabs(gn->data[i] - cw[i]) <= tol, "weight [%zu]: gpu %g cpu %g", i,
+			  gn->data[i], cw[i]);
+	}
+	free(gg);
+	gpu_trainer_free(gt);
+	trainer_free(ct);
+	train_batch_free(b);
+	nn_net_free(net);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_go_sgd)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_SGD, 0);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_go_adamw)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_ADAMW, 0);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_connect4_wdl_sgd)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_CONNECT4, 0, TRAIN_OPTIMIZER_SGD, 1);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_connect4_wdl_adamw)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_CONNECT4, 0, TRAIN_OPTIMIZER_ADAMW, 1);
+}
+
+Test(gpu_train, mixed_precision_tracks_fp32, .timeout = 120)
+{
+	NEED_DEVICE();
+	enum { NB = 4, STEPS = 100 };
+	nn_net *net = tu_net(GAME_KIND_GO, 9, 2, 16, 21);
+	train_batch *b[NB];
+	for (int i = 0; i < NB; i++)
+		b[i] = tu_batch(net, 32, 30 + i, 0, 0);
+	trainer *ct = cpu_trainer(net, TRAIN_OPTIMIZER_SGD, 32);
+	gpu_precision ps[3] = { GPU_PREC_FP32, GPU_PREC_FP16, GPU_PREC_BF16 };
+	double loss[3][STEPS];
+	for (int p = 0; p < 3; p++) {
+		gpu_trainer *gt = gpu_for(net, ct, ps[p], 0);
+		for (int s = 0; s < STEPS; s++) {
+			train_stats st;
+			cr_assert_eq(gpu_trainer_step_host(gt, b[s % NB], &st), 0, "%s",
+				     gpu_trainer_error(gt));
+			loss[p][s] = st.loss;
+		}
+		cr_assert_gt(gpu_trainer_steps(gt), STEPS - 3, "%s skipped too many steps",
+			     gpu_precision_name(ps[p]));
+		gpu_trainer_free(gt);
+	}
+	/* Losses averaged over the last 20 steps within a few percent. */
+	double mean[3] = { 0, 0, 0 };
+	for (int p = 0; p < 3; p++)
+		for (int s = STEPS - 20; s < STEPS; s++)
+			mean[p] += loss[p][s] / 20;
+	cr_assert_lt(mean[0], loss[0][0], "fp32 did not learn: %g -> %g", loss[0][0], mean[0]);
+	for (int p = 1; p < 3; p++)
+		cr_assert(fabs(mean[p] - mean[0]) <= 0.05 * mean[0], "%s loss %g, fp32 %g",
+			  gpu_precision_name(ps[p]), mean[p], mean[0]);
+	trainer_free(ct);
+	for (int i = 0; i < NB; i++)
+		train_batch_free(b[i]);
+	nn_net_free(net);
+}
+
+Test(gpu_train, overflow_skips_step_and_halves_scale)
+{
+	NEED_DEVICE();
+	nn_net *net = tu_net(GAME_KIND_GO, 9, 1, 16, 31);
+	train_batch *b = tu_batch(net, 16, 32, 0, 0);
+	trainer *ct = cpu_trainer(net, TRAIN_OPTIMIZER_SGD, 16);
+	gpu_trainer *gt = gpu_for(net, ct, GPU_PREC_FP16, 0);
+	nn_net *before = nn_net_clone(gpu_trainer_net(gt));
+	gpu_trainer_set_loss_scale(gt, 1e30); /* every fp16 gradient overflows */
+	train_stats st;
+	cr_assert_eq(gpu_trainer_step_host(gt, b, &st), 0, "%s", gpu_trainer_error(gt));
+	cr_assert_eq(st.skipped, 1);
+	cr_assert_eq(st.skipped_steps, 1);
+	cr_assert_eq(gpu_trainer_steps(gt), 0);
+	cr_assert_float_eq(gpu_trainer_loss_scale(gt), 5e29, 1e24);
+	const nn_net *after = gpu_trainer_net(gt);
+	cr_assert_eq(memcmp(after->data, before->data, net->n_floats * sizeof(float)), 0,
+		     "a skipped step changed the weights");
+	/* A sane scale trains again. */
+	gpu_trainer_set_loss_scale(gt, 1024);
+	cr_assert_eq(gpu_trainer_step_host(gt, b, &st), 0, "%s", gpu_trainer_error(gt));
+	cr_assert_eq(st.skipped, 0);
+	cr_assert_eq(gpu_trainer_steps(gt), 1);
+	nn_net_free(before);
+	gpu_trainer_free(gt);
+	trainer_free(ct);
+	train_batch_free(b);
+	nn_net_free(net);
+}
+
+/* Copies positions [from, from + n) of b into a new batch. */
+static train_batch *half_of(const nn_net *net, const train_batch *b, int from, int n)
+{
+	train_batch *h = train_batch_new(&net->arch, n, b->wdl != NULL);
+	cr_assert(h);
+	memcpy(h->planes, b->planes + (size_t)from * b->in_size, sizeof(float) * n * b->in_size);
+	memcpy(h->policy, b->policy + (size_t)from * b->n_actions,
+	       sizeof(float) * n * b->n_actions);
+	memcpy(h->value, b->value + from, sizeof(float) * n);
+	if (b->wdl)
+		memcpy(h->wdl, b->wdl + 3 * from, sizeof(float) * 3 * n);
+	h->n = n;
+	return h;
+}
+
+Test(gpu_train, micro_batches_average_half_batch_gradients)
+{
+	NEED_DEVICE();
+	nn_net *net = tu_net(GAME_KIND_CONNECT4, 0, 2, 16, 41);
+	train_batch *b = tu_batch(net, 16, 42, 0, 1);
+	trainer *half = cpu_trainer(net, TRAIN_OPTIMIZER_SGD, 8);
+	trainer *full = cpu_trainer(net, TRAIN_OPTIMIZER_SGD, 16);
+	gpu_trainer *gt = gpu_for(net, full, GPU_PREC_FP32, 8);
+	cr_assert_eq(gpu_trainer_micro_batch(gt), 8);
+	size_t nf = net->n_floats;
+	double *avg = calloc(nf, sizeof(double));
+	for (int k = 0; k < 2; k++) {
+		train_batch *h = half_of(net, b, 8 * k, 8);
+		cr_assert_eq(trainer_gradient(half, h, NULL), 0, "%s", trainer_error(half));
+		const float *g = trainer_grad(half);
+		for (size_t i = 0; i < nf; i++)
+			avg[i] += 0.5 * g[i];
+		train_batch_free(h);
+	}
+	float *gg = malloc((nf + 4) * sizeof(float));
+	cr_assert_eq(gpu_trainer_gradient_host(gt, b, NULL), 0, "%s", gpu_trainer_error(gt));
+	cr_assert_eq(gpu_trainer_grad_host(gt, gg), 0, "%s", gpu_trainer_error(gt));
+	double scale = 0;
+	for (size_t i = 0; i < nf; i++)
+		scale = fmax(scale, fabs(avg[i]));
+	for (size_t i = 0; i < nf; i++)
+		cr_assert(fabs(gg[i] - avg[i]) <= 1e-4 * scale + 1e-6, "[%zu] gpu %g cpu %g", i,
+			  gg[i], avg[i]);
+	free(gg);
+	free(avg);
+	gpu_trainer_free(gt);
+	trainer_free(half);
+	trainer_free(full);
+	train_batch_free(b);
+	nn_net_free(net);
+}
+
+Test(gpu_train, gpu_checkpoint_loads_into_cpu_trainer)
+{
+	NEED_DEVICE();
+	char err[512], path[300];
+	nn_net *net = tu_net(GAME_KIND_GO, 9, 1, 16, 51);
+	train_batch *b = tu_batch(net, 16, 52, 0, 0);
+	trainer *ct = cpu_trainer(net, TRAIN_OPTIMIZER_ADAMW, 16);
+	gpu_trainer *gt = gpu_for(net, ct, GPU_PREC_FP16, 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(gpu_trainer_step_host(gt, b, NULL), 0, "%s", gpu_trainer_error(gt));
+	gpu_trainer_random(gt);
+	snprintf(path, sizeof(path), "%s/gpu.ckpt", gt_dir);
+	cr_assert_eq(gpu_trainer_checkpoint_save(gt, path, 1, "xy", 2, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(trainer_checkpoint_load(ct, path, NULL, NULL, err, sizeof(err)), 0, "%s", err);
+	const nn_net *gn = gpu_trainer_net(gt);
+	cr_assert_eq(memcmp(trainer_net(ct)->data, gn->data, net->n_floats * sizeof(float)), 0);
+	cr_assert_eq(trainer_steps(ct), gpu_trainer_steps(gt));
+	cr_assert_eq(trainer_random(ct), gpu_trainer_random(gt));
+	/* And back: a fresh GPU trainer resumes with the scale. */
+	gpu_trainer *g2 = gpu_for(net, ct, GPU_PREC_FP16, 0);
+	int world = 0;
+	cr_assert_eq(gpu_trainer_checkpoint_load(g2, path, NULL, NULL, &world, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_eq(world, 1);
+	cr_assert_float_eq(gpu_trainer_loss_scale(g2), gpu_trainer_loss_scale(gt), 0);
+	cr_assert_eq(gpu_trainer_steps(g2), 3);
+	gpu_trainer_free(g2);
+	gpu_trainer_free(gt);
+	trainer_free(ct);
+	train_batch_free(b);
+	nn_net_free(net);
+}

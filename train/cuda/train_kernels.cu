@@ -1,0 +1,673 @@
+/* train_kernels.cu: the GPU trainer's kernels (train_kernels.h). Element
+ * types are runtime arguments (a uniform branch per load) rather than
+ * template instances per combination: every kernel here is bound by memory,
+ * not by the branch. */
+#include "train/cuda/train_kernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <math.h>
+
+#define TK_EPS 1e-5f /* NN_BN_EPS */
+
+static __device__ __forceinline__ float ld(const void *p, long i, int dt)
+{
+	if (dt == TK_F32)
+		return ((const float *)p)[i];
+	if (dt == TK_F16)
+		return __half2float(((const __half *)p)[i]);
+	return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+}
+
+static __device__ __forceinline__ void st(void *p, long i, int dt, float v)
+{
+	if (dt == TK_F32)
+		((float *)p)[i] = v;
+	else if (dt == TK_F16)
+		((__half *)p)[i] = __float2half_rn(v);
+	else
+		((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v);
+}
+
+static int tk_blocks(long n, int threads)
+{
+	long b = (n + threads - 1) / threads;
+	return (int)(b < 1 ? 1 : b > 65535L * 32 ? 65535L * 32 : b);
+}
+
+/* ---- layout and weights ----------------------------------------------- */
+
+__global__ void k_expand(const float *in, int n, int planes, int hw, int c_pad, int dt, void *out)
+{
+	long total = (long)n * hw * c_pad;
+	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total;
+	     i += (long)gridDim.x * blockDim.x) {
+		int c = (int)(i % c_pad);
+		long r = i / c_pad;
+		int p = (int)(r % hw);
+		long b = r / hw;
+		float v = c < planes ? in[(b * planes + c) * hw + p] : 0.0f;
+		st(out, i, dt, v);
+	}
+}
+
+extern "C" cudaError_t tk_expand(const float *in, int n, int planes, int hw, int c_pad,
+				 tk_dtype dt, void *out, cudaStream_t s)
+{
+	long total = (long)n * hw * c_pad;
+	k_expand<<<tk_blocks(total, 256), 256, 0, s>>>(in, n, planes, hw, c_pad, dt, out);
+	return cudaGetLastError();
+}
+
+__global__ void k_gather(const float *master, const int32_t *map, long n, int dt, void *out)
+{
+	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+	     i += (long)gridDim.x * blockDim.x) {
+		int32_t j = map[i];
+		st(out, i, dt, j >= 0 ? master[j] : 0.0f);
+	}
+}
+
+extern "C" cudaError_t tk_gather(const float *master, const int32_t *map, long n, tk_dtype dt,
+				 void *out, cudaStream_t s)
+{
+	if (n > 0)
+		k_gather<<<tk_blocks(n, 256), 256, 0, s>>>(master, map, n, dt, out);
+	return cudaGetLastError();
+}
+
+__global__ void k_scatter(const void *src, int dt, const int32_t *map, long n, float *grad, int acc)
+{
+	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+	     i += (long)gridDim.x * blockDim.x) {
+		int32_t j = map[i];
+		if (j >= 0)
+			grad[j] = (acc ? grad[j] : 0.0f) + ld(src, i, dt);
+	}
+}
+
+extern "C" cudaError_t tk_scatter(const void *src, tk_dtype dt, const int32_t *map, long n,
+				  float *grad, int acc, cudaStream_t s)
+{
+	if (n > 0)
+		k_scatter<<<tk_blocks(n, 256), 256, 0, s>>>(src, dt, map, n, grad, acc);
+	return cudaGetLastError();
+}
+
+/* ---- batch norm ---------------------------------------------------------- */
+
+/* Block (32, 8): 32 channels by 8 row lanes; grid (cp / 32 rounded up,
+ * TK_PARTS). Partial column sums of f(row, c) into part[blockIdx.y][c]. */
+#define BN_TX 32
+#define BN_TY 8
+
+/* mode 0: z + b; mode 1: (z + b - mean)^2. */
+__global__ void k_bn_part(const void *z, int dz, long M, int cp, int creal, const float *bias,
+			  const float *mean, int mode, float *part)
+{
+	__shared__ float sh[BN_TY][BN_TX];
+	int c = blockIdx.x * BN_TX + threadIdx.x;
+	float s = 0.0f;
+	if (c < creal) {
+		float b = bias[c], mu = mode ? mean[c] : 0.0f;
+		for (long r = blockIdx.y * BN_TY + threadIdx.y; r < M; r += (long)TK_PARTS * BN_TY) {
+			float v = ld(z, r * cp + c, dz) + b;
+			if (mode) {
+				v -= mu;
+				v *= v;
+			}
+			s += v;
+		}
+	}
+	sh[threadIdx.y][threadIdx.x] = s;
+	__syncthreads();
+	if (threadIdx.y == 0 && c < cp) {
+		float t = 0.0f;
+		for (int y = 0; y < BN_TY; y++)
+			t += sh[y][threadIdx.x];
+		part[(long)blockIdx.y * cp + c] = t;
+	}
+}
+
+/* One thread per channel: sums the partials in double. */
+__global__ void k_bn_fin(const float *part, long M, int cp, int creal, int mode, float *mean,
+			 float *var, float *rstd, float *acc_mean, float *acc_var, float *acc_m2, int reset)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	if (c >= cp)
+		return;
+	double s = 0;
+	for (int p = 0; p < TK_PARTS; p++)
+		s += part[(long)p * cp + c];
+	float v = c < creal ? (float)(s / (double)M) : 0.0f;
+	if (mode == 0) {
+		mean[c] = v;
+		return;
+	}
+	var[c] = v;
+	rstd[c] = c < creal ? rsqrtf(v + TK_EPS) : 0.0f;
+	if (c < creal) {
+		float mu = mean[c];
+		acc_mean[c] = (reset ? 0.0f : acc_mean[c]) + mu;
+		acc_var[c] = (reset ? 0.0f : acc_var[c]) + v;
+		acc_m2[c] = (reset ? 0.0f : acc_m2[c]) + mu * mu;
+	}
+}
+
+extern "C" cudaError_t tk_bn_stats(const void *z, tk_dtype dz, long M, int cp, int creal,
+				   const float *bias, float *part, float *mean, float *var,
+				   float *rstd, float *acc_mean, float *acc_var, float *acc_m2,
+				   int reset, cudaStream_t s)
+{
+	dim3 g((cp + BN_TX - 1) / BN_TX, TK_PARTS), b(BN_TX, BN_TY);
+	int fb = (cp + 127) / 128;
+	k_bn_part<<<g, b, 0, s>>>(z, dz, M, cp, creal, bias, mean, 0, part);
+	k_bn_fin<<<fb, 128, 0, s>>>(part, M, cp, creal, 0, mean, var, rstd, acc_mean, acc_var, acc_m2, reset);
+	k_bn_part<<<g, b, 0, s>>>(z, dz, M, cp, creal, bias, mean, 1, part);
+	k_bn_fin<<<fb, 128, 0, s>>>(part, M, cp, creal, 1, mean, var, rstd, acc_mean, acc_var, acc_m2, reset);
+	return cudaGetLastError();
+}
+
+__global__ void k_bn_apply(const void *z, int dz, long M, int cp, int creal, const float *bias,
+			   const float *mean, const float *rstd, const float *gamma,
+			   const float *beta, const void *skip, int dskip, int relu, void *y, int dy)
+{
+	long total = M * cp;
+	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total;
+	     i += (long)gridDim.x * blockDim.x) {
+		int c = (int)(i % cp);
+		float v = 0.0f;
+		if (c < creal) {
+			v = gamma[c] * (ld(z, i, dz) + bias[c] - mean[c]) * rstd[c] + beta[c];
+			if (skip)
+				v += ld(skip, i, dskip);
+			if (relu && v < 0.0f)
+				v = 0.0f;
+		}
+		st(y, i, dy, v);
+	}
+}
+
+extern "C" cudaError_t tk_bn_apply(const void *z, tk_dtype dz, long M, int cp, int creal,
+				   const float *bias, const float *mean, const float *rstd,
+				   const float *gamma, const float *beta, const void *skip,
+				   tk_dtype dskip, int relu, void *y, tk_dtype dy, cudaStream_t s)
+{
+	k_bn_apply<<<tk_blocks(M * cp, 256), 256, 0, s>>>(z, dz, M, cp, creal, bias, mean, rstd,
+							   gamma, beta, skip, dskip, relu, y, dy);
+	return cudaGetLastError();
+}
+
+/* Partials of sum dy, sum dy * xhat, sum xhat into part[k][TK_PARTS][cp]. */
+__global__ void k_bnb_part(const void *g, int dg, const void *y, int dyt, int relu, const void *z,
+			   int dz, long M, int cp, int creal, const float *bias, const float *mean,
+			   const float *rstd, float *part)
+{
+	__shared__ float sh[3][BN_TY][BN_TX];
+	int c = blockIdx.x * BN_TX + threadIdx.x;
+	float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f;
+	if (c < creal) {
+		float b = bias[c], mu = mean[c], rs = rstd[c];
+		for (long r = blockIdx.y * BN_TY + threadIdx.y; r < M; r += (long)TK_PARTS * BN_TY) {
+			long i = r * cp + c;
+			float d = ld(g, i, dg);
+			if (relu && !(ld(y, i, dyt) > 0.0f))
+				d = 0.0f;
+			float xh = (ld(z, i, dz) + b - mu) * rs;
+			s0 += d;
+			s1 += d * xh;
+			s2 += xh;
+		}
+	}
+	sh[0][threadIdx.y][threadIdx.x] = s0;
+	sh[1][threadIdx.y][threadIdx.x] = s1;
+	sh[2][threadIdx.y][threadIdx.x] = s2;
+	__syncthreads();
+	if (threadIdx.y < 3 && c < cp) {
+		float t = 0.0f;
+		for (int k = 0; k < BN_TY; k++)
+			t += sh[threadIdx.y][k][threadIdx.x];
+		part[((long)threadIdx.y * TK_PARTS + blockIdx.y) * cp + c] = t;
+	}
+}
+
+__global__ void k_bnb_fin(const float *part, long M, int cp, int creal, const float *gamma,
+			  const float *rstd, float *loc, float *ggamma, float *gbeta, float *gbias,
+			  int acc)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	if (c >= cp)
+		return;
+	double s[3] = { 0, 0, 0 };
+	for (int k = 0; k < 3; k++)
+		for (int p = 0; p < TK_PARTS; p++)
+			s[k] += part[((long)k * TK_PARTS + p) * cp + c];
+	if (c >= creal) {
+		loc[c] = loc[cp + c] = 0.0f;
+		return;
+	}
+	float dbeta = (float)s[0], dgamma = (float)s[1];
+	loc[c] = dbeta;
+	loc[cp + c] = dgamma;
+	/* The conv bias sees the sum of dz: zero in exact arithmetic. */
+	float dbias = (float)((double)gamma[c] * rstd[c] *
+			      (s[0] - (double)dbeta - (double)dgamma * s[2] / (double)M));
+	ggamma[c] = (acc ? ggamma[c] : 0.0f) + dgamma;
+	gbeta[c] = (acc ? gbeta[c] : 0.0f) + dbeta;
+	gbias[c] = (acc ? gbias[c] : 0.0f) + dbias;
+}
+
+__global__ void k_bnb_dx(const void *g, int dg, const void *y, int dyt, int relu, const void *z,
+			 int dz, long M, int cp, int creal, const float *bias, const float *mean,
+			 const float *rstd, const float *gamma, const float *loc, void *dzout,
+			 void *dskip, int ds)
+{
+	long total = M * cp;
+	float invM = 1.0f / (float)M;
+	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total;
+	     i += (long)gridDim.x * blockDim.x) {
+		int c = (int)(i % cp);
+		float d = 0.0f, dx = 0.0f;
+		if (c < creal) {
+			d = ld(g, i, dg);
+			if (relu && !(ld(y, i, dyt) > 0.0f))
+				d = 0.0f;
+			float xh = (ld(z, i, dz) + bias[c] - mean[c]) * rstd[c];
+			dx = gamma[c] * rstd[c] * (d - loc[c] * invM - xh * loc[cp + c] * invM);
+		}
+		st(dzout, i, dz, dx);
+		if (dskip)
+			st(dskip, i, ds, d);
+	}
+}
+
+extern "C" cudaError_t tk_bn_backward(const void *g, tk_dtype dg, const void *y, tk_dtype dyt,
+				      int relu, const void *z, tk_dtype dz, long M, int cp,
+				      int creal, const float *bias, const float *mean,
+				      const float *rstd, const float *gamma, float *part, float *loc,
+				      float *ggamma, float *gbeta, float *gbias, int acc,
+				      void *dzout, void *dskip, tk_dtype ds, cudaStream_t s)
+{
+	dim3 gr((cp + BN_TX - 1) / BN_TX, TK_PARTS), b(BN_TX, BN_TY);
+	k_bnb_part<<<gr, b, 0, s>>>(g, dg, y, dyt, relu, z, dz, M, cp, creal, bias, mean, rstd, part);
+	k_bnb_fin<<<(cp + 127) / 128, 128, 0, s>>>(part, M, cp, creal, gamma, rstd, loc, ggamma,
+						   gbeta, gbias, acc);
+	k_bnb_dx<<<tk_blocks(M * cp, 256), 256, 0, s>>>(g, dg, y, dyt, relu, z, dz, M, cp, creal,
+							 bias, mean, rstd, gamma, loc, dzout,
+							 dskip, ds);
+	return cudaGetLastError();
+}
+
+/* ---- fully connected helpers ---------------------------------------------- */
+
+__global__ void k_bias_act(float *y, const float *b, int rows, int n, int relu)
+{
+	long total = (long)rows * n;
+	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total;
+	     i += (long)gridDim.x * blockDim.x) {
+		float v = y[i] + b[i % n];
+		y[i] = relu && v < 0.0f ? 0.0f : v;
+	}
+}
+
+extern "C" cudaError_t tk_bias_act(float *y, const float *b, int rows, int n, int relu,
+				   cudaStream_t s)
+{
+	k_bias_act<<<tk_blocks((long)rows * n, 256), 256, 0, s>>>(y, b, rows, n, relu);
+	return cudaGetLastError();
+}
+
+__global__ void k_relu_bwd(float *dy, const float *y, long n)
+{
+	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+	     i += (long)gridDim.x * blockDim.x)
+		if (!(y[i] > 0.0f))
+			dy[i] = 0.0f;
+}
+
+extern "C" cudaError_t tk_relu_backward(float *dy, const float *y, long n, cudaStream_t s)
+{
+	k_relu_bwd<<<tk_blocks(n, 256), 256, 0, s>>>(dy, y, n);
+	return cudaGetLastError();
+}
+
+__global__ void k_colsum(const float *x, int rows, int n, float *out, int acc)
+{
+	int j = blockIdx.x * blockDim.x + threadIdx.x;
+	if (j >= n)
+		return;
+	double s = 0;
+	for (int r = 0; r < rows; r++)
+		s += x[(long)r * n + j];
+	out[j] = (acc ? out[j] : 0.0f) + (float)s;
+}
+
+extern "C" cudaError_t tk_colsum(const float *x, int rows, int n, float *out, int acc,
+				 cudaStream_t s)
+{
+	k_colsum<<<(n + 127) / 128, 128, 0, s>>>(x, rows, n, out, acc);
+	return cudaGetLastError();
+}
+
+__global__ void k_fc_small(const float *x, int rows, int nin, const float *w, const float *b,
+			   int nout, float *y)
+{
+	long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+	if (i >= (long)rows * nout)
+		return;
+	int o = (int)(i % nout);
+	long r = i / nout;
+	float s = b[o];
+	for (int j = 0; j < nin; j++)
+		s += x[r * nin + j] * w[(long)o * nin + j];
+	y[i] = s;
+}
+
+extern "C" cudaError_t tk_fc_small(const float *x, int rows, int nin, const float *w,
+				   const float *b, int nout, float *y, cudaStream_t s)
+{
+	k_fc_small<<<tk_blocks((long)rows * nout, 128), 128, 0, s>>>(x, rows, nin, w, b, nout, y);
+	return cudaGetLastError();
+}
+
+__global__ void k_fc_small_dx(int rows, int nin, const float *w, int nout, const float *dy,
+			      float *dx)
+{
+	long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+	if (i >= (long)rows * nin)
+		return;
+	int j = (int)(i % nin);
+	long r = i / nin;
+	float s = 0.0f;
+	for (int o = 0; o < nout; o++)
+		s += dy[r * nout + o] * w[(long)o * nin + j];
+	dx[i] = s;
+}
+
+/* One thread per weight (o, j), and j == nin for the bias. */
+__global__ void k_fc_small_dw(const float *x, int rows, int nin, int nout, const float *dy,
+			      float *gw, float *gb, int acc)
+{
+	long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+	if (i >= (long)nout * (nin + 1))
+		return;
+	int j = (int)(i % (nin + 1));
+	int o = (int)(i / (nin + 1));
+	double s = 0;
+	for (int r = 0; r < rows; r++)
+		s += (double)dy[(long)r * nout + o] * (j < nin ? x[(long)r * nin + j] : 1.0f);
+	if (j < nin)
+		gw[(long)o * nin + j] = (acc ? gw[(long)o * nin + j] : 0.0f) + (float)s;
+	else
+		gb[o] = (acc ? gb[o] : 0.0f) + (float)s;
+}
+
+extern "C" cudaError_t tk_fc_small_backward(const float *x, int rows, int nin, const float *w,
+					    int nout, const float *dy, float *dx, float *gw,
+					    float *gb, int acc, cudaStream_t s)
+{
+	k_fc_small_dx<<<tk_blocks((long)rows * nin, 128), 128, 0, s>>>(rows, nin, w, nout, dy, dx);
+	k_fc_small_dw<<<tk_blocks((long)nout * (nin + 1), 128), 128, 0, s>>>(x, rows, nin, nout, dy,
+									      gw, gb, acc);
+	return cudaGetLastError();
+}
+
+/* ---- losses ------------------------------------------------------------------- */
+
+#define LOSS_THREADS 256
+
+/* Block-wide reduction of two doubles with a maximum for the first when
+ * domax. */
+static __device__ double block_sum(double v, double *sh)
+{
+	int t = threadIdx.x;
+	sh[t] = v;
+	__syncthreads();
+	for (int k = LOSS_THREADS / 2; k > 0; k >>= 1) {
+		if (t < k)
+			sh[t] += sh[t + k];
+		__syncthreads();
+	}
+	double r = sh[0];
+	__syncthreads();
+	return r;
+}
+
+static __device__ double block_max(double v, double *sh)
+{
+	int t = threadIdx.x;
+	sh[t] = v;
+	__syncthreads();
+	for (int k = LOSS_THREADS / 2; k > 0; k >>= 1) {
+		if (t < k && sh[t + k] > sh[t])
+			sh[t] = sh[t + k];
+		__syncthreads();
+	}
+	double r = sh[0];
+	__syncthreads();
+	return r;
+}
+
+/* One block per row, as train_loss_policy / train_loss_value (cpu_train.c). */
+__global__ void k_loss(const float *logits, const float *policy, int np, const float *vout,
+		       const float *value, const float *wdl, int vo, float inv_n, float scale,
+		       float vw, float *dlogits, float *dvout, float *rowloss)
+{
+	__shared__ double sh[LOSS_THREADS];
+	long r = blockIdx.x;
+	const float *z = logits + r * np, *p = policy + r * np;
+	double m = -INFINITY;
+	for (int a = threadIdx.x; a < np; a += LOSS_THREADS)
+		m = fmax(m, (double)z[a]);
+	m = block_max(m, sh);
+	double sum = 0, psum = 0, dot = 0;
+	for (int a = threadIdx.x; a < np; a += LOSS_THREADS) {
+		sum += exp(z[a] - m);
+		psum += p[a];
+		dot += p[a] * (z[a] - m);
+	}
+	sum = block_sum(sum, sh);
+	psum = block_sum(psum, sh);
+	dot = block_sum(dot, sh);
+	for (int a = threadIdx.x; a < np; a += LOSS_THREADS)
+		dlogits[r * np + a] =
+			(float)((psum * exp(z[a] - m) / sum - p[a]) * inv_n) * scale;
+	if (threadIdx.x != 0)
+		return;
+	double pl = psum * log(sum) - dot, vl;
+	if (vo == 1) {
+		double v = tanh((double)vout[r]), e = v - value[r];
+		vl = e * e;
+		dvout[r] = (float)(2.0 * e * (1.0 - v * v) * inv_n) * vw * scale;
+	} else {
+		const float *o = vout + 3 * r;
+		double t[3], mx = fmax(o[0], fmax(o[1], o[2])), s = 0, tsum = 0, d = 0;
+		if (wdl) {
+			for (int k = 0; k < 3; k++)
+				t[k] = wdl[3 * r + k];
+		} else {
+			double zz = value[r];
+			t[0] = zz > 0 ? zz : 0;
+			t[2] = zz < 0 ? -zz : 0;
+			t[1] = 1.0 - fabs(zz);
+		}
+		for (int k = 0; k < 3; k++) {
+			s += exp(o[k] - mx);
+			tsum += t[k];
+			d += t[k] * (o[k] - mx);
+		}
+		vl = tsum * log(s) - d;
+		for (int k = 0; k < 3; k++)
+			dvout[3 * r + k] =
+				(float)((tsum * exp(o[k] - mx) / s - t[k]) * inv_n) * vw * scale;
+	}
+	rowloss[2 * r] = (float)pl;
+	rowloss[2 * r + 1] = (float)vl;
+}
+
+extern "C" cudaError_t tk_loss(const float *logits, const float *policy, int np,
+			       const float *vout, const float *value, const float *wdl, int vo,
+			       int m, float inv_n, float scale, float vw, float *dlogits,
+			       float *dvout, float *rowloss, cudaStream_t s)
+{
+	k_loss<<<m, LOSS_THREADS, 0, s>>>(logits, policy, np, vout, value, wdl, vo, inv_n, scale, vw,
+					  dlogits, dvout, rowloss);
+	return cudaGetLastError();
+}
+
+__global__ void k_loss_sum(const float *rowloss, int m, float inv_n, float vw, float *tail, int acc)
+{
+	__shared__ double sh[LOSS_THREADS];
+	double a = 0, b = 0;
+	for (int r = threadIdx.x; r < m; r += LOSS_THREADS) {
+		a += rowloss[2 * r];
+		b += rowloss[2 * r + 1];
+	}
+	a = block_sum(a, sh);
+	b = block_sum(b, sh);
+	if (threadIdx.x == 0) {
+		float pl = (acc ? tail[1] : 0.0f) + (float)(a * inv_n);
+		float vl = (acc ? tail[2] : 0.0f) + (float)(b * inv_n);
+		tail[0] = pl + vw * vl;
+		tail[1] = pl;
+		tail[2] = vl;
+		tail[3] = 1.0f;
+	}
+}
+
+extern "C" cudaError_t tk_loss_sum(const float *rowloss, int m, float inv_n, float vw, float *tail,
+				   int acc, cudaStream_t s)
+{
+	k_loss_sum<<<1, LOSS_THREADS, 0, s>>>(rowloss, m, inv_n, vw, tail, acc);
+	return cudaGetLastError();
+}
+
+/* ---- the step ------------------------------------------------------------------ */
+
+#define NORM_THREADS 256
+
+__global__ void k_norm_part(const float *grad, const float *w, const uint8_t *role, long n,
+			    float inv_scale, float l2c, double *part)
+{
+	__shared__ double sh[NORM_THREADS];
+	double g2 = 0, w2 = 0, bad = 0;
+	for (long i = blockIdx.x * (long)NORM_THREADS + threadIdx.x; i < n;
+	     i += (long)TK_NORM_PARTS * NORM_THREADS) {
+		float g = grad[i];
+		if (!isfinite(g))
+			bad += 1;
+		g *= inv_scale;
+		if (role[i] == TK_ROLE_DECAY) {
+			g += l2c * w[i];
+			w2 += (double)w[i] * w[i];
+		}
+		g2 += (double)g * g;
+	}
+	double v[3] = { g2, w2, bad };
+	for (int k = 0; k < 3; k++) {
+		sh[threadIdx.x] = v[k];
+		__syncthreads();
+		for (int h = NORM_THREADS / 2; h > 0; h >>= 1) {
+			if (threadIdx.x < h)
+				sh[threadIdx.x] += sh[threadIdx.x + h];
+			__syncthreads();
+		}
+		if (threadIdx.x == 0)
+			part[3 * blockIdx.x + k] = sh[0];
+		__syncthreads();
+	}
+}
+
+__global__ void k_norm_fin(const double *part, double clip, tk_step_result *r)
+{
+	if (threadIdx.x != 0)
+		return;
+	double s[3] = { 0, 0, 0 };
+	for (int p = 0; p < TK_NORM_PARTS; p++)
+		for (int k = 0; k < 3; k++)
+			s[k] += part[3 * p + k];
+	r->norm2 = s[0];
+	r->wsq = s[1];
+	r->bad = s[2] > 0 || !isfinite(s[0]);
+	double norm = sqrt(s[0]);
+	r->coef = clip > 0 && norm > clip ? (float)(clip / norm) : 1.0f;
+}
+
+extern "C" cudaError_t tk_grad_norm(const float *grad, const float *w, const uint8_t *role, long n,
+				    float inv_scale, float l2c, double clip, double *part,
+				    tk_step_result *r, cudaStream_t s)
+{
+	k_norm_part<<<TK_NORM_PARTS, NORM_THREADS, 0, s>>>(grad, w, role, n, inv_scale, l2c, part);
+	k_norm_fin<<<1, 32, 0, s>>>(part, clip, r);
+	return cudaGetLastError();
+}
+
+/* The CPU trainer's update (cpu_train.c, tr_update), element by element. */
+__global__ void k_optimizer(float *w, const float *grad, const uint8_t *role, float *m0, float *m1,
+			    long n, tk_opt_params p, const tk_step_result *r)
+{
+	if (r->bad)
+		return;
+	float coef = r->coef;
+	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+	     i += (long)gridDim.x * blockDim.x) {
+		int ro = role[i];
+		if (ro == TK_ROLE_BUFFER)
+			continue;
+		float wi = w[i], g = grad[i] * p.inv_scale;
+		if (!p.adamw) {
+			if (ro == TK_ROLE_DECAY)
+				g += p.l2c * wi;
+			g *= coef;
+			float b = p.momentum * m0[i] + g;
+			m0[i] = b;
+			w[i] = wi - p.lr * (g + p.momentum * b);
+		} else {
+			if (ro == TK_ROLE_DECAY)
+				wi *= p.decay;
+			g *= coef;
+			float m = p.b1 * m0[i] + (1.0f - p.b1) * g;
+			float v = p.b2 * m1[i] + (1.0f - p.b2) * g * g;
+			m0[i] = m;
+			m1[i] = v;
+			w[i] = wi - (p.lr / p.bc1) * m / (sqrtf(v) / p.sbc2 + p.eps);
+		}
+	}
+}
+
+extern "C" cudaError_t tk_optimizer(float *w, const float *grad, const uint8_t *role, float *m0,
+				    float *m1, long n, tk_opt_params p, const tk_step_result *r,
+				    cudaStream_t s)
+{
+	k_optimizer<<<tk_blocks(n, 256) > 4096 ? 4096 : tk_blocks(n, 256), 256, 0, s>>>(
+		w, grad, role, m0, m1, n, p, r);
+	return cudaGetLastError();
+}
+
+__global__ void k_running(float *w, const int32_t *rm, const int32_t *rv, const float *acc_mean,
+			  const float *acc_var, const float *acc_m2, int J, float inv_k, float mo, float unbias,
+			  const tk_step_result *r)
+{
+	int j = blockIdx.x * blockDim.x + threadIdx.x;
+	if (j >= J || r->bad)
+		return;
+	/* Micro-batches combined: the mean of their means, and the mean of
+	 * their variances plus the variance of their means (exactly the
+	 * variance when there is one). */
+	float mean = acc_mean[j] * inv_k;
+	float var = acc_var[j] * inv_k + (acc_m2[j] * inv_k - mean * mean);
+	if (var < 0.0f)
+		var = 0.0f;
+	float keep = 1.0f - mo;
+	w[rm[j]] = keep * w[rm[j]] + mo * mean;
+	w[rv[j]] = keep * w[rv[j]] + mo * var * unbias;
+}
+
+extern "C" cudaError_t tk_running(float *w, const int32_t *rm, const int32_t *rv,
+				  const float *acc_mean, const float *acc_var, const float *acc_m2, int J, float inv_k,
+				  float mo, float unbias, const tk_step_result *r, cudaStream_t s)
+{
+	k_running<<<(J + 127) / 128, 128, 0, s>>>(w, rm, rv, acc_mean, acc_var, acc_m2, J, inv_k, mo, unbias,
+						  r);
+	return cudaGetLastError();
+}

@@ -1,0 +1,123 @@
+/* train_kernels.h: the GPU trainer's own kernels (train_kernels.cu),
+ * launched from C on a stream. Tensors are NHWC rows of `cp` channels
+ * (a multiple of 8, of which the first `creal` are real) in one of three
+ * element types (tk_dtype) given per pointer; reductions accumulate in
+ * fp32 within a thread and in double across them, in a fixed order, so a
+ * step is deterministic. Every launcher returns cudaGetLastError(). */
+#ifndef SENTE_TRAIN_CUDA_TRAIN_KERNELS_H
+#define SENTE_TRAIN_CUDA_TRAIN_KERNELS_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum tk_dtype { TK_F32 = 0, TK_F16 = 1, TK_BF16 = 2 } tk_dtype;
+
+/* Row-chunks of the two-stage column reductions (partials are [TK_PARTS][cp]). */
+#define TK_PARTS 64
+/* Partials of the whole-gradient reduction. */
+#define TK_NORM_PARTS 256
+
+/* NCHW floats [n][planes][hw] -> NHWC [n][hw][c_pad] of type dt (0 padding). */
+cudaError_t tk_expand(const float *in, int n, int planes, int hw, int c_pad, tk_dtype dt,
+		      void *out, cudaStream_t st);
+/* out[i] = map[i] >= 0 ? master[map[i]] : 0, as dt (weights' compute copies). */
+cudaError_t tk_gather(const float *master, const int32_t *map, long n, tk_dtype dt, void *out,
+		      cudaStream_t st);
+/* grad[map[i]] = (acc ? grad[map[i]] : 0) + src[i] for map[i] >= 0 (weight
+ * gradients from compute layout back to the net's order). */
+cudaError_t tk_scatter(const void *src, tk_dtype dt, const int32_t *map, long n, float *grad,
+		       int acc, cudaStream_t st);
+
+/* Training batch norm statistics of z + bias over M rows: mean, biased var,
+ * rstd = 1/sqrt(var + eps) [cp] (0 past creal); acc_mean/acc_var/acc_m2
+ * [creal] get (reset ? = : +=) mean, var and mean^2 (the running update).
+ * part: [TK_PARTS][cp] scratch. */
+cudaError_t tk_bn_stats(const void *z, tk_dtype dz, long M, int cp, int creal, const float *bias,
+			float *part, float *mean, float *var, float *rstd, float *acc_mean,
+			float *acc_var, float *acc_m2, int reset, cudaStream_t st);
+/* y = act(gamma (z + b - mean) rstd + beta [+ skip]), 0 past creal. */
+cudaError_t tk_bn_apply(const void *z, tk_dtype dz, long M, int cp, int creal, const float *bias,
+			const float *mean, const float *rstd, const float *gamma, const float *beta,
+			const void *skip, tk_dtype dskip, int relu, void *y, tk_dtype dy,
+			cudaStream_t st);
+/* Backward of tk_bn_apply given g = dL/dy (and y for the ReLU mask):
+ * gamma/beta/bias gradients into ggamma/gbeta/gbias ((acc ? += : =)), the
+ * conv-output gradient into dzout (type dz), and dL/dskip into dskip when
+ * not NULL (type ds). part: [3][TK_PARTS][cp] scratch, loc: [2][cp]. */
+cudaError_t tk_bn_backward(const void *g, tk_dtype dg, const void *y, tk_dtype dyt, int relu,
+			   const void *z, tk_dtype dz, long M, int cp, int creal,
+			   const float *bias, const float *mean, const float *rstd,
+			   const float *gamma, float *part, float *loc, float *ggamma,
+			   float *gbeta, float *gbias, int acc, void *dzout, void *dskip,
+			   tk_dtype ds, cudaStream_t st);
+
+/* y[rows][n] = act(y + b). */
+cudaError_t tk_bias_act(float *y, const float *b, int rows, int n, int relu, cudaStream_t st);
+/* dy[i] *= (y[i] > 0) over n values. */
+cudaError_t tk_relu_backward(float *dy, const float *y, long n, cudaStream_t st);
+/* out[j] = (acc ? out[j] : 0) + sum_r x[r][j]. */
+cudaError_t tk_colsum(const float *x, int rows, int n, float *out, int acc, cudaStream_t st);
+/* Small FC: y[r][o] = b[o] + sum_j x[r][j] w[o][j]. */
+cudaError_t tk_fc_small(const float *x, int rows, int nin, const float *w, const float *b,
+			int nout, float *y, cudaStream_t st);
+/* Its backward: dx[r][j] = sum_o dy[r][o] w[o][j]; gw, gb (acc ? += : =). */
+cudaError_t tk_fc_small_backward(const float *x, int rows, int nin, const float *w, int nout,
+				 const float *dy, float *dx, float *gw, float *gb, int acc,
+				 cudaStream_t st);
+
+/* Losses of rows r in [0, m): policy CE of softmax(logits) against policy;
+ * value (vo 1: (tanh v - z)^2; vo 3: CE against wdl or the target derived
+ * from value). dlogits and dvout get scale * inv_n * dL/d(.) (dvout also
+ * times vw); rowloss [m][2] the rows' policy and value losses. */
+cudaError_t tk_loss(const float *logits, const float *policy, int np, const float *vout,
+		    const float *value, const float *wdl, int vo, int m, float inv_n, float scale,
+		    float vw, float *dlogits, float *dvout, float *rowloss, cudaStream_t st);
+/* tail[1] (+)= inv_n sum policy, tail[2] (+)= inv_n sum value, tail[0] =
+ * tail[1] + vw tail[2], tail[3] = 1. */
+cudaError_t tk_loss_sum(const float *rowloss, int m, float inv_n, float vw, float *tail, int acc,
+			cudaStream_t st);
+
+/* What the step's reduction found, on the device. */
+typedef struct tk_step_result {
+	double norm2;   /* squared norm of the unscaled gradient (+ L2 term) */
+	double wsq;     /* sum of squares of the decayed weights */
+	int bad;        /* non-finite gradient entries (step skipped) */
+	float coef;     /* clipping factor */
+} tk_step_result;
+
+/* Roles of the floats of net->data. */
+enum { TK_ROLE_BUFFER = 0, TK_ROLE_PARAM = 1, TK_ROLE_DECAY = 2 };
+
+/* Reduces g = grad * inv_scale (+ l2c * w on decayed weights) into *r with
+ * the clipping factor for clip (<= 0: none). part: [TK_NORM_PARTS][3]
+ * doubles. */
+cudaError_t tk_grad_norm(const float *grad, const float *w, const uint8_t *role, long n,
+			 float inv_scale, float l2c, double clip, double *part, tk_step_result *r,
+			 cudaStream_t st);
+
+typedef struct tk_opt_params {
+	int adamw;       /* 0: SGD Nesterov, 1: AdamW */
+	float lr, momentum, inv_scale, l2c;
+	float b1, b2, eps, bc1, sbc2, decay; /* AdamW: bias corrections, 1 - lr wd */
+} tk_opt_params;
+
+/* The fused update of every parameter (buffers untouched); nothing when
+ * r->bad. */
+cudaError_t tk_optimizer(float *w, const float *grad, const uint8_t *role, float *m0, float *m1,
+			 long n, tk_opt_params p, const tk_step_result *r, cudaStream_t st);
+/* Running statistics: for j < J, w[rm[j]] and w[rv[j]] move towards the
+ * batch mean and unbias x variance (from the micro-batches' accumulators)
+ * at rate mo; nothing when r->bad. */
+cudaError_t tk_running(float *w, const int32_t *rm, const int32_t *rv, const float *acc_mean,
+		       const float *acc_var, const float *acc_m2, int J, float inv_k, float mo, float unbias,
+		       const tk_step_result *r, cudaStream_t st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
