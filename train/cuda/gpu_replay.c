@@ -292,22 +292,38 @@ int gpu_replay_add_records(gpu_replay *gr, const game_record *recs, int n, char 
 	return rc;
 }
 
-/* ---- device side -------------------------------------------------------- */
-#ifdef SENTE_HAVE_CUDA
+/* ---- the window ----------------------------------------------------------- */
 
 #include <pthread.h>
 
+#ifdef SENTE_HAVE_CUDA
 #include "nn/cuda/cuda_common.h"
 #include "train/cuda/replay_kernels.h"
+#endif
 
-/* Pinned staging per chunk: large copies, yet small next to the window. */
+#define GR_NO_CUDA "gpu replay: built without CUDA (make CUDA=1 needs nvcc)"
+
+/* Staging per chunk: large copies, yet small next to the window. */
 #define GR_STAGING_BYTES ((size_t)8 << 20)
 
 struct gpu_replay {
 	gpu_replay_layout L;  /* record shape and host symmetry tables */
-	int device;           /* CUDA device of everything below */
+	int device;           /* CUDA device, or GPU_REPLAY_HOST */
 	int64_t window;       /* ring slots */
-	uint32_t *records;    /* device [window][rec_words] */
+	uint32_t *records;    /* [window][rec_words]: device, or host memory */
+	uint32_t *staging[2]; /* host chunks (pinned on a device), alternated */
+	int next_staging;     /* which staging buffer the next chunk fills */
+	int chunk;            /* positions per staging buffer (<= window) */
+	/* One append at a time (it owns the staging buffers while packing,
+	 * which happens outside `lock` so sampling is not held up). */
+	pthread_mutex_t add_lock;
+	/* Counters, events and stream order shared by appends and samples. */
+	pthread_mutex_t lock;
+	int64_t written;      /* positions uploaded: the j-th is in slot j % window */
+	int64_t added;        /* positions ever added (also those a long append
+			       * overwrote at once, which are never uploaded) */
+	size_t device_bytes;  /* ring + tables + scratch on the device */
+#ifdef SENTE_HAVE_CUDA
 	int16_t *tables;      /* device point_inv then action_inv */
 	int64_t *slots;       /* device [draw_cap]: last sample's slots */
 	int *syms;            /* device [draw_cap]: last sample's symmetries */
@@ -319,57 +335,26 @@ struct gpu_replay {
 	/* after the latest sample's expansion: uploads wait on it (they may
 	 * overwrite slots it reads) */
 	cudaEvent_t expanded;
-	uint32_t *staging[2]; /* pinned host chunks, alternated */
 	cudaEvent_t staged[2]; /* after staging[i]'s upload: it may be refilled */
-	int next_staging;     /* which staging buffer the next chunk fills */
-	int chunk;            /* positions per staging buffer (<= window) */
-	/* One append at a time (it owns the staging buffers while packing,
-	 * which happens outside `lock` so sampling is not held up). */
-	pthread_mutex_t add_lock;
-	/* Counters, events and stream order shared by appends and samples. */
-	pthread_mutex_t lock;
-	int64_t written;      /* positions uploaded: the j-th is in slot j % window */
-	int64_t added;        /* positions ever added (also those a long append
-			       * overwrote at once, which are never uploaded) */
-	size_t device_bytes;  /* ring + tables + scratch */
+#endif
 };
 
-gpu_replay *gpu_replay_new(const nn_arch *a, int64_t window, int device, char *err,
-			   size_t errlen)
+#ifdef SENTE_HAVE_CUDA
+/* The device half of gpu_replay_new. */
+static int device_init(gpu_replay *gr, char *err, size_t errlen)
 {
-	int rc = 0;
-	gpu_replay *gr = NULL;
-	int n_dev = 0;
-	if (window < 1) {
-		snprintf(err, errlen, "gpu replay: the window must hold at least one position");
-		return NULL;
-	}
-	if (cudaGetDeviceCount(&n_dev) != cudaSuccess || device < 0 || device >= n_dev) {
-		cudaGetLastError();
-		snprintf(err, errlen, "gpu replay: no CUDA device %d (%d found)", device, n_dev);
-		return NULL;
-	}
-	gr = calloc(1, sizeof(*gr));
-	if (!gr) {
-		snprintf(err, errlen, "gpu replay: out of memory");
-		return NULL;
-	}
-	pthread_mutex_init(&gr->add_lock, NULL);
-	pthread_mutex_init(&gr->lock, NULL);
-	gr->device = device;
-	gr->window = window;
-	if (gpu_replay_layout_init(&gr->L, a, err, errlen) != 0) {
-		rc = -1;
-		goto out;
-	}
+	int rc = 0, n_dev = 0;
 	const gr_dims *d = &gr->L.d;
 	size_t rec_bytes = gpu_replay_record_bytes(&gr->L);
-	int64_t chunk = (int64_t)(GR_STAGING_BYTES / rec_bytes);
-	gr->chunk = (int)(chunk < window ? chunk : window);
-	size_t ring = rec_bytes * (size_t)window;
+	size_t ring = rec_bytes * (size_t)gr->window;
 	size_t pt = sizeof(int16_t) * (size_t)d->n_sym * d->hw;
 	size_t at = sizeof(int16_t) * (size_t)d->n_sym * d->n_actions;
-	CUDA_CHECK(cudaSetDevice(device));
+	if (cudaGetDeviceCount(&n_dev) != cudaSuccess || gr->device >= n_dev) {
+		cudaGetLastError(); /* clear the sticky "no driver" error */
+		snprintf(err, errlen, "gpu replay: no CUDA device %d (%d found)", gr->device, n_dev);
+		return -1;
+	}
+	CUDA_CHECK(cudaSetDevice(gr->device));
 	CUDA_CHECK(cudaMalloc((void **)&gr->records, ring));
 	CUDA_CHECK(cudaMalloc((void **)&gr->tables, pt + at));
 	CUDA_CHECK(cudaMemcpy(gr->tables, gr->L.point_inv, pt, cudaMemcpyHostToDevice));
@@ -387,6 +372,55 @@ gpu_replay *gpu_replay_new(const nn_arch *a, int64_t window, int device, char *e
 	}
 	gr->device_bytes = ring + pt + at;
 out:
+	return rc;
+}
+#endif
+
+gpu_replay *gpu_replay_new(const nn_arch *a, int64_t window, int device, char *err,
+			   size_t errlen)
+{
+	int rc = 0;
+	if (window < 1) {
+		snprintf(err, errlen, "gpu replay: the window must hold at least one position");
+		return NULL;
+	}
+#ifndef SENTE_HAVE_CUDA
+	if (device >= 0) {
+		snprintf(err, errlen, GR_NO_CUDA);
+		return NULL;
+	}
+#endif
+	gpu_replay *gr = calloc(1, sizeof(*gr));
+	if (!gr) {
+		snprintf(err, errlen, "gpu replay: out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&gr->add_lock, NULL);
+	pthread_mutex_init(&gr->lock, NULL);
+	gr->device = device < 0 ? GPU_REPLAY_HOST : device;
+	gr->window = window;
+	if (gpu_replay_layout_init(&gr->L, a, err, errlen) != 0) {
+		rc = -1;
+		goto out;
+	}
+	size_t rec_bytes = gpu_replay_record_bytes(&gr->L);
+	int64_t chunk = (int64_t)(GR_STAGING_BYTES / rec_bytes);
+	gr->chunk = (int)(chunk < window ? chunk : window);
+	if (gr->device >= 0) {
+#ifdef SENTE_HAVE_CUDA
+		rc = device_init(gr, err, errlen);
+#endif
+	} else {
+		gr->records = malloc(rec_bytes * (size_t)window);
+		gr->staging[0] = malloc(rec_bytes * (size_t)gr->chunk);
+		gr->staging[1] = malloc(rec_bytes * (size_t)gr->chunk);
+		if (!gr->records || !gr->staging[0] || !gr->staging[1]) {
+			snprintf(err, errlen, "gpu replay: out of memory for a window of %lld",
+				 (long long)window);
+			rc = -1;
+		}
+	}
+out:
 	if (rc != 0) {
 		gpu_replay_free(gr);
 		return NULL;
@@ -398,28 +432,74 @@ void gpu_replay_free(gpu_replay *gr)
 {
 	if (!gr)
 		return;
-	cudaSetDevice(gr->device);
-	if (gr->copy)
-		cudaStreamSynchronize(gr->copy);
-	cudaFree(gr->records);
-	cudaFree(gr->tables);
-	cudaFree(gr->slots);
-	cudaFree(gr->syms);
-	for (int i = 0; i < 2; i++) {
-		cudaFreeHost(gr->staging[i]);
-		if (gr->staged[i])
-			cudaEventDestroy(gr->staged[i]);
+	if (gr->device < 0) {
+		free(gr->records);
+		free(gr->staging[0]);
+		free(gr->staging[1]);
 	}
-	if (gr->copied)
-		cudaEventDestroy(gr->copied);
-	if (gr->expanded)
-		cudaEventDestroy(gr->expanded);
-	if (gr->copy)
-		cudaStreamDestroy(gr->copy);
+#ifdef SENTE_HAVE_CUDA
+	if (gr->device >= 0) {
+		cudaSetDevice(gr->device);
+		if (gr->copy)
+			cudaStreamSynchronize(gr->copy);
+		cudaFree(gr->records);
+		cudaFree(gr->tables);
+		cudaFree(gr->slots);
+		cudaFree(gr->syms);
+		for (int i = 0; i < 2; i++) {
+			cudaFreeHost(gr->staging[i]);
+			if (gr->staged[i])
+				cudaEventDestroy(gr->staged[i]);
+		}
+		if (gr->copied)
+			cudaEventDestroy(gr->copied);
+		if (gr->expanded)
+			cudaEventDestroy(gr->expanded);
+		if (gr->copy)
+			cudaStreamDestroy(gr->copy);
+	}
+#endif
 	gpu_replay_layout_free(&gr->L);
 	pthread_mutex_destroy(&gr->add_lock);
 	pthread_mutex_destroy(&gr->lock);
 	free(gr);
+}
+
+/* Waits until staging[b]'s last upload is done, so it may be refilled. */
+static int staging_wait(gpu_replay *gr, int b, char *err, size_t errlen)
+{
+#ifdef SENTE_HAVE_CUDA
+	int rc = 0;
+	if (gr->device >= 0) {
+		CUDA_CHECK(cudaSetDevice(gr->device));
+		CUDA_CHECK(cudaEventSynchronize(gr->staged[b]));
+	}
+out:
+	return rc;
+#else
+	return 0; /* a host ring's copies are done when ring_put returns */
+#endif
+}
+
+/* Copies n records from src to ring slot `slot` on: on a device, on the
+ * copy stream. */
+static int ring_put(gpu_replay *gr, int64_t slot, const uint32_t *src, int64_t n, char *err,
+		    size_t errlen)
+{
+	size_t rb = gpu_replay_record_bytes(&gr->L);
+	char *dst = (char *)gr->records + (size_t)slot * rb;
+	if (gr->device < 0) {
+		memcpy(dst, src, (size_t)n * rb);
+		return 0;
+	}
+#ifdef SENTE_HAVE_CUDA
+	int rc = 0;
+	CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)n * rb, cudaMemcpyHostToDevice, gr->copy));
+out:
+	return rc;
+#else
+	return -1; /* unreachable: gpu_replay_new refuses devices */
+#endif
 }
 
 /* Uploads `fill` packed records of staging[b] as the next positions of
@@ -428,19 +508,30 @@ static int flush_chunk(gpu_replay *gr, int b, int fill, int64_t added_after, cha
 		       size_t errlen)
 {
 	int rc = 0;
-	size_t rb = gpu_replay_record_bytes(&gr->L);
+	size_t rw = (size_t)gr->L.d.rec_words;
 	pthread_mutex_lock(&gr->lock);
 	int64_t slot = gr->written % gr->window;
 	int64_t first = fill < gr->window - slot ? fill : gr->window - slot;
-	CUDA_CHECK(cudaStreamWaitEvent(gr->copy, gr->expanded, 0));
-	CUDA_CHECK(cudaMemcpyAsync((char *)gr->records + (size_t)slot * rb, gr->staging[b],
-				   (size_t)first * rb, cudaMemcpyHostToDevice, gr->copy));
-	if (fill > first) /* the chunk wraps around the ring's end */
-		CUDA_CHECK(cudaMemcpyAsync(gr->records, (char *)gr->staging[b] + (size_t)first * rb,
-					   (size_t)(fill - first) * rb, cudaMemcpyHostToDevice,
-					   gr->copy));
-	CUDA_CHECK(cudaEventRecord(gr->staged[b], gr->copy));
-	CUDA_CHECK(cudaEventRecord(gr->copied, gr->copy));
+#ifdef SENTE_HAVE_CUDA
+	if (gr->device >= 0)
+		CUDA_CHECK(cudaStreamWaitEvent(gr->copy, gr->expanded, 0));
+#endif
+	if (ring_put(gr, slot, gr->staging[b], first, err, errlen) != 0) {
+		rc = -1;
+		goto out;
+	}
+	/* A chunk that passes the ring's end goes on at slot 0. */
+	if (fill > first && ring_put(gr, 0, gr->staging[b] + (size_t)first * rw, fill - first, err,
+				     errlen) != 0) {
+		rc = -1;
+		goto out;
+	}
+#ifdef SENTE_HAVE_CUDA
+	if (gr->device >= 0) {
+		CUDA_CHECK(cudaEventRecord(gr->staged[b], gr->copy));
+		CUDA_CHECK(cudaEventRecord(gr->copied, gr->copy));
+	}
+#endif
 	gr->written += fill;
 	gr->added = added_after;
 out:
@@ -460,13 +551,14 @@ int gpu_replay_add_games(gpu_replay *gr, const game_record *const *games, int n,
 	/* Positions the same call would overwrite again are not uploaded. */
 	int64_t skip = total > gr->window ? total - gr->window : 0, idx = 0;
 	/* `added` counts every position, uploaded or not. */
-	int64_t added0;
 	pthread_mutex_lock(&gr->lock);
-	added0 = gr->added;
+	int64_t added0 = gr->added;
 	pthread_mutex_unlock(&gr->lock);
 	int b = gr->next_staging, fill = 0;
-	CUDA_CHECK(cudaSetDevice(gr->device));
-	CUDA_CHECK(cudaEventSynchronize(gr->staged[b]));
+	if (staging_wait(gr, b, err, errlen) != 0) {
+		rc = -1;
+		goto out;
+	}
 	for (int i = 0; i < n; i++) {
 		int np = gpu_replay_game_positions(games[i]);
 		int done = idx + np <= skip ? np : idx >= skip ? 0 : (int)(skip - idx);
@@ -477,42 +569,53 @@ int gpu_replay_add_games(gpu_replay *gr, const game_record *const *games, int n,
 						       errlen);
 			if (got != k) {
 				if (got >= 0)
-					snprintf(err, errlen, "gpu replay: a record gave %d positions, "
-						 "not %d", done + got, np);
+					snprintf(err, errlen,
+						 "gpu replay: a record gave %d positions, not %d",
+						 done + got, np);
 				rc = -1;
 				goto out;
 			}
 			fill += k;
 			done += k;
 			if (fill == gr->chunk) {
-				int64_t after = added0 + idx + done;
-				if (flush_chunk(gr, b, fill, after, err, errlen) != 0) {
+				if (flush_chunk(gr, b, fill, added0 + idx + done, err, errlen) != 0 ||
+				    staging_wait(gr, 1 - b, err, errlen) != 0) {
 					rc = -1;
 					goto out;
 				}
 				b = 1 - b;
 				fill = 0;
-				CUDA_CHECK(cudaEventSynchronize(gr->staged[b]));
 			}
 		}
 		idx += np;
 	}
-	if (fill > 0 && flush_chunk(gr, b, fill, added0 + idx, err, errlen) != 0) {
-		rc = -1;
-		goto out;
-	}
-	if (fill == 0) { /* all flushed (or skipped): still count what was added */
+	if (fill > 0) {
+		if (flush_chunk(gr, b, fill, added0 + idx, err, errlen) != 0) {
+			rc = -1;
+			goto out;
+		}
+		b = 1 - b;
+	} else { /* all flushed or skipped: still count what was added */
 		pthread_mutex_lock(&gr->lock);
 		gr->added = added0 + idx;
 		pthread_mutex_unlock(&gr->lock);
 	}
-	gr->next_staging = fill > 0 ? 1 - b : b;
 out:
-	if (rc != 0) {
-		/* The games before the failing one stay: what was packed of
-		 * it is dropped with the unflushed chunk. */
-		gr->next_staging = b;
-	}
+	/* On failure what was packed of the failing game is dropped with the
+	 * unflushed chunk; the games before it stay. */
+	gr->next_staging = b;
+	pthread_mutex_unlock(&gr->add_lock);
+	return rc;
+}
+
+int gpu_replay_set_chunk(gpu_replay *gr, int positions)
+{
+	pthread_mutex_lock(&gr->add_lock);
+	size_t made = GR_STAGING_BYTES / gpu_replay_record_bytes(&gr->L);
+	int64_t cap = (int64_t)made < gr->window ? (int64_t)made : gr->window;
+	int rc = positions >= 1 && positions <= cap ? 0 : -1;
+	if (rc == 0)
+		gr->chunk = positions;
 	pthread_mutex_unlock(&gr->add_lock);
 	return rc;
 }
@@ -545,6 +648,35 @@ size_t gpu_replay_device_bytes(gpu_replay *gr)
 
 const gpu_replay_layout *gpu_replay_get_layout(const gpu_replay *gr) { return &gr->L; }
 
+int gpu_replay_download(gpu_replay *gr, int64_t first, int64_t count, uint32_t *out, char *err,
+			size_t errlen)
+{
+	int rc = 0;
+	size_t rb = gpu_replay_record_bytes(&gr->L);
+	pthread_mutex_lock(&gr->lock);
+	if (first < 0 || count < 0 || first + count > gr->window) {
+		snprintf(err, errlen, "gpu replay: slots %lld + %lld of %lld", (long long)first,
+			 (long long)count, (long long)gr->window);
+		rc = -1;
+		goto out;
+	}
+	if (gr->device < 0) {
+		memcpy(out, (char *)gr->records + (size_t)first * rb, (size_t)count * rb);
+	} else {
+#ifdef SENTE_HAVE_CUDA
+		CUDA_CHECK(cudaSetDevice(gr->device));
+		CUDA_CHECK(cudaStreamSynchronize(gr->copy));
+		CUDA_CHECK(cudaMemcpy(out, (char *)gr->records + (size_t)first * rb,
+				      (size_t)count * rb, cudaMemcpyDeviceToHost));
+#endif
+	}
+out:
+	pthread_mutex_unlock(&gr->lock);
+	return rc;
+}
+
+#ifdef SENTE_HAVE_CUDA
+
 int gpu_replay_sample(gpu_replay *gr, uint64_t seed, uint64_t counter, int n, int first,
 		      int count, gpu_batch *out, void *stream, char *err, size_t errlen)
 {
@@ -553,6 +685,11 @@ int gpu_replay_sample(gpu_replay *gr, uint64_t seed, uint64_t counter, int n, in
 	cudaStream_t st = (cudaStream_t)stream;
 	pthread_mutex_lock(&gr->lock);
 	int64_t held = gr->written < gr->window ? gr->written : gr->window;
+	if (gr->device < 0) {
+		snprintf(err, errlen, "gpu replay: a window in host memory does not sample");
+		rc = -1;
+		goto out;
+	}
 	if (held == 0) {
 		snprintf(err, errlen, "gpu replay: sampling from an empty window");
 		rc = -1;
@@ -609,7 +746,7 @@ int gpu_replay_last_draws(gpu_replay *gr, int n, int64_t *slots, int *syms, char
 {
 	int rc = 0;
 	pthread_mutex_lock(&gr->lock);
-	if (n < 0 || n > gr->last_n) {
+	if (gr->device < 0 || n < 0 || n > gr->last_n) {
 		snprintf(err, errlen, "gpu replay: %d draws asked, the last sample made %d", n,
 			 gr->last_n);
 		rc = -1;
@@ -622,27 +759,6 @@ int gpu_replay_last_draws(gpu_replay *gr, int n, int64_t *slots, int *syms, char
 				      cudaMemcpyDeviceToHost));
 	if (syms)
 		CUDA_CHECK(cudaMemcpy(syms, gr->syms, sizeof(int) * (size_t)n, cudaMemcpyDeviceToHost));
-out:
-	pthread_mutex_unlock(&gr->lock);
-	return rc;
-}
-
-int gpu_replay_download(gpu_replay *gr, int64_t first, int64_t count, uint32_t *out, char *err,
-			size_t errlen)
-{
-	int rc = 0;
-	size_t rb = gpu_replay_record_bytes(&gr->L);
-	pthread_mutex_lock(&gr->lock);
-	if (first < 0 || count < 0 || first + count > gr->window) {
-		snprintf(err, errlen, "gpu replay: slots %lld + %lld of %lld", (long long)first,
-			 (long long)count, (long long)gr->window);
-		rc = -1;
-		goto out;
-	}
-	CUDA_CHECK(cudaSetDevice(gr->device));
-	CUDA_CHECK(cudaStreamSynchronize(gr->copy));
-	CUDA_CHECK(cudaMemcpy(out, (char *)gr->records + (size_t)first * rb, (size_t)count * rb,
-			      cudaMemcpyDeviceToHost));
 out:
 	pthread_mutex_unlock(&gr->lock);
 	return rc;
@@ -710,35 +826,7 @@ out:
 	return rc;
 }
 
-#else /* !SENTE_HAVE_CUDA: the device half refuses with the reason */
-
-#define GR_NO_CUDA "gpu replay: built without CUDA (make CUDA=1 needs nvcc)"
-
-struct gpu_replay {
-	gpu_replay_layout L; /* never made: gpu_replay_new refuses */
-};
-
-gpu_replay *gpu_replay_new(const nn_arch *a, int64_t window, int device, char *err,
-			   size_t errlen)
-{
-	snprintf(err, errlen, GR_NO_CUDA);
-	return NULL;
-}
-
-void gpu_replay_free(gpu_replay *gr) { (void)gr; }
-
-int gpu_replay_add_games(gpu_replay *gr, const game_record *const *games, int n, char *err,
-			 size_t errlen)
-{
-	snprintf(err, errlen, GR_NO_CUDA);
-	return -1;
-}
-
-int64_t gpu_replay_positions(gpu_replay *gr) { return 0; }
-int64_t gpu_replay_added(gpu_replay *gr) { return 0; }
-int64_t gpu_replay_window(const gpu_replay *gr) { return 0; }
-size_t gpu_replay_device_bytes(gpu_replay *gr) { return 0; }
-const gpu_replay_layout *gpu_replay_get_layout(const gpu_replay *gr) { return &gr->L; }
+#else /* !SENTE_HAVE_CUDA: no sampler, no device batches */
 
 int gpu_replay_sample(gpu_replay *gr, uint64_t seed, uint64_t counter, int n, int first,
 		      int count, gpu_batch *out, void *stream, char *err, size_t errlen)
@@ -749,13 +837,6 @@ int gpu_replay_sample(gpu_replay *gr, uint64_t seed, uint64_t counter, int n, in
 
 int gpu_replay_last_draws(gpu_replay *gr, int n, int64_t *slots, int *syms, char *err,
 			  size_t errlen)
-{
-	snprintf(err, errlen, GR_NO_CUDA);
-	return -1;
-}
-
-int gpu_replay_download(gpu_replay *gr, int64_t first, int64_t count, uint32_t *out, char *err,
-			size_t errlen)
 {
 	snprintf(err, errlen, GR_NO_CUDA);
 	return -1;

@@ -6,8 +6,9 @@
  * record per POSITION (train/cuda/replay_elem.h: packed input planes in the
  * canonical orientation, dense visit counts, the value target), built on
  * the host when games are added. The window is a ring of `window` records:
- * position i (counting every position ever added) lives in slot
- * i % window, so adding past the window overwrites the oldest positions.
+ * the j-th position uploaded lives in slot j % window, so adding past the
+ * window overwrites the oldest positions, and sampling draws a slot
+ * uniformly over the slots filled (all of them once the ring is full).
  *
  * Streams and threads. Games may be added from any host thread (a loader
  * reading the store) while another samples: records are packed on the host
@@ -104,10 +105,15 @@ float gpu_float_from_bf16(uint16_t h);
 
 typedef struct gpu_replay gpu_replay;
 
+/* The device number of a window kept in host memory: appending and
+ * gpu_replay_download work as on a device (the same chunks, skipping and
+ * wrap-around), sampling refuses. For tests, and builds without CUDA. */
+#define GPU_REPLAY_HOST (-1)
+
 /* An empty window of `window` positions for architecture a on CUDA device
- * `device`: the ring, the symmetry tables, a copy stream and two pinned
- * staging buffers. NULL with a message (no device, built without CUDA,
- * short memory). */
+ * `device` (or GPU_REPLAY_HOST): the ring, the symmetry tables, a copy
+ * stream and two pinned staging buffers. NULL with a message (no such
+ * device, built without CUDA, short memory). */
 gpu_replay *gpu_replay_new(const nn_arch *a, int64_t window, int device, char *err,
 			   size_t errlen);
 /* Waits for its copies and frees everything; accepts NULL. The caller
@@ -116,7 +122,9 @@ void gpu_replay_free(gpu_replay *gr);
 
 /* Appends the positions of n games, oldest first (the order they should
  * age in), packing them on the calling thread and copying them in chunks
- * on the copy stream. Thread-safe against sampling and other appends.
+ * on the copy stream. A call with more than `window` positions uploads
+ * only its last `window` (the rest would be overwritten at once), though
+ * gpu_replay_added counts them all. Thread-safe against sampling and other appends.
  * Returns 0, or -1 with a message (a record that does not fit the
  * buffer's architecture or does not replay, a CUDA failure); positions of
  * the games before the failing one stay added. */
@@ -128,6 +136,11 @@ int gpu_replay_add_game(gpu_replay *gr, const game_record *r, char *err, size_t 
 /* Same for an array of records (as cli/run.c loads them), oldest first. */
 int gpu_replay_add_records(gpu_replay *gr, const game_record *recs, int n, char *err,
 			   size_t errlen);
+
+/* For tests: stage `positions` per chunk (1 up to the size made at
+ * create, about 8 MB of records) so that chunk boundaries fall inside
+ * games. 0, or -1 when out of range. */
+int gpu_replay_set_chunk(gpu_replay *gr, int positions);
 
 int64_t gpu_replay_positions(gpu_replay *gr); /* positions sampling can draw */
 int64_t gpu_replay_added(gpu_replay *gr);     /* positions ever added */
