@@ -31,9 +31,7 @@
 #define SENTE_TRAIN_CUDA_REPLAY_ELEM_H
 
 #include <stdint.h>
-#ifndef __CUDACC__
-#include <string.h>
-#endif
+#include <string.h> /* memcpy: the host pass of nvcc needs it too */
 
 #ifdef __CUDACC__
 #define SENTE_HD static inline __host__ __device__
