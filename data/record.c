@@ -140,6 +140,19 @@ int record_full_count(const game_record *r)
 	return n;
 }
 
+int record_position_targets(const game_record *r, int i, int to_move, int16_t *moves,
+			    uint16_t *counts, float *value)
+{
+	int nv = 0;
+	for (int32_t v = r->visit_start[i]; v < r->visit_start[i + 1]; v++) {
+		moves[nv] = r->visits[v].move;
+		counts[nv] = r->visits[v].count;
+		nv++;
+	}
+	*value = (float)(to_move == GAME_BLACK ? r->result : -r->result);
+	return nv;
+}
+
 int record_replay(const game_record *r, int upto, game *g)
 {
 	if (game_init(g, &r->params) != GAME_OK)

@@ -84,6 +84,12 @@ int record_add_move(game_record *r, int move, bool full, float root_value,
 void record_set_outcome(game_record *r, const game *g);
 /* Moves searched fully: the positions this game gives the learner. */
 int record_full_count(const game_record *r);
+/* The targets of the position before move i, where `to_move` is to play:
+ * the visits of move i into moves/counts (room for GAME_MAX_ACTIONS each)
+ * and the result from to_move's view into *value. Returns the visit
+ * count (0 when move i kept none). */
+int record_position_targets(const game_record *r, int i, int to_move, int16_t *moves,
+			    uint16_t *counts, float *value);
 
 /* Plays the first `upto` moves (all when negative or beyond n_moves) onto a
  * fresh game `g`. Returns 0, or -1 when the parameters are invalid or a

@@ -166,14 +166,8 @@ int replay_sample_share(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n
 		int move_index = rg->full[pos - rb->prefix[lo]];
 		if (record_replay(r, move_index, &g) != 0)
 			return -1;
-		int nv = 0;
-		for (int32_t v = r->visit_start[move_index]; v < r->visit_start[move_index + 1]; v++) {
-			moves[nv] = r->visits[v].move;
-			counts[nv] = r->visits[v].count;
-			nv++;
-		}
-		/* The result from the side to move's view. */
-		float value = (float)(game_to_move(&g) == GAME_BLACK ? r->result : -r->result);
+		float value;
+		int nv = record_position_targets(r, move_index, game_to_move(&g), moves, counts, &value);
 		int sym = (int)(rng_next(rng) % (uint64_t)replay_symmetries(r));
 		if (train_batch_from_position(&g, enc, sym, moves, counts, nv, value, b, k - first) != 0)
 			return -1;

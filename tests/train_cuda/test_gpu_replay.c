@@ -1,0 +1,726 @@
+/* The GPU replay buffer (train/cuda/gpu_replay.h).
+ *
+ * Everywhere: the host expansion of every packed record of whole random
+ * games, under every symmetry, equals train_batch_from_position (planes
+ * NHWC with zero padding, policy, value, WDL) for Go 9x9 and 19x19 in both
+ * encodings and for Connect Four; partial packing; and the ring (in host
+ * memory: the same chunks, skipping and wrap-around as on a device) keeps
+ * exactly the newest `window` positions.
+ *
+ * With a CUDA device only (skipped otherwise): the device expansion equals
+ * the host's (fp32 exactly, fp16/bf16 within their rounding), draws are
+ * uniform over the window (chi-square) and over the symmetries, depend only
+ * on (seed, counter), two ranks' shares reassemble the whole batch, the
+ * device ring matches the host one, and appends from another thread while
+ * sampling never yield a torn record. These have not yet run on a device. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/record.h"
+#include "nn/cuda/cuda.h"
+#include "nn/cuda/pack.h"
+#include "train/cuda/gpu_replay.h"
+#include "train/trainer.h"
+
+static uint64_t gr_rng(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+typedef struct gr_case {
+	game_kind kind;
+	int size;        /* Go board */
+	nn_encoding enc;
+	double komi;     /* Go */
+} gr_case;
+
+static nn_arch gr_arch(const gr_case *k)
+{
+	game_params p = game_params_default(k->kind);
+	if (k->kind == GAME_KIND_GO)
+		p.size = k->size;
+	if (k->enc == NN_ENC_LZ18)
+		return nn_arch_lz(k->size, 1, 8);
+	return nn_arch_default(&p, 1, 8);
+}
+
+/* A random game of at most max_moves: most moves full searches with
+ * visits on random legal moves (pass included), some fast, a few full
+ * ones without visits (not positions); random result. */
+static void gr_game(const gr_case *k, uint64_t *s, int max_moves, game_record *r)
+{
+	game_params p = game_params_default(k->kind);
+	if (k->kind == GAME_KIND_GO) {
+		p.size = k->size;
+		p.komi = k->komi;
+	}
+	game *g = malloc(sizeof(*g));
+	cr_assert(g);
+	cr_assert_eq(game_init(g, &p), GAME_OK);
+	record_init(r, &p);
+	int legal[GAME_MAX_ACTIONS];
+	record_visit v[GAME_MAX_ACTIONS];
+	while (!game_is_over(g) && r->n_moves < max_moves) {
+		int n = game_legal_moves(g, legal);
+		cr_assert(n > 0);
+		int mv = legal[gr_rng(s) % (uint64_t)n];
+		if (mv == game_pass_move(g) && n > 1)
+			mv = legal[0]; /* keep games going */
+		bool full = gr_rng(s) % 5 != 0;
+		int nv = 0;
+		if (full && gr_rng(s) % 10 != 0) {
+			int want = 1 + (int)(gr_rng(s) % (uint64_t)(n < 40 ? n : 40));
+			for (int i = 0; i < n && nv < want; i++) {
+				int j = i + (int)(gr_rng(s) % (uint64_t)(n - i));
+				int t = legal[i];
+				legal[i] = legal[j];
+				legal[j] = t;
+				v[nv].move = (int16_t)legal[i];
+				v[nv].count = (uint16_t)(gr_rng(s) % 3 == 0 ? gr_rng(s) % 65536 : gr_rng(s) % 50);
+				nv++;
+			}
+			v[0].count |= 1; /* some visits */
+		}
+		cr_assert_eq(record_add_move(r, mv, full, 0.0f, v, nv), 0);
+		cr_assert_eq(game_play(g, mv), GAME_OK);
+	}
+	record_set_outcome(r, g);
+	if (gr_rng(s) % 3 == 0)
+		r->result = (int)(gr_rng(s) % 3) - 1; /* draws and both winners */
+	free(g);
+}
+
+/* Host arrays shaped as a gpu_batch of cap positions. */
+static void gr_host_batch(gpu_batch *b, const gpu_replay_layout *L, int cap, gpu_dtype dt)
+{
+	memset(b, 0, sizeof(*b));
+	b->cap = cap;
+	b->hw = L->d.hw;
+	b->c_pad = L->d.c_pad;
+	b->n_actions = L->d.n_actions;
+	b->dtype = dt;
+	b->planes = calloc((size_t)cap * b->hw * b->c_pad, gpu_dtype_size(dt));
+	b->policy = calloc((size_t)cap * b->n_actions, sizeof(float));
+	b->value = calloc((size_t)cap, sizeof(float));
+	b->wdl = calloc((size_t)cap * 3, sizeof(float));
+	cr_assert(b->planes && b->policy && b->value && b->wdl);
+}
+
+static void gr_host_batch_free(gpu_batch *b)
+{
+	free(b->planes);
+	free(b->policy);
+	free(b->value);
+	free(b->wdl);
+}
+
+/* Packs a whole game; returns the records (caller frees), count in *np. */
+static uint32_t *gr_pack(const gpu_replay_layout *L, const game_record *r, int *np)
+{
+	char err[256];
+	*np = gpu_replay_game_positions(r);
+	uint32_t *recs = malloc(gpu_replay_record_bytes(L) * (size_t)(*np > 0 ? *np : 1));
+	cr_assert(recs);
+	int got = gpu_replay_pack_game(L, r, 0, recs, *np, err, sizeof(err));
+	cr_assert_eq(got, *np, "pack_game: %d of %d (%s)", got, *np, err);
+	return recs;
+}
+
+/* ---- host: records and their expansion ---------------------------------- */
+
+static void gr_check_parity(const gr_case *k, int games, int max_moves)
+{
+	char err[256];
+	nn_arch a = gr_arch(k);
+	gpu_replay_layout L;
+	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(L.d.n_sym, k->kind == GAME_KIND_GO ? 8 : 2);
+	train_batch *tb = train_batch_new(&a, 1, 1);
+	cr_assert(tb);
+	gpu_batch hb;
+	gr_host_batch(&hb, &L, 1, GPU_DTYPE_F32);
+	game *g = malloc(sizeof(*g));
+	cr_assert(g);
+	int16_t moves[GAME_MAX_ACTIONS];
+	uint16_t counts[GAME_MAX_ACTIONS];
+	int hw = L.d.hw, c_pad = L.d.c_pad, planes = L.d.planes, na = L.d.n_actions;
+	uint64_t s = 0x9e3779b97f4a7c15ull ^ (uint64_t)(k->size * 31 + k->enc);
+	int checked = 0;
+	for (int gi = 0; gi < games; gi++) {
+		game_record r;
+		gr_game(k, &s, max_moves, &r);
+		int np;
+		uint32_t *recs = gr_pack(&L, &r, &np);
+		int idx = 0;
+		for (int i = 0; i < r.n_moves; i++) {
+			float value;
+			int nv = record_position_targets(&r, i, 0, moves, counts, &value);
+			uint32_t total = 0;
+			for (int j = 0; j < nv; j++)
+				total += counts[j];
+			if (!r.full[i] || total == 0)
+				continue;
+			cr_assert_eq(record_replay(&r, i, g), 0);
+			nv = record_position_targets(&r, i, game_to_move(g), moves, counts, &value);
+			for (int sym = 0; sym < L.d.n_sym; sym++) {
+				int64_t slot = idx;
+				cr_assert_eq(train_batch_from_position(g, k->enc, sym, moves, counts, nv,
+								       value, tb, 0), 0);
+				cr_assert_eq(gpu_replay_expand_host(&L, recs, &slot, &sym, 1, &hb), 0);
+				const float *hp = hb.planes;
+				for (int q = 0; q < hw; q++)
+					for (int c = 0; c < c_pad; c++) {
+						float want = c < planes ? tb->planes[c * hw + q] : 0.0f;
+						cr_assert_eq(hp[q * c_pad + c], want,
+							     "game %d move %d sym %d point %d plane %d: %g, want %g",
+							     gi, i, sym, q, c, hp[q * c_pad + c], want);
+					}
+				for (int b = 0; b < na; b++)
+					cr_assert_eq(hb.policy[b], tb->policy[b],
+						     "game %d move %d sym %d action %d: %.9g, want %.9g", gi,
+						     i, sym, b, hb.policy[b], tb->policy[b]);
+				cr_assert_eq(hb.value[0], tb->value[0]);
+				for (int w = 0; w < 3; w++)
+					cr_assert_eq(hb.wdl[w], tb->wdl[w]);
+			}
+			idx++;
+			checked++;
+		}
+		cr_assert_eq(idx, np);
+		free(recs);
+		record_free(&r);
+	}
+	cr_assert_gt(checked, 10, "only %d positions checked", checked);
+	free(g);
+	gr_host_batch_free(&hb);
+	train_batch_free(tb);
+	gpu_replay_layout_free(&L);
+}
+
+Test(gpu_replay, host_expansion_go9_lz18)
+{
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 };
+	gr_check_parity(&k, 4, 90);
+}
+
+Test(gpu_replay, host_expansion_go9_native)
+{
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5 };
+	gr_check_parity(&k, 3, 90);
+	gr_case z = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 0.0 }; /* komi plane all zero */
+	gr_check_parity(&z, 1, 60);
+	gr_case n = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, -3.5 };
+	gr_check_parity(&n, 1, 60);
+}
+
+Test(gpu_replay, host_expansion_go19_lz18)
+{
+	gr_case k = { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5 };
+	gr_check_parity(&k, 2, 70);
+}
+
+Test(gpu_replay, host_expansion_go19_native)
+{
+	gr_case k = { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 6.5 };
+	gr_check_parity(&k, 2, 70);
+}
+
+Test(gpu_replay, host_expansion_connect4)
+{
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0 };
+	gr_check_parity(&k, 12, 42);
+}
+
+/* The sizes the layout comment promises. */
+Test(gpu_replay, record_bytes)
+{
+	static const struct {
+		gr_case k;
+		size_t bytes;
+	} want[] = {
+		{ { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5 }, 1668 },
+		{ { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5 }, 2136 },
+		{ { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 }, 460 },
+		{ { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5 }, 604 },
+		{ { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0 }, 60 },
+	};
+	char err[256];
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		nn_arch a = gr_arch(&want[i].k);
+		gpu_replay_layout L;
+		cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(gpu_replay_record_bytes(&L), want[i].bytes, "case %zu: %zu bytes", i,
+			     gpu_replay_record_bytes(&L));
+		gpu_replay_layout_free(&L);
+	}
+}
+
+/* A layout whose encoding does not fit its game is refused. */
+Test(gpu_replay, layout_refuses_mismatch)
+{
+	char err[256] = "";
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 };
+	nn_arch a = gr_arch(&k);
+	a.encoding = NN_ENC_C4;
+	gpu_replay_layout L;
+	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "does not describe"), "%s", err);
+}
+
+/* skip and max select a contiguous run of the whole game's records. */
+Test(gpu_replay, pack_game_skip_and_max)
+{
+	char err[256];
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 };
+	nn_arch a = gr_arch(&k);
+	gpu_replay_layout L;
+	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
+	uint64_t s = 77;
+	game_record r;
+	gr_game(&k, &s, 80, &r);
+	int np;
+	uint32_t *all = gr_pack(&L, &r, &np);
+	cr_assert_gt(np, 10);
+	size_t rw = (size_t)L.d.rec_words;
+	uint32_t *part = malloc(sizeof(uint32_t) * rw * 5);
+	cr_assert_eq(gpu_replay_pack_game(&L, &r, 3, part, 5, err, sizeof(err)), 5, "%s", err);
+	cr_assert_eq(memcmp(part, all + 3 * rw, sizeof(uint32_t) * rw * 5), 0);
+	cr_assert_eq(gpu_replay_pack_game(&L, &r, np - 2, part, 5, err, sizeof(err)), 2);
+	cr_assert_eq(memcmp(part, all + (size_t)(np - 2) * rw, sizeof(uint32_t) * rw * 2), 0);
+	free(part);
+	free(all);
+	record_free(&r);
+	gpu_replay_layout_free(&L);
+}
+
+/* ---- the ring, on the host or a device ----------------------------------- */
+
+/* Games and their records in order: what the ring should hold. */
+typedef struct gr_stream {
+	int n_games;
+	game_record *games;
+	uint32_t *recs;     /* [positions][rec_words], in added order */
+	int *first;         /* [n_games + 1]: first record of each game */
+} gr_stream;
+
+static void gr_stream_make(gr_stream *st, const gr_case *k, const gpu_replay_layout *L,
+			   int n_games, int max_moves, uint64_t seed)
+{
+	st->n_games = n_games;
+	st->games = calloc((size_t)n_games, sizeof(game_record));
+	st->first = calloc((size_t)n_games + 1, sizeof(int));
+	cr_assert(st->games && st->first);
+	uint64_t s = seed | 1;
+	for (int i = 0; i < n_games; i++) {
+		gr_game(k, &s, max_moves, &st->games[i]);
+		st->first[i + 1] = st->first[i] + gpu_replay_game_positions(&st->games[i]);
+	}
+	size_t rw = (size_t)L->d.rec_words;
+	st->recs = malloc(sizeof(uint32_t) * rw * (size_t)(st->first[n_games] + 1));
+	cr_assert(st->recs);
+	char err[256];
+	for (int i = 0; i < n_games; i++) {
+		int np = st->first[i + 1] - st->first[i];
+		cr_assert_eq(gpu_replay_pack_game(L, &st->games[i], 0, st->recs + st->first[i] * rw,
+						  np, err, sizeof(err)), np, "%s", err);
+	}
+}
+
+static void gr_stream_free(gr_stream *st)
+{
+	for (int i = 0; i < st->n_games; i++)
+		record_free(&st->games[i]);
+	free(st->games);
+	free(st->recs);
+	free(st->first);
+}
+
+/* Adds the stream's games in calls of 1, 2, 3, ... games and checks after
+ * each that the ring holds exactly the newest positions at their slots. */
+static void gr_check_ring(int device, int64_t window, int chunk)
+{
+	char err[256];
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 };
+	nn_arch a = gr_arch(&k);
+	gpu_replay *gr = gpu_replay_new(&a, window, device, err, sizeof(err));
+	cr_assert(gr, "%s", err);
+	if (chunk > 0)
+		cr_assert_eq(gpu_replay_set_chunk(gr, chunk), 0);
+	const gpu_replay_layout *L = gpu_replay_get_layout(gr);
+	size_t rw = (size_t)L->d.rec_words;
+	gr_stream st;
+	gr_stream_make(&st, &k, L, 24, 60, 1234);
+	uint32_t *ring = malloc(sizeof(uint32_t) * rw * (size_t)window);
+	cr_assert(ring);
+	int64_t written = 0;
+	int call = 1;
+	for (int g = 0; g < st.n_games; call++) {
+		int n = call < st.n_games - g ? call : st.n_games - g;
+		const game_record *p[32];
+		for (int i = 0; i < n; i++)
+			p[i] = &st.games[g + i];
+		cr_assert_eq(gpu_replay_add_games(gr, p, n, err, sizeof(err)), 0, "%s", err);
+		int64_t pos = st.first[g + n] - st.first[g];
+		/* A call uploads at most `window` positions: its newest. */
+		written += pos < window ? pos : window;
+		g += n;
+		int64_t total = st.first[g];
+		cr_assert_eq(gpu_replay_added(gr), total);
+		cr_assert_eq(gpu_replay_positions(gr), total < window ? total : window);
+		cr_assert_eq(gpu_replay_download(gr, 0, window, ring, err, sizeof(err)), 0, "%s", err);
+		int64_t keep = total < window ? total : window;
+		/* The m-th newest position is in slot (written - m) % window. */
+		for (int64_t m = 1; m <= keep; m++) {
+			int64_t slot = (written - m) % window;
+			cr_assert_eq(memcmp(ring + (size_t)slot * rw, st.recs + (size_t)(total - m) * rw,
+					    sizeof(uint32_t) * rw), 0,
+				     "after %lld positions: the %lld-th newest is not in slot %lld",
+				     (long long)total, (long long)m, (long long)slot);
+		}
+	}
+	cr_assert_gt(st.first[st.n_games], 3 * window, "the ring should wrap several times");
+	free(ring);
+	gr_stream_free(&st);
+	gpu_replay_free(gr);
+}
+
+Test(gpu_replay, host_ring_wraps_and_drops_oldest)
+{
+	gr_check_ring(GPU_REPLAY_HOST, 97, 0);
+	gr_check_ring(GPU_REPLAY_HOST, 97, 13); /* chunk boundaries inside games */
+	gr_check_ring(GPU_REPLAY_HOST, 1, 0);
+}
+
+Test(gpu_replay, host_window_refuses_sampling)
+{
+	char err[256] = "";
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0 };
+	nn_arch a = gr_arch(&k);
+	gpu_replay *gr = gpu_replay_new(&a, 10, GPU_REPLAY_HOST, err, sizeof(err));
+	cr_assert(gr, "%s", err);
+	cr_assert_eq(gpu_replay_sample(gr, 1, 0, 4, 0, 0, NULL, NULL, err, sizeof(err)), -1);
+	gpu_replay_free(gr);
+	gpu_replay_free(NULL);
+}
+
+/* ---- device -------------------------------------------------------------- */
+
+static void gr_need_device(void)
+{
+	if (nn_cuda_device_count() == 0)
+		cr_skip_test("no CUDA device (built with CUDA: %s); the host tests still run",
+			     nn_cuda_built() ? "yes" : "no");
+}
+
+Test(gpu_replay, device_ring_wraps_and_drops_oldest)
+{
+	gr_need_device();
+	gr_check_ring(0, 97, 0);
+	gr_check_ring(0, 97, 13);
+}
+
+/* A device window filled with a stream's games. */
+static gpu_replay *gr_filled(const gr_case *k, int64_t window, int games, int max_moves,
+			     gr_stream *st)
+{
+	char err[256];
+	nn_arch a = gr_arch(k);
+	gpu_replay *gr = gpu_replay_new(&a, window, 0, err, sizeof(err));
+	cr_assert(gr, "%s", err);
+	gr_stream_make(st, k, gpu_replay_get_layout(gr), games, max_moves, 99);
+	const game_record **p = malloc(sizeof(*p) * (size_t)games);
+	for (int i = 0; i < games; i++)
+		p[i] = &st->games[i];
+	cr_assert_eq(gpu_replay_add_games(gr, p, games, err, sizeof(err)), 0, "%s", err);
+	free(p);
+	return gr;
+}
+
+static float gr_plane_float(const gpu_batch *b, size_t i)
+{
+	if (b->dtype == GPU_DTYPE_F16)
+		return nn_float_from_half(((const uint16_t *)b->planes)[i]);
+	if (b->dtype == GPU_DTYPE_BF16)
+		return gpu_float_from_bf16(((const uint16_t *)b->planes)[i]);
+	return ((const float *)b->planes)[i];
+}
+
+/* Samples n into a device batch and compares it with the host expansion
+ * of the downloaded ring under the downloaded draws. */
+static void gr_check_device_expansion(const gr_case *k, gpu_dtype dt)
+{
+	char err[256];
+	enum { N = 256 };
+	gr_stream st;
+	gpu_replay *gr = gr_filled(k, 300, 12, 80, &st);
+	const gpu_replay_layout *L = gpu_replay_get_layout(gr);
+	nn_arch a = gr_arch(k);
+	gpu_batch db, hb, want;
+	cr_assert_eq(gpu_batch_alloc(&db, N, &a, dt, 1, err, sizeof(err)), 0, "%s", err);
+	gr_host_batch(&hb, L, N, dt);
+	gr_host_batch(&want, L, N, dt);
+	int64_t held = gpu_replay_positions(gr);
+	uint32_t *ring = malloc(gpu_replay_record_bytes(L) * (size_t)held);
+	int64_t slots[N];
+	int syms[N];
+	for (uint64_t counter = 0; counter < 3; counter++) {
+		cr_assert_eq(gpu_replay_sample(gr, 42, counter, N, 0, N, &db, NULL, err, sizeof(err)),
+			     0, "%s", err);
+		cr_assert_eq(gpu_batch_download(&db, hb.planes, hb.policy, hb.value, hb.wdl, err,
+						sizeof(err)), 0, "%s", err);
+		cr_assert_eq(gpu_replay_last_draws(gr, N, slots, syms, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(gpu_replay_download(gr, 0, held, ring, err, sizeof(err)), 0, "%s", err);
+		for (int i = 0; i < N; i++)
+			cr_assert(slots[i] >= 0 && slots[i] < held && syms[i] >= 0 &&
+				  syms[i] < L->d.n_sym);
+		cr_assert_eq(gpu_replay_expand_host(L, ring, slots, syms, N, &want), 0);
+		/* Both sides round the same float to nearest even: the
+		 * bound only allows for a different tie rule. */
+		double tol = dt == GPU_DTYPE_F32 ? 0 : dt == GPU_DTYPE_F16 ? 0x1p-11 : 0x1p-8;
+		size_t np = (size_t)N * L->d.hw * L->d.c_pad;
+		for (size_t i = 0; i < np; i++) {
+			float g = gr_plane_float(&hb, i), w = gr_plane_float(&want, i);
+			cr_assert(fabs((double)g - w) <= tol * fabs(w), "plane element %zu: %g, want %g",
+				  i, g, w);
+		}
+		cr_assert_eq(memcmp(hb.policy, want.policy, sizeof(float) * N * L->d.n_actions), 0,
+			     "policy differs");
+		cr_assert_eq(memcmp(hb.value, want.value, sizeof(float) * N), 0, "value differs");
+		cr_assert_eq(memcmp(hb.wdl, want.wdl, sizeof(float) * 3 * N), 0, "wdl differs");
+	}
+	free(ring);
+	gr_host_batch_free(&hb);
+	gr_host_batch_free(&want);
+	gpu_batch_free(&db);
+	gr_stream_free(&st);
+	gpu_replay_free(gr);
+}
+
+Test(gpu_replay, device_expansion_matches_host)
+{
+	gr_need_device();
+	static const gr_case cases[] = {
+		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 },
+		{ GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5 },
+		{ GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0 },
+	};
+	for (int c = 0; c < 3; c++)
+		for (int dt = GPU_DTYPE_F32; dt <= GPU_DTYPE_BF16; dt++)
+			gr_check_device_expansion(&cases[c], (gpu_dtype)dt);
+}
+
+/* Wilson-Hilferty: the chi-square quantile for dof k at normal quantile z. */
+static double gr_chi2_crit(int k, double z)
+{
+	double h = 2.0 / (9.0 * k);
+	return k * pow(1.0 - h + z * sqrt(h), 3);
+}
+
+Test(gpu_replay, draws_uniform_over_window_and_symmetries)
+{
+	gr_need_device();
+	char err[256];
+	enum { W = 1000, N = 1000000 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 };
+	gr_stream st;
+	gpu_replay *gr = gr_filled(&k, W, 60, 80, &st);
+	cr_assert_eq(gpu_replay_positions(gr), W, "the games should fill the window");
+	int64_t *slots = malloc(sizeof(int64_t) * N);
+	int *syms = malloc(sizeof(int) * N);
+	cr_assert(slots && syms);
+	cr_assert_eq(gpu_replay_sample(gr, 7, 0, N, 0, 0, NULL, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_replay_last_draws(gr, N, slots, syms, err, sizeof(err)), 0, "%s", err);
+	static long cs[W], cy[8];
+	for (int i = 0; i < N; i++) {
+		cr_assert(slots[i] >= 0 && slots[i] < W && syms[i] >= 0 && syms[i] < 8);
+		cs[slots[i]]++;
+		cy[syms[i]]++;
+	}
+	double chi = 0, e = (double)N / W;
+	for (int i = 0; i < W; i++)
+		chi += (cs[i] - e) * (cs[i] - e) / e;
+	/* p > 0.001 (z = 3.0902) */
+	cr_assert_lt(chi, gr_chi2_crit(W - 1, 3.0902), "positions: chi-square %.1f", chi);
+	double chy = 0, ey = N / 8.0;
+	for (int i = 0; i < 8; i++) {
+		chy += (cy[i] - ey) * (cy[i] - ey) / ey;
+		cr_assert(fabs(cy[i] / (double)N - 0.125) < 0.005, "symmetry %d: %ld", i, cy[i]);
+	}
+	cr_assert_lt(chy, 24.32, "symmetries: chi-square %.2f (7 dof, p = 0.001)", chy);
+	free(slots);
+	free(syms);
+	gr_stream_free(&st);
+	gpu_replay_free(gr);
+}
+
+Test(gpu_replay, draws_depend_on_seed_and_counter)
+{
+	gr_need_device();
+	char err[256];
+	enum { N = 512 };
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0 };
+	gr_stream st;
+	gpu_replay *gr = gr_filled(&k, 5000, 300, 42, &st);
+	int64_t a[N], b[N];
+	int sa[N], sb[N];
+	cr_assert_eq(gpu_replay_sample(gr, 5, 17, N, 0, 0, NULL, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_replay_last_draws(gr, N, a, sa, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_replay_sample(gr, 5, 17, N, 0, 0, NULL, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_replay_last_draws(gr, N, b, sb, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memcmp(a, b, sizeof(a)), 0, "same seed and counter, different positions");
+	cr_assert_eq(memcmp(sa, sb, sizeof(sa)), 0, "same seed and counter, different symmetries");
+	/* A smaller batch draws the same first positions. */
+	cr_assert_eq(gpu_replay_sample(gr, 5, 17, N / 2, 0, 0, NULL, NULL, err, sizeof(err)), 0);
+	cr_assert_eq(gpu_replay_last_draws(gr, N / 2, b, sb, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memcmp(a, b, sizeof(int64_t) * (N / 2)), 0);
+	cr_assert_eq(gpu_replay_sample(gr, 5, 18, N, 0, 0, NULL, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_replay_last_draws(gr, N, b, sb, err, sizeof(err)), 0, "%s", err);
+	int same = 0;
+	for (int i = 0; i < N; i++)
+		same += a[i] == b[i];
+	cr_assert_lt(same, N / 20, "another counter repeated %d of %d positions", same, N);
+	cr_assert_eq(gpu_replay_sample(gr, 6, 17, N, 0, 0, NULL, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_replay_last_draws(gr, N, b, sb, err, sizeof(err)), 0, "%s", err);
+	same = 0;
+	for (int i = 0; i < N; i++)
+		same += a[i] == b[i];
+	cr_assert_lt(same, N / 20, "another seed repeated %d of %d positions", same, N);
+	gr_stream_free(&st);
+	gpu_replay_free(gr);
+}
+
+Test(gpu_replay, shares_reassemble_the_batch)
+{
+	gr_need_device();
+	char err[256];
+	enum { N = 96, H = 40 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5 };
+	gr_stream st;
+	gpu_replay *gr = gr_filled(&k, 400, 10, 80, &st);
+	const gpu_replay_layout *L = gpu_replay_get_layout(gr);
+	nn_arch a = gr_arch(&k);
+	gpu_batch whole, r0, r1;
+	cr_assert_eq(gpu_batch_alloc(&whole, N, &a, GPU_DTYPE_F16, 1, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_batch_alloc(&r0, N, &a, GPU_DTYPE_F16, 1, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_batch_alloc(&r1, N, &a, GPU_DTYPE_F16, 1, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_replay_sample(gr, 3, 9, N, 0, N, &whole, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_replay_sample(gr, 3, 9, N, 0, H, &r0, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_replay_sample(gr, 3, 9, N, H, N - H, &r1, NULL, err, sizeof(err)), 0, "%s",
+		     err);
+	size_t pe = (size_t)L->d.hw * L->d.c_pad * 2, na = (size_t)L->d.n_actions;
+	uint8_t *pw = malloc(pe * N), *pr = malloc(pe * N);
+	float *qw = malloc(sizeof(float) * na * N), *qr = malloc(sizeof(float) * na * N);
+	float vw[N], vr[N], ww[3 * N], wr[3 * N];
+	cr_assert_eq(gpu_batch_download(&whole, pw, qw, vw, ww, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_batch_download(&r0, pr, qr, vr, wr, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_batch_download(&r1, pr + pe * H, qr + na * H, vr + H, wr + 3 * H, err,
+					sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memcmp(pw, pr, pe * N), 0, "planes of the shares differ");
+	cr_assert_eq(memcmp(qw, qr, sizeof(float) * na * N), 0, "policy of the shares differs");
+	cr_assert_eq(memcmp(vw, vr, sizeof(vw)), 0);
+	cr_assert_eq(memcmp(ww, wr, sizeof(ww)), 0);
+	free(pw);
+	free(pr);
+	free(qw);
+	free(qr);
+	gpu_batch_free(&whole);
+	gpu_batch_free(&r0);
+	gpu_batch_free(&r1);
+	gr_stream_free(&st);
+	gpu_replay_free(gr);
+}
+
+/* Appending from another thread while sampling: every sampled position
+ * must be exactly one of the records uploaded to its slot (a copy racing
+ * an expansion would show a torn mixture). */
+typedef struct gr_adder {
+	gpu_replay *gr;
+	gr_stream *st;
+	int failed;
+	char err[256];
+} gr_adder;
+
+static void *gr_add_thread(void *p)
+{
+	gr_adder *ad = p;
+	for (int g = 0; g < ad->st->n_games; g += 2) {
+		const game_record *gs[2] = { &ad->st->games[g], &ad->st->games[g + 1] };
+		if (gpu_replay_add_games(ad->gr, gs, g + 1 < ad->st->n_games ? 2 : 1, ad->err,
+					 sizeof(ad->err)) != 0) {
+			ad->failed = 1;
+			break;
+		}
+	}
+	return NULL;
+}
+
+Test(gpu_replay, appends_while_sampling_stay_valid)
+{
+	gr_need_device();
+	char err[256];
+	enum { W = 300, N = 128 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 };
+	nn_arch a = gr_arch(&k);
+	gpu_replay *gr = gpu_replay_new(&a, W, 0, err, sizeof(err));
+	cr_assert(gr, "%s", err);
+	cr_assert_eq(gpu_replay_set_chunk(gr, 37), 0);
+	const gpu_replay_layout *L = gpu_replay_get_layout(gr);
+	size_t rw = (size_t)L->d.rec_words;
+	gr_stream st;
+	gr_stream_make(&st, &k, L, 200, 80, 4321);
+	/* Prime the window so sampling can start at once. */
+	const game_record *g0[2] = { &st.games[0], &st.games[1] };
+	cr_assert_eq(gpu_replay_add_games(gr, g0, 2, err, sizeof(err)), 0, "%s", err);
+	gr_adder ad = { .gr = gr, .st = &st };
+	gr_stream rest = st;
+	rest.games += 2;
+	rest.n_games -= 2;
+	ad.st = &rest;
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, gr_add_thread, &ad), 0);
+	gpu_batch db, hb, want;
+	cr_assert_eq(gpu_batch_alloc(&db, N, &a, GPU_DTYPE_F32, 1, err, sizeof(err)), 0, "%s", err);
+	gr_host_batch(&hb, L, N, GPU_DTYPE_F32);
+	gr_host_batch(&want, L, 1, GPU_DTYPE_F32);
+	size_t pe = (size_t)L->d.hw * L->d.c_pad, na = (size_t)L->d.n_actions;
+	int64_t total = st.first[st.n_games];
+	int64_t slots[N];
+	int syms[N];
+	for (int it = 0; it < 200; it++) {
+		cr_assert_eq(gpu_replay_sample(gr, 11, (uint64_t)it, N, 0, N, &db, NULL, err, sizeof(err)),
+			     0, "%s", err);
+		cr_assert_eq(gpu_batch_download(&db, hb.planes, hb.policy, hb.value, hb.wdl, err,
+						sizeof(err)), 0, "%s", err);
+		cr_assert_eq(gpu_replay_last_draws(gr, N, slots, syms, err, sizeof(err)), 0, "%s", err);
+		for (int i = 0; i < N; i++) {
+			/* Every call here adds fewer than W positions, so the
+			 * j-th position added went to slot j % W. */
+			bool found = false;
+			for (int64_t j = slots[i]; j < total && !found; j += W) {
+				int64_t zero = 0;
+				cr_assert_eq(gpu_replay_expand_host(L, st.recs + (size_t)j * rw, &zero,
+								    &syms[i], 1, &want), 0);
+				found = memcmp((float *)hb.planes + pe * i, want.planes,
+					       sizeof(float) * pe) == 0 &&
+					memcmp(hb.policy + na * i, want.policy, sizeof(float) * na) == 0 &&
+					hb.value[i] == want.value[0];
+			}
+			cr_assert(found, "sample %d draw %d (slot %lld) matches no record of its slot", it,
+				  i, (long long)slots[i]);
+		}
+	}
+	pthread_join(th, NULL);
+	cr_assert(!ad.failed, "%s", ad.err);
+	cr_assert_eq(gpu_replay_added(gr), total);
+	gr_host_batch_free(&hb);
+	gr_host_batch_free(&want);
+	gpu_batch_free(&db);
+	gr_stream_free(&st);
+	gpu_replay_free(gr);
+}

@@ -1,0 +1,866 @@
+/* gpu_replay.c: the GPU replay buffer (gpu_replay.h). The host half
+ * (layout, packing, host expansion) is plain C built everywhere; the device
+ * half needs CUDA and, in a build without it, refuses with the reason. */
+#include "train/cuda/gpu_replay.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/cuda/pack.h"
+
+/* The largest float planes one position encodes to (Go native, 19x19). */
+enum { GR_MAX_IN = 27 * GO_MAX_SIZE * GO_MAX_SIZE };
+
+/* ---- host side ---------------------------------------------------------- */
+
+int gpu_replay_layout_init(gpu_replay_layout *L, const nn_arch *a, char *err, size_t errlen)
+{
+	memset(L, 0, sizeof(*L));
+	int rc = -1;
+	game *g = malloc(sizeof(*g)); /* ~30 KB of history: not on the stack */
+	if (!g) {
+		snprintf(err, errlen, "gpu replay: out of memory");
+		return -1;
+	}
+	game_params p = game_params_default(a->game);
+	if (a->game == GAME_KIND_GO)
+		p.size = a->board_w;
+	if ((unsigned)a->encoding >= NN_ENC_COUNT || nn_encoding_game(a->encoding) != a->game ||
+	    nn_encoding_planes(a->encoding) != a->in_planes || game_init(g, &p) != GAME_OK ||
+	    game_width(g) != a->board_w || game_height(g) != a->board_h ||
+	    game_num_actions(g) != a->policy_outputs ||
+	    a->in_planes * a->board_w * a->board_h > GR_MAX_IN) {
+		snprintf(err, errlen,
+			 "gpu replay: the architecture (%s %dx%d, encoding %s, %d planes, %d actions) "
+			 "does not describe a game this buffer knows",
+			 game_kind_name(a->game), a->board_w, a->board_h,
+			 nn_encoding_name(a->encoding), a->in_planes, a->policy_outputs);
+		goto out;
+	}
+	L->params = p;
+	L->enc = a->encoding;
+	gr_dims *d = &L->d;
+	d->hw = a->board_w * a->board_h;
+	d->planes = a->in_planes;
+	d->words = nn_pack_words(d->hw);
+	d->c_pad = nn_pad8(d->planes);
+	d->n_actions = a->policy_outputs;
+	d->n_sym = game_num_symmetries(g);
+	d->plane_off = GR_HEADER_WORDS;
+	d->count_off = d->plane_off + (int)nn_pack_stride(d->planes, d->hw);
+	d->rec_words = d->count_off + (d->n_actions + 1) / 2;
+	L->point_inv = malloc(sizeof(int16_t) * (size_t)d->n_sym * (size_t)d->hw);
+	L->action_inv = malloc(sizeof(int16_t) * (size_t)d->n_sym * (size_t)d->n_actions);
+	if (!L->point_inv || !L->action_inv) {
+		snprintf(err, errlen, "gpu replay: out of memory");
+		goto out;
+	}
+	for (int s = 0; s < d->n_sym; s++) {
+		int inv = game_symmetry_inverse(g, s);
+		/* Output point q shows what symmetry s carried there: the
+		 * inverse's image of q. Connect Four's symmetry acts on
+		 * columns (its moves); rows stay, as in nn/encode.c. */
+		for (int q = 0; q < d->hw; q++) {
+			int v;
+			if (a->game == GAME_KIND_CONNECT4)
+				v = q / a->board_w * a->board_w + game_symmetry_move(g, inv, q % a->board_w);
+			else
+				v = game_symmetry_move(g, inv, q);
+			L->point_inv[s * d->hw + q] = (int16_t)v;
+		}
+		for (int b = 0; b < d->n_actions; b++)
+			L->action_inv[s * d->n_actions + b] = (int16_t)game_symmetry_move(g, inv, b);
+	}
+	rc = 0;
+out:
+	free(g);
+	if (rc != 0)
+		gpu_replay_layout_free(L);
+	return rc;
+}
+
+void gpu_replay_layout_free(gpu_replay_layout *L)
+{
+	if (!L)
+		return;
+	free(L->point_inv);
+	free(L->action_inv);
+	L->point_inv = NULL;
+	L->action_inv = NULL;
+}
+
+size_t gpu_replay_record_bytes(const gpu_replay_layout *L)
+{
+	return sizeof(uint32_t) * (size_t)L->d.rec_words;
+}
+
+/* Whether the position before move i is one the window keeps: searched
+ * fully and with some visits to make a policy target of. */
+static bool position_kept(const game_record *r, int i)
+{
+	if (!r->full[i])
+		return false;
+	for (int32_t v = r->visit_start[i]; v < r->visit_start[i + 1]; v++)
+		if (r->visits[v].count > 0)
+			return true;
+	return false;
+}
+
+int gpu_replay_game_positions(const game_record *r)
+{
+	int n = 0;
+	for (int i = 0; i < r->n_moves; i++)
+		n += position_kept(r, i);
+	return n;
+}
+
+int gpu_replay_pack_position(const gpu_replay_layout *L, const game *g, const int16_t *moves,
+			     const uint16_t *counts, int n_visits, float value, uint32_t *rec,
+			     char *err, size_t errlen)
+{
+	const gr_dims *d = &L->d;
+	if (g->params.kind != L->params.kind || game_width(g) * game_height(g) != d->hw ||
+	    game_num_actions(g) != d->n_actions) {
+		snprintf(err, errlen, "gpu replay: a %s position does not fit the buffer's %s",
+			 game_kind_name(g->params.kind), game_kind_name(L->params.kind));
+		return -1;
+	}
+	float planes[GR_MAX_IN];
+	if (nn_encode(g, L->enc, planes) != d->planes) {
+		snprintf(err, errlen, "gpu replay: encoding %s does not fit the position",
+			 nn_encoding_name(L->enc));
+		return -1;
+	}
+	/* Every encoding's planes are one value or zero (stones, side to move,
+	 * the constant komi and edge planes); a plane with two different
+	 * non-zero values would need a float record. */
+	if (!nn_pack_planes(1, d->planes, d->hw, planes, rec + d->plane_off)) {
+		snprintf(err, errlen,
+			 "gpu replay: encoding %s has a plane with two different non-zero values, "
+			 "which a packed record cannot hold",
+			 nn_encoding_name(L->enc));
+		return -1;
+	}
+	memset(rec + d->count_off, 0, sizeof(uint32_t) * (size_t)(d->rec_words - d->count_off));
+	uint32_t total = 0;
+	for (int i = 0; i < n_visits; i++) {
+		int a = moves[i];
+		if (a < 0 || a >= d->n_actions) {
+			snprintf(err, errlen, "gpu replay: visit to action %d of %d", a, d->n_actions);
+			return -1;
+		}
+		/* Repeated moves add up, as train_batch_from_position's += does. */
+		uint32_t c = gr_count(rec, d, a) + counts[i];
+		if (c > 0xffffu) {
+			snprintf(err, errlen, "gpu replay: more than 65535 visits to action %d", a);
+			return -1;
+		}
+		uint32_t *w = &rec[d->count_off + (a >> 1)];
+		int sh = (a & 1) * 16;
+		*w = (*w & ~(0xffffu << sh)) | c << sh;
+		total += counts[i];
+	}
+	if (total == 0) {
+		snprintf(err, errlen, "gpu replay: a position without visits has no policy target");
+		return -1;
+	}
+	memcpy(&rec[GR_WORD_VALUE], &value, sizeof(value));
+	rec[GR_WORD_TOTAL] = total;
+	return 0;
+}
+
+int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int skip,
+			 uint32_t *out, int max, char *err, size_t errlen)
+{
+	if (r->params.kind != L->params.kind ||
+	    (r->params.kind == GAME_KIND_GO && r->params.size != L->params.size)) {
+		snprintf(err, errlen, "gpu replay: a %s %d record in a buffer for %s %d",
+			 game_kind_name(r->params.kind), r->params.size,
+			 game_kind_name(L->params.kind), L->params.size);
+		return -1;
+	}
+	int written = -1, idx = 0, n = 0;
+	int16_t moves[GAME_MAX_ACTIONS];
+	uint16_t counts[GAME_MAX_ACTIONS];
+	game *g = malloc(sizeof(*g));
+	if (!g) {
+		snprintf(err, errlen, "gpu replay: out of memory");
+		return -1;
+	}
+	if (game_init(g, &r->params) != GAME_OK) {
+		snprintf(err, errlen, "gpu replay: a record with invalid game parameters");
+		goto out;
+	}
+	/* One pass over the moves: each kept position is encoded from the
+	 * game as it stands, then its move is played. */
+	for (int i = 0; i < r->n_moves && n < max; i++) {
+		if (position_kept(r, i) && idx++ >= skip) {
+			float value;
+			int nv = record_position_targets(r, i, game_to_move(g), moves, counts, &value);
+			if (gpu_replay_pack_position(L, g, moves, counts, nv, value,
+						     out + (size_t)n * L->d.rec_words, err, errlen) != 0)
+				goto out;
+			n++;
+		}
+		if (game_play(g, r->moves[i]) != GAME_OK) {
+			snprintf(err, errlen, "gpu replay: move %d of a record is illegal", i + 1);
+			goto out;
+		}
+	}
+	written = n;
+out:
+	free(g);
+	return written;
+}
+
+uint16_t gpu_bf16_from_float(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, sizeof(x));
+	if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN: stay quiet and non-zero */
+		return (uint16_t)((x >> 16) | 0x40u);
+	x += 0x7fffu + ((x >> 16) & 1u); /* round to nearest even */
+	return (uint16_t)(x >> 16);
+}
+
+float gpu_float_from_bf16(uint16_t h)
+{
+	uint32_t x = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &x, sizeof(f));
+	return f;
+}
+
+size_t gpu_dtype_size(gpu_dtype dtype) { return dtype == GPU_DTYPE_F32 ? 4 : 2; }
+
+int gpu_replay_expand_host(const gpu_replay_layout *L, const uint32_t *records,
+			   const int64_t *slots, const int *syms, int count, gpu_batch *out)
+{
+	const gr_dims *d = &L->d;
+	if (count < 0 || count > out->cap || out->hw != d->hw || out->c_pad != d->c_pad ||
+	    out->n_actions != d->n_actions)
+		return -1;
+	for (int i = 0; i < count; i++)
+		if (syms[i] < 0 || syms[i] >= d->n_sym || slots[i] < 0)
+			return -1;
+	for (int i = 0; i < count; i++) {
+		const uint32_t *rec = records + (size_t)slots[i] * d->rec_words;
+		const int16_t *pt = L->point_inv + (size_t)syms[i] * d->hw;
+		const int16_t *at = L->action_inv + (size_t)syms[i] * d->n_actions;
+		size_t base = (size_t)i * d->hw * d->c_pad;
+		for (int q = 0; q < d->hw; q++)
+			for (int c = 0; c < d->c_pad; c++) {
+				float v = gr_plane_elem(rec, d, pt, q, c);
+				size_t k = base + (size_t)q * d->c_pad + c;
+				if (out->dtype == GPU_DTYPE_F16)
+					((uint16_t *)out->planes)[k] = nn_half_from_float(v);
+				else if (out->dtype == GPU_DTYPE_BF16)
+					((uint16_t *)out->planes)[k] = gpu_bf16_from_float(v);
+				else
+					((float *)out->planes)[k] = v;
+			}
+		for (int b = 0; b < d->n_actions; b++)
+			out->policy[(size_t)i * d->n_actions + b] = gr_policy_elem(rec, d, at, b);
+		float z = gr_value(rec);
+		out->value[i] = z;
+		if (out->wdl)
+			for (int k = 0; k < 3; k++)
+				out->wdl[3 * (size_t)i + k] = gr_wdl_elem(z, k);
+	}
+	out->n = count;
+	return 0;
+}
+
+int gpu_replay_add_game(gpu_replay *gr, const game_record *r, char *err, size_t errlen)
+{
+	return gpu_replay_add_games(gr, &r, 1, err, errlen);
+}
+
+int gpu_replay_add_records(gpu_replay *gr, const game_record *recs, int n, char *err,
+			   size_t errlen)
+{
+	const game_record **p = malloc(sizeof(*p) * (size_t)(n > 0 ? n : 1));
+	if (!p) {
+		snprintf(err, errlen, "gpu replay: out of memory");
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		p[i] = &recs[i];
+	int rc = gpu_replay_add_games(gr, p, n, err, errlen);
+	free(p);
+	return rc;
+}
+
+/* ---- the window ----------------------------------------------------------- */
+
+#include <pthread.h>
+
+#ifdef SENTE_HAVE_CUDA
+#include "nn/cuda/cuda_common.h"
+#include "train/cuda/replay_kernels.h"
+#endif
+
+#define GR_NO_CUDA "gpu replay: built without CUDA (make CUDA=1 needs nvcc)"
+
+/* Staging per chunk: large copies, yet small next to the window. */
+#define GR_STAGING_BYTES ((size_t)8 << 20)
+
+struct gpu_replay {
+	gpu_replay_layout L;  /* record shape and host symmetry tables */
+	int device;           /* CUDA device, or GPU_REPLAY_HOST */
+	int64_t window;       /* ring slots */
+	uint32_t *records;    /* [window][rec_words]: device, or host memory */
+	uint32_t *staging[2]; /* host chunks (pinned on a device), alternated */
+	int next_staging;     /* which staging buffer the next chunk fills */
+	int chunk;            /* positions per staging buffer (<= window) */
+	/* One append at a time (it owns the staging buffers while packing,
+	 * which happens outside `lock` so sampling is not held up). */
+	pthread_mutex_t add_lock;
+	/* Counters, events and stream order shared by appends and samples. */
+	pthread_mutex_t lock;
+	int64_t written;      /* positions uploaded: the j-th is in slot j % window */
+	int64_t added;        /* positions ever added (also those a long append
+			       * overwrote at once, which are never uploaded) */
+	size_t device_bytes;  /* ring + tables + scratch on the device */
+#ifdef SENTE_HAVE_CUDA
+	int16_t *tables;      /* device point_inv then action_inv */
+	int64_t *slots;       /* device [draw_cap]: last sample's slots */
+	int *syms;            /* device [draw_cap]: last sample's symmetries */
+	int draw_cap;         /* draws the scratch holds */
+	int last_n;           /* draws of the last sample (0: none yet) */
+	cudaStream_t copy;    /* the buffer's own stream for uploads */
+	/* after the latest chunk's upload: samples wait on it (visibility) */
+	cudaEvent_t copied;
+	/* after the latest sample's expansion: uploads wait on it (they may
+	 * overwrite slots it reads) */
+	cudaEvent_t expanded;
+	cudaEvent_t staged[2]; /* after staging[i]'s upload: it may be refilled */
+#endif
+};
+
+#ifdef SENTE_HAVE_CUDA
+/* The device half of gpu_replay_new. */
+static int device_init(gpu_replay *gr, char *err, size_t errlen)
+{
+	int rc = 0, n_dev = 0;
+	const gr_dims *d = &gr->L.d;
+	size_t rec_bytes = gpu_replay_record_bytes(&gr->L);
+	size_t ring = rec_bytes * (size_t)gr->window;
+	size_t pt = sizeof(int16_t) * (size_t)d->n_sym * d->hw;
+	size_t at = sizeof(int16_t) * (size_t)d->n_sym * d->n_actions;
+	if (cudaGetDeviceCount(&n_dev) != cudaSuccess || gr->device >= n_dev) {
+		cudaGetLastError(); /* clear the sticky "no driver" error */
+		snprintf(err, errlen, "gpu replay: no CUDA device %d (%d found)", gr->device, n_dev);
+		return -1;
+	}
+	CUDA_CHECK(cudaSetDevice(gr->device));
+	CUDA_CHECK(cudaMalloc((void **)&gr->records, ring));
+	CUDA_CHECK(cudaMalloc((void **)&gr->tables, pt + at));
+	CUDA_CHECK(cudaMemcpy(gr->tables, gr->L.point_inv, pt, cudaMemcpyHostToDevice));
+	CUDA_CHECK(cudaMemcpy((char *)gr->tables + pt, gr->L.action_inv, at,
+			      cudaMemcpyHostToDevice));
+	/* Non-blocking: uploads must not serialise with work on the legacy
+	 * default stream; every ordering is made explicit with events. */
+	CUDA_CHECK(cudaStreamCreateWithFlags(&gr->copy, cudaStreamNonBlocking));
+	CUDA_CHECK(cudaEventCreateWithFlags(&gr->copied, cudaEventDisableTiming));
+	CUDA_CHECK(cudaEventCreateWithFlags(&gr->expanded, cudaEventDisableTiming));
+	for (int i = 0; i < 2; i++) {
+		CUDA_CHECK(cudaEventCreateWithFlags(&gr->staged[i], cudaEventDisableTiming));
+		CUDA_CHECK(cudaHostAlloc((void **)&gr->staging[i], rec_bytes * (size_t)gr->chunk,
+					 cudaHostAllocDefault));
+	}
+	gr->device_bytes = ring + pt + at;
+out:
+	return rc;
+}
+#endif
+
+gpu_replay *gpu_replay_new(const nn_arch *a, int64_t window, int device, char *err,
+			   size_t errlen)
+{
+	int rc = 0;
+	if (window < 1) {
+		snprintf(err, errlen, "gpu replay: the window must hold at least one position");
+		return NULL;
+	}
+#ifndef SENTE_HAVE_CUDA
+	if (device >= 0) {
+		snprintf(err, errlen, GR_NO_CUDA);
+		return NULL;
+	}
+#endif
+	gpu_replay *gr = calloc(1, sizeof(*gr));
+	if (!gr) {
+		snprintf(err, errlen, "gpu replay: out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&gr->add_lock, NULL);
+	pthread_mutex_init(&gr->lock, NULL);
+	gr->device = device < 0 ? GPU_REPLAY_HOST : device;
+	gr->window = window;
+	if (gpu_replay_layout_init(&gr->L, a, err, errlen) != 0) {
+		rc = -1;
+		goto out;
+	}
+	size_t rec_bytes = gpu_replay_record_bytes(&gr->L);
+	int64_t chunk = (int64_t)(GR_STAGING_BYTES / rec_bytes);
+	gr->chunk = (int)(chunk < window ? chunk : window);
+	if (gr->device >= 0) {
+#ifdef SENTE_HAVE_CUDA
+		rc = device_init(gr, err, errlen);
+#endif
+	} else {
+		gr->records = malloc(rec_bytes * (size_t)window);
+		gr->staging[0] = malloc(rec_bytes * (size_t)gr->chunk);
+		gr->staging[1] = malloc(rec_bytes * (size_t)gr->chunk);
+		if (!gr->records || !gr->staging[0] || !gr->staging[1]) {
+			snprintf(err, errlen, "gpu replay: out of memory for a window of %lld",
+				 (long long)window);
+			rc = -1;
+		}
+	}
+out:
+	if (rc != 0) {
+		gpu_replay_free(gr);
+		return NULL;
+	}
+	return gr;
+}
+
+void gpu_replay_free(gpu_replay *gr)
+{
+	if (!gr)
+		return;
+	if (gr->device < 0) {
+		free(gr->records);
+		free(gr->staging[0]);
+		free(gr->staging[1]);
+	}
+#ifdef SENTE_HAVE_CUDA
+	if (gr->device >= 0) {
+		cudaSetDevice(gr->device);
+		if (gr->copy)
+			cudaStreamSynchronize(gr->copy);
+		cudaFree(gr->records);
+		cudaFree(gr->tables);
+		cudaFree(gr->slots);
+		cudaFree(gr->syms);
+		for (int i = 0; i < 2; i++) {
+			cudaFreeHost(gr->staging[i]);
+			if (gr->staged[i])
+				cudaEventDestroy(gr->staged[i]);
+		}
+		if (gr->copied)
+			cudaEventDestroy(gr->copied);
+		if (gr->expanded)
+			cudaEventDestroy(gr->expanded);
+		if (gr->copy)
+			cudaStreamDestroy(gr->copy);
+	}
+#endif
+	gpu_replay_layout_free(&gr->L);
+	pthread_mutex_destroy(&gr->add_lock);
+	pthread_mutex_destroy(&gr->lock);
+	free(gr);
+}
+
+/* Waits until staging[b]'s last upload is done, so it may be refilled. */
+static int staging_wait(gpu_replay *gr, int b, char *err, size_t errlen)
+{
+#ifdef SENTE_HAVE_CUDA
+	int rc = 0;
+	if (gr->device >= 0) {
+		CUDA_CHECK(cudaSetDevice(gr->device));
+		CUDA_CHECK(cudaEventSynchronize(gr->staged[b]));
+	}
+out:
+	return rc;
+#else
+	return 0; /* a host ring's copies are done when ring_put returns */
+#endif
+}
+
+/* Copies n records from src to ring slot `slot` on: on a device, on the
+ * copy stream. */
+static int ring_put(gpu_replay *gr, int64_t slot, const uint32_t *src, int64_t n, char *err,
+		    size_t errlen)
+{
+	size_t rb = gpu_replay_record_bytes(&gr->L);
+	char *dst = (char *)gr->records + (size_t)slot * rb;
+	if (gr->device < 0) {
+		memcpy(dst, src, (size_t)n * rb);
+		return 0;
+	}
+#ifdef SENTE_HAVE_CUDA
+	int rc = 0;
+	CUDA_CHECK(cudaMemcpyAsync(dst, src, (size_t)n * rb, cudaMemcpyHostToDevice, gr->copy));
+out:
+	return rc;
+#else
+	return -1; /* unreachable: gpu_replay_new refuses devices */
+#endif
+}
+
+/* Uploads `fill` packed records of staging[b] as the next positions of
+ * the ring, after the last expansion enqueued so far. Takes `lock`. */
+static int flush_chunk(gpu_replay *gr, int b, int fill, int64_t added_after, char *err,
+		       size_t errlen)
+{
+	int rc = 0;
+	size_t rw = (size_t)gr->L.d.rec_words;
+	pthread_mutex_lock(&gr->lock);
+	int64_t slot = gr->written % gr->window;
+	int64_t first = fill < gr->window - slot ? fill : gr->window - slot;
+#ifdef SENTE_HAVE_CUDA
+	if (gr->device >= 0)
+		CUDA_CHECK(cudaStreamWaitEvent(gr->copy, gr->expanded, 0));
+#endif
+	if (ring_put(gr, slot, gr->staging[b], first, err, errlen) != 0) {
+		rc = -1;
+		goto out;
+	}
+	/* A chunk that passes the ring's end goes on at slot 0. */
+	if (fill > first && ring_put(gr, 0, gr->staging[b] + (size_t)first * rw, fill - first, err,
+				     errlen) != 0) {
+		rc = -1;
+		goto out;
+	}
+#ifdef SENTE_HAVE_CUDA
+	if (gr->device >= 0) {
+		CUDA_CHECK(cudaEventRecord(gr->staged[b], gr->copy));
+		CUDA_CHECK(cudaEventRecord(gr->copied, gr->copy));
+	}
+#endif
+	gr->written += fill;
+	gr->added = added_after;
+out:
+	pthread_mutex_unlock(&gr->lock);
+	return rc;
+}
+
+int gpu_replay_add_games(gpu_replay *gr, const game_record *const *games, int n, char *err,
+			 size_t errlen)
+{
+	int rc = 0;
+	pthread_mutex_lock(&gr->add_lock);
+	int rw = gr->L.d.rec_words;
+	int64_t total = 0;
+	for (int i = 0; i < n; i++)
+		total += gpu_replay_game_positions(games[i]);
+	/* Positions the same call would overwrite again are not uploaded. */
+	int64_t skip = total > gr->window ? total - gr->window : 0, idx = 0;
+	/* `added` counts every position, uploaded or not. */
+	pthread_mutex_lock(&gr->lock);
+	int64_t added0 = gr->added;
+	pthread_mutex_unlock(&gr->lock);
+	int b = gr->next_staging, fill = 0;
+	if (staging_wait(gr, b, err, errlen) != 0) {
+		rc = -1;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		int np = gpu_replay_game_positions(games[i]);
+		int done = idx + np <= skip ? np : idx >= skip ? 0 : (int)(skip - idx);
+		while (done < np) {
+			int k = np - done < gr->chunk - fill ? np - done : gr->chunk - fill;
+			int got = gpu_replay_pack_game(&gr->L, games[i], done,
+						       gr->staging[b] + (size_t)fill * rw, k, err,
+						       errlen);
+			if (got != k) {
+				if (got >= 0)
+					snprintf(err, errlen,
+						 "gpu replay: a record gave %d positions, not %d",
+						 done + got, np);
+				rc = -1;
+				goto out;
+			}
+			fill += k;
+			done += k;
+			if (fill == gr->chunk) {
+				if (flush_chunk(gr, b, fill, added0 + idx + done, err, errlen) != 0 ||
+				    staging_wait(gr, 1 - b, err, errlen) != 0) {
+					rc = -1;
+					goto out;
+				}
+				b = 1 - b;
+				fill = 0;
+			}
+		}
+		idx += np;
+	}
+	if (fill > 0) {
+		if (flush_chunk(gr, b, fill, added0 + idx, err, errlen) != 0) {
+			rc = -1;
+			goto out;
+		}
+		b = 1 - b;
+	} else { /* all flushed or skipped: still count what was added */
+		pthread_mutex_lock(&gr->lock);
+		gr->added = added0 + idx;
+		pthread_mutex_unlock(&gr->lock);
+	}
+out:
+	/* On failure what was packed of the failing game is dropped with the
+	 * unflushed chunk; the games before it stay. */
+	gr->next_staging = b;
+	pthread_mutex_unlock(&gr->add_lock);
+	return rc;
+}
+
+int gpu_replay_set_chunk(gpu_replay *gr, int positions)
+{
+	pthread_mutex_lock(&gr->add_lock);
+	size_t made = GR_STAGING_BYTES / gpu_replay_record_bytes(&gr->L);
+	int64_t cap = (int64_t)made < gr->window ? (int64_t)made : gr->window;
+	int rc = positions >= 1 && positions <= cap ? 0 : -1;
+	if (rc == 0)
+		gr->chunk = positions;
+	pthread_mutex_unlock(&gr->add_lock);
+	return rc;
+}
+
+int64_t gpu_replay_positions(gpu_replay *gr)
+{
+	pthread_mutex_lock(&gr->lock);
+	int64_t n = gr->written < gr->window ? gr->written : gr->window;
+	pthread_mutex_unlock(&gr->lock);
+	return n;
+}
+
+int64_t gpu_replay_added(gpu_replay *gr)
+{
+	pthread_mutex_lock(&gr->lock);
+	int64_t n = gr->added;
+	pthread_mutex_unlock(&gr->lock);
+	return n;
+}
+
+int64_t gpu_replay_window(const gpu_replay *gr) { return gr->window; }
+
+size_t gpu_replay_device_bytes(gpu_replay *gr)
+{
+	pthread_mutex_lock(&gr->lock);
+	size_t n = gr->device_bytes;
+	pthread_mutex_unlock(&gr->lock);
+	return n;
+}
+
+const gpu_replay_layout *gpu_replay_get_layout(const gpu_replay *gr) { return &gr->L; }
+
+int gpu_replay_download(gpu_replay *gr, int64_t first, int64_t count, uint32_t *out, char *err,
+			size_t errlen)
+{
+	int rc = 0;
+	size_t rb = gpu_replay_record_bytes(&gr->L);
+	pthread_mutex_lock(&gr->lock);
+	if (first < 0 || count < 0 || first + count > gr->window) {
+		snprintf(err, errlen, "gpu replay: slots %lld + %lld of %lld", (long long)first,
+			 (long long)count, (long long)gr->window);
+		rc = -1;
+		goto out;
+	}
+	if (gr->device < 0) {
+		memcpy(out, (char *)gr->records + (size_t)first * rb, (size_t)count * rb);
+	} else {
+#ifdef SENTE_HAVE_CUDA
+		CUDA_CHECK(cudaSetDevice(gr->device));
+		CUDA_CHECK(cudaStreamSynchronize(gr->copy));
+		CUDA_CHECK(cudaMemcpy(out, (char *)gr->records + (size_t)first * rb,
+				      (size_t)count * rb, cudaMemcpyDeviceToHost));
+#endif
+	}
+out:
+	pthread_mutex_unlock(&gr->lock);
+	return rc;
+}
+
+#ifdef SENTE_HAVE_CUDA
+
+int gpu_replay_sample(gpu_replay *gr, uint64_t seed, uint64_t counter, int n, int first,
+		      int count, gpu_batch *out, void *stream, char *err, size_t errlen)
+{
+	int rc = 0;
+	const gr_dims *d = &gr->L.d;
+	cudaStream_t st = (cudaStream_t)stream;
+	pthread_mutex_lock(&gr->lock);
+	int64_t held = gr->written < gr->window ? gr->written : gr->window;
+	if (gr->device < 0) {
+		snprintf(err, errlen, "gpu replay: a window in host memory does not sample");
+		rc = -1;
+		goto out;
+	}
+	if (held == 0) {
+		snprintf(err, errlen, "gpu replay: sampling from an empty window");
+		rc = -1;
+		goto out;
+	}
+	if (n < 1 || first < 0 || count < 0 || first + count > n) {
+		snprintf(err, errlen, "gpu replay: share %d + %d of a batch of %d", first, count, n);
+		rc = -1;
+		goto out;
+	}
+	if (count > 0 && (!out || count > out->cap || out->hw != d->hw || out->c_pad != d->c_pad ||
+			  out->n_actions != d->n_actions || !out->planes || !out->policy ||
+			  !out->value)) {
+		snprintf(err, errlen, "gpu replay: a batch of %d positions does not fit the output",
+			 count);
+		rc = -1;
+		goto out;
+	}
+	CUDA_CHECK(cudaSetDevice(gr->device));
+	if (n > gr->draw_cap) {
+		/* Grows once to the largest batch; the old scratch may still
+		 * be read by an expansion in flight. */
+		CUDA_CHECK(cudaDeviceSynchronize());
+		cudaFree(gr->slots);
+		cudaFree(gr->syms);
+		gr->slots = NULL;
+		gr->syms = NULL;
+		gr->device_bytes -= (sizeof(int64_t) + sizeof(int)) * (size_t)gr->draw_cap;
+		gr->draw_cap = 0;
+		CUDA_CHECK(cudaMalloc((void **)&gr->slots, sizeof(int64_t) * (size_t)n));
+		CUDA_CHECK(cudaMalloc((void **)&gr->syms, sizeof(int) * (size_t)n));
+		gr->draw_cap = n;
+		gr->device_bytes += (sizeof(int64_t) + sizeof(int)) * (size_t)n;
+	}
+	/* Every upload issued before this call completes first. */
+	CUDA_CHECK(cudaStreamWaitEvent(st, gr->copied, 0));
+	CUDA_CHECK(grk_draw(seed, counter, n, held, d->n_sym, gr->slots, gr->syms, st));
+	if (count > 0)
+		CUDA_CHECK(grk_expand(*d, gr->records, gr->tables, gr->slots, gr->syms, first, count,
+				      (int)out->dtype, out->planes, out->policy, out->value,
+				      out->wdl, st));
+	/* Later uploads wait for this expansion (and these draws). */
+	CUDA_CHECK(cudaEventRecord(gr->expanded, st));
+	gr->last_n = n;
+	if (out)
+		out->n = count;
+out:
+	pthread_mutex_unlock(&gr->lock);
+	return rc;
+}
+
+int gpu_replay_last_draws(gpu_replay *gr, int n, int64_t *slots, int *syms, char *err,
+			  size_t errlen)
+{
+	int rc = 0;
+	pthread_mutex_lock(&gr->lock);
+	if (gr->device < 0 || n < 0 || n > gr->last_n) {
+		snprintf(err, errlen, "gpu replay: %d draws asked, the last sample made %d", n,
+			 gr->last_n);
+		rc = -1;
+		goto out;
+	}
+	CUDA_CHECK(cudaSetDevice(gr->device));
+	CUDA_CHECK(cudaEventSynchronize(gr->expanded));
+	if (slots)
+		CUDA_CHECK(cudaMemcpy(slots, gr->slots, sizeof(int64_t) * (size_t)n,
+				      cudaMemcpyDeviceToHost));
+	if (syms)
+		CUDA_CHECK(cudaMemcpy(syms, gr->syms, sizeof(int) * (size_t)n, cudaMemcpyDeviceToHost));
+out:
+	pthread_mutex_unlock(&gr->lock);
+	return rc;
+}
+
+int gpu_batch_alloc(gpu_batch *b, int cap, const nn_arch *a, gpu_dtype dtype, int wdl, char *err,
+		    size_t errlen)
+{
+	int rc = 0;
+	memset(b, 0, sizeof(*b));
+	if (cap < 1) {
+		snprintf(err, errlen, "gpu batch: capacity %d", cap);
+		return -1;
+	}
+	b->cap = cap;
+	b->n = 0;
+	b->hw = a->board_w * a->board_h;
+	b->c_pad = nn_pad8(a->in_planes);
+	b->n_actions = a->policy_outputs;
+	b->dtype = dtype;
+	size_t np = (size_t)cap * b->hw * b->c_pad * gpu_dtype_size(dtype);
+	CUDA_CHECK(cudaMalloc(&b->planes, np));
+	CUDA_CHECK(cudaMalloc((void **)&b->policy, sizeof(float) * (size_t)cap * b->n_actions));
+	CUDA_CHECK(cudaMalloc((void **)&b->value, sizeof(float) * (size_t)cap));
+	if (wdl)
+		CUDA_CHECK(cudaMalloc((void **)&b->wdl, sizeof(float) * 3 * (size_t)cap));
+	/* Zeroed so that a batch read before it is filled is harmless. */
+	CUDA_CHECK(cudaMemset(b->planes, 0, np));
+out:
+	if (rc != 0)
+		gpu_batch_free(b);
+	return rc;
+}
+
+void gpu_batch_free(gpu_batch *b)
+{
+	if (!b)
+		return;
+	cudaFree(b->planes);
+	cudaFree(b->policy);
+	cudaFree(b->value);
+	cudaFree(b->wdl);
+	memset(b, 0, sizeof(*b));
+}
+
+int gpu_batch_download(const gpu_batch *b, void *planes, float *policy, float *value, float *wdl,
+		       char *err, size_t errlen)
+{
+	int rc = 0;
+	size_t n = (size_t)b->n;
+	/* The batch was filled on some stream the caller owns. */
+	CUDA_CHECK(cudaDeviceSynchronize());
+	if (planes)
+		CUDA_CHECK(cudaMemcpy(planes, b->planes,
+				      n * b->hw * b->c_pad * gpu_dtype_size(b->dtype),
+				      cudaMemcpyDeviceToHost));
+	if (policy)
+		CUDA_CHECK(cudaMemcpy(policy, b->policy, sizeof(float) * n * b->n_actions,
+				      cudaMemcpyDeviceToHost));
+	if (value)
+		CUDA_CHECK(cudaMemcpy(value, b->value, sizeof(float) * n, cudaMemcpyDeviceToHost));
+	if (wdl && b->wdl)
+		CUDA_CHECK(cudaMemcpy(wdl, b->wdl, sizeof(float) * 3 * n, cudaMemcpyDeviceToHost));
+out:
+	return rc;
+}
+
+#else /* !SENTE_HAVE_CUDA: no sampler, no device batches */
+
+int gpu_replay_sample(gpu_replay *gr, uint64_t seed, uint64_t counter, int n, int first,
+		      int count, gpu_batch *out, void *stream, char *err, size_t errlen)
+{
+	snprintf(err, errlen, GR_NO_CUDA);
+	return -1;
+}
+
+int gpu_replay_last_draws(gpu_replay *gr, int n, int64_t *slots, int *syms, char *err,
+			  size_t errlen)
+{
+	snprintf(err, errlen, GR_NO_CUDA);
+	return -1;
+}
+
+int gpu_batch_alloc(gpu_batch *b, int cap, const nn_arch *a, gpu_dtype dtype, int wdl, char *err,
+		    size_t errlen)
+{
+	memset(b, 0, sizeof(*b));
+	snprintf(err, errlen, GR_NO_CUDA);
+	return -1;
+}
+
+void gpu_batch_free(gpu_batch *b)
+{
+	if (b)
+		memset(b, 0, sizeof(*b));
+}
+
+int gpu_batch_download(const gpu_batch *b, void *planes, float *policy, float *value, float *wdl,
+		       char *err, size_t errlen)
+{
+	snprintf(err, errlen, GR_NO_CUDA);
+	return -1;
+}
+
+#endif

@@ -1,0 +1,121 @@
+// replay_kernels.cu: sampling and expansion for the GPU replay buffer
+// (gpu_replay.h). The per-element logic is replay_elem.h's, shared with the
+// host reference, so the device can only differ in the fp16/bf16 rounding.
+#include "train/cuda/replay_kernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <curand_kernel.h>
+
+namespace {
+
+__device__ __forceinline__ void st(float *p, long i, float v) { p[i] = v; }
+__device__ __forceinline__ void st(__half *p, long i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void st(__nv_bfloat16 *p, long i, float v)
+{
+	p[i] = __float2bfloat16_rn(v);
+}
+
+int grid_for(long n, int threads)
+{
+	long g = (n + threads - 1) / threads;
+	return (int)(g < 65535L * 32 ? (g > 0 ? g : 1) : 65535L * 32);
+}
+
+// One thread per draw. Philox's skip-ahead is arithmetic, so a state per
+// draw costs a few multiplies; 4 * counter keeps one counter's four words
+// apart from the next counter's.
+__global__ void draw(uint64_t seed, uint64_t counter, int n, int64_t held, int n_sym,
+		     int64_t *slots, int *syms)
+{
+	int k = blockIdx.x * blockDim.x + threadIdx.x;
+	if (k >= n)
+		return;
+	curandStatePhilox4_32_10_t s;
+	curand_init(seed, (unsigned long long)k, 4ull * counter, &s);
+	uint4 r = curand4(&s);
+	// 64 random bits: the modulo's bias is below held / 2^64.
+	uint64_t u = (uint64_t)r.x << 32 | r.y;
+	slots[k] = (int64_t)(u % (uint64_t)held);
+	syms[k] = (int)(r.z % (unsigned)n_sym);
+}
+
+// One thread per output plane element; consecutive threads write
+// consecutive channels of one point.
+template <typename T>
+__global__ void expand_planes(gr_dims d, const uint32_t *records, const int16_t *pt_all,
+			      const int64_t *slots, const int *syms, int count, T *out)
+{
+	long total = (long)count * d.hw * d.c_pad;
+	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total;
+	     i += (long)gridDim.x * blockDim.x) {
+		int c = (int)(i % d.c_pad);
+		long nq = i / d.c_pad;
+		int q = (int)(nq % d.hw);
+		int n = (int)(nq / d.hw);
+		const uint32_t *rec = records + slots[n] * (long)d.rec_words;
+		const int16_t *pt = pt_all + (long)syms[n] * d.hw;
+		st(out, i, gr_plane_elem(rec, &d, pt, q, c));
+	}
+}
+
+// One thread per policy entry; the first entry of a position also writes
+// its value and WDL targets.
+__global__ void expand_targets(gr_dims d, const uint32_t *records, const int16_t *at_all,
+			       const int64_t *slots, const int *syms, int count, float *policy,
+			       float *value, float *wdl)
+{
+	long total = (long)count * d.n_actions;
+	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total;
+	     i += (long)gridDim.x * blockDim.x) {
+		int b = (int)(i % d.n_actions);
+		int n = (int)(i / d.n_actions);
+		const uint32_t *rec = records + slots[n] * (long)d.rec_words;
+		policy[i] = gr_policy_elem(rec, &d, at_all + (long)syms[n] * d.n_actions, b);
+		if (b == 0) {
+			float z = gr_value(rec);
+			value[n] = z;
+			if (wdl)
+				for (int k = 0; k < 3; k++)
+					wdl[3 * (long)n + k] = gr_wdl_elem(z, k);
+		}
+	}
+}
+
+} // namespace
+
+extern "C" cudaError_t grk_draw(uint64_t seed, uint64_t counter, int n, int64_t held, int n_sym,
+				int64_t *slots, int *syms, cudaStream_t st)
+{
+	if (n > 0)
+		draw<<<(n + 255) / 256, 256, 0, st>>>(seed, counter, n, held, n_sym, slots, syms);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t grk_expand(gr_dims d, const uint32_t *records, const int16_t *tables,
+				  const int64_t *slots, const int *syms, int first, int count,
+				  int dtype, void *planes, float *policy, float *value, float *wdl,
+				  cudaStream_t st)
+{
+	if (count <= 0)
+		return cudaGetLastError();
+	const int16_t *pt = tables, *at = tables + (long)d.n_sym * d.hw;
+	slots += first;
+	syms += first;
+	long np = (long)count * d.hw * d.c_pad, nt = (long)count * d.n_actions;
+	if (dtype == 1)
+		expand_planes<<<grid_for(np, 256), 256, 0, st>>>(d, records, pt, slots, syms, count,
+								   (__half *)planes);
+	else if (dtype == 2)
+		expand_planes<<<grid_for(np, 256), 256, 0, st>>>(d, records, pt, slots, syms, count,
+								   (__nv_bfloat16 *)planes);
+	else
+		expand_planes<<<grid_for(np, 256), 256, 0, st>>>(d, records, pt, slots, syms, count,
+								   (float *)planes);
+	cudaError_t e = cudaGetLastError();
+	if (e != cudaSuccess)
+		return e;
+	expand_targets<<<grid_for(nt, 256), 256, 0, st>>>(d, records, at, slots, syms, count, policy,
+							   value, wdl);
+	return cudaGetLastError();
+}
