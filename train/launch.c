@@ -1,8 +1,8 @@
 /* launch.c: one process per GPU on one machine (launch.h). The parent only
  * starts, watches and signals its children; all the training happens in
- * them. It polls them (every 20 ms) rather than catching SIGCHLD, which
- * would steal the exit statuses of other children of the process (GTP
- * engines, tests). */
+ * them. It polls them (every 20 ms) with waitpid on their own pids rather
+ * than catching SIGCHLD, which would take the exit statuses of other
+ * children of the process (tests, GTP engines). */
 #include "train/launch.h"
 
 #include <errno.h>
@@ -87,7 +87,7 @@ int launch_ranks(const char *exe, char *const argv[], const int *devices, int n,
 	child_vars_t *vars = NULL; /* [n] each child's own, alive until the end */
 	posix_spawnattr_t attr;
 	sigset_t defaults, empty;
-	struct sigaction sa, old_int, old_term;
+	struct sigaction sa, old_int, old_term, old_chld;
 
 	if (n < 1 || n > LAUNCH_MAX_RANKS) {
 		snprintf(err, errlen, "%d ranks asked for: 1 to %d can be launched", n, LAUNCH_MAX_RANKS);
@@ -138,6 +138,11 @@ int launch_ranks(const char *exe, char *const argv[], const int *devices, int n,
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
+	/* Children ignored or reaped by a SIGCHLD handler would leave no
+	 * status for waitpid. */
+	sa.sa_handler = SIG_DFL;
+	sa.sa_flags = 0;
+	sigaction(SIGCHLD, &sa, &old_chld);
 	handlers = true;
 
 	for (int r = 0; r < n; r++) {
@@ -225,6 +230,7 @@ out:
 	if (handlers) {
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGCHLD, &old_chld, NULL);
 	}
 	if (attr_ok)
 		posix_spawnattr_destroy(&attr);

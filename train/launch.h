@@ -54,8 +54,10 @@ typedef struct launch_opts {
  * of a signal, the others get SIGTERM, then SIGKILL after the grace period.
  * 0 when every child exited with 0; else -1 with a message naming the
  * first rank that failed and how. opts may be NULL. Installs its own
- * SIGINT/SIGTERM handlers for its duration (restoring the old ones), so
- * one launch at a time per process. */
+ * SIGINT/SIGTERM handlers and the default SIGCHLD for its duration
+ * (restoring the old ones), so one launch at a time per process. If the
+ * launcher itself is killed with SIGKILL its children live on (they stay
+ * in its process group, so a terminal's Ctrl-C still stops them). */
 int launch_ranks(const char *exe, char *const argv[], const int *devices, int n,
 		 const launch_opts *opts, char *err, size_t errlen);
 
