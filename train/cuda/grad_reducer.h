@@ -23,6 +23,12 @@
  * the ready() call that completes it (streams are ignored). Single: the
  * all-reduce is the identity, so grad may be either.
  *
+ * Other collectives the trainer makes on the same comm (loss terms, say)
+ * must also come in the same order on every rank relative to the buckets;
+ * simplest is to make them after finish(). The hooks are meant to be
+ * called eagerly, not while the compute stream is captured into a CUDA
+ * graph (the timing events would be captured too).
+ *
  * Every element must be handed over exactly once per step: a range handed
  * twice (or outside [0, n)) fails in ready(), a missing one in finish().
  * The reducer is reused step after step. */
