@@ -114,8 +114,50 @@ int comm_barrier(comm *c)
 
 void comm_set_stream(comm *c, void *stream)
 {
+	c->stream = stream;
 	if (c->ops->set_stream)
 		c->ops->set_stream(c, stream);
+}
+
+void *comm_get_stream(const comm *c)
+{
+	return c->stream;
+}
+
+void comm_hex_encode(const void *bytes, size_t n, char *hex)
+{
+	static const char digits[] = "0123456789abcdef";
+	const unsigned char *b = bytes;
+	for (size_t i = 0; i < n; i++) {
+		hex[2 * i] = digits[b[i] >> 4];
+		hex[2 * i + 1] = digits[b[i] & 15];
+	}
+	hex[2 * n] = '\0';
+}
+
+static int hex_digit(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+int comm_hex_decode(const char *hex, void *bytes, size_t n)
+{
+	unsigned char *b = bytes;
+	if (!hex || strlen(hex) != 2 * n)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return -1;
+		b[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return 0;
 }
 
 void comm_abort(comm *c, int code)

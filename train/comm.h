@@ -54,6 +54,22 @@ comm *comm_new_world(char *err, size_t errlen);
  * made by rank 0 of `bootstrap` and broadcast through it; the NCCL comm has
  * bootstrap's rank and size. NULL with a message, or when not built. */
 comm *comm_new_nccl(comm *bootstrap, int device, char *err, size_t errlen);
+/* The single-machine launcher's way (train/launch.h), with no MPI: the
+ * parent makes the NCCL unique id as hex (COMM_NCCL_ID_HEX chars with the
+ * NUL) and hands it to its children, each of which makes its rank of the
+ * NCCL comm from it. NCCL's bootstrap root runs as a thread of the process
+ * that made the id, so that process must live until every rank's comm is
+ * made (the launcher waits for its children), and an id serves one comm.
+ * Both fail with a message, also when not built with NCCL. */
+#define COMM_NCCL_ID_HEX 257 /* 2 x NCCL_UNIQUE_ID_BYTES (128) + 1 */
+int comm_nccl_unique_id(char hex[COMM_NCCL_ID_HEX], char *err, size_t errlen);
+comm *comm_new_nccl_from_id(int rank, int size, const char *hex, int device, char *err,
+			    size_t errlen);
+/* Bytes to lower-case hex (2n chars and a NUL), and back: decode returns
+ * 0, or -1 unless hex is exactly 2n hex digits. For the NCCL id's trip
+ * through the environment. */
+void comm_hex_encode(const void *bytes, size_t n, char *hex);
+int comm_hex_decode(const char *hex, void *bytes, size_t n);
 /* Frees the comm (finalising MPI when comm_new_world initialised it).
  * Accepts NULL. */
 void comm_free(comm *c);
@@ -85,6 +101,9 @@ int comm_barrier(comm *c);
 /* NCCL: the cudaStream_t to enqueue on (NULL: the legacy stream); others
  * ignore it. */
 void comm_set_stream(comm *c, void *stream);
+/* The stream last given to comm_set_stream (NULL before), so that a user
+ * that enqueues on its own stream (the gradient reducer) can put it back. */
+void *comm_get_stream(const comm *c);
 
 /* Ends every rank after a failure on this one alone, which would leave the
  * others waiting in their next collective: MPI_Abort under MPI (mpirun then

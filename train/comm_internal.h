@@ -21,6 +21,7 @@ struct comm {
 	comm_kind kind;      /* which one */
 	int rank, size;      /* this rank, ranks in all */
 	double seconds;      /* wall time inside collectives */
+	void *stream;        /* last comm_set_stream (NCCL's cudaStream_t) */
 	void *impl;          /* the transport's state */
 	bool in_group;       /* owned by a comm_group: comm_free leaves it */
 	char err[256];       /* last failure */

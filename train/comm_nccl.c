@@ -3,7 +3,8 @@
  * only the "not built" answers below are compiled.
  *
  * The unique id is made by rank 0 and shared through the bootstrap comm's
- * broadcast: MPI across machines, or in-process ranks. Collectives are
+ * broadcast (MPI across machines, or in-process ranks), or made by the
+ * single-machine launcher and handed to its children as hex. Collectives are
  * enqueued on the comm's stream and return at once (NCCL's semantics);
  * comm_seconds counts the enqueue time only, so the learner times its
  * communication on its own stream with events. */
@@ -129,11 +130,18 @@ bool comm_nccl_built(void)
 	return true;
 }
 
-comm *comm_new_nccl(comm *bootstrap, int device, char *err, size_t errlen)
+_Static_assert(2 * NCCL_UNIQUE_ID_BYTES + 1 == COMM_NCCL_ID_HEX, "COMM_NCCL_ID_HEX in comm.h");
+
+/* rank of size on `device`; the id comes from get_id, called after the
+ * device is set (rank 0 of a bootstrap comm makes it there). */
+typedef int (*nccl_get_id)(void *ctx, ncclUniqueId *id, char *err, size_t errlen);
+
+static comm *nccl_make(int rank, int size, int device, nccl_get_id get_id, void *ctx, char *err,
+		       size_t errlen)
 {
 	int rc = 0;
 	ncclUniqueId id;
-	comm *c = comm_alloc(&nccl_ops, COMM_KIND_NCCL, comm_rank(bootstrap), comm_size(bootstrap));
+	comm *c = comm_alloc(&nccl_ops, COMM_KIND_NCCL, rank, size);
 	nccl_impl *x = calloc(1, sizeof(*x));
 	if (!c || !x) {
 		snprintf(err, errlen, "out of memory");
@@ -145,10 +153,7 @@ comm *comm_new_nccl(comm *bootstrap, int device, char *err, size_t errlen)
 	x->device = device;
 	NCCL_CUDA_CHECK(cudaSetDevice(device));
 	NCCL_CUDA_CHECK(cudaMalloc((void **)&x->scratch, sizeof(float)));
-	if (c->rank == 0)
-		NCCL_CHECK(ncclGetUniqueId(&id));
-	if (comm_broadcast(bootstrap, &id, sizeof(id), 0) != 0) {
-		snprintf(err, errlen, "sharing the NCCL id: %s", comm_error(bootstrap));
+	if (get_id(ctx, &id, err, errlen) != 0) {
 		rc = -1;
 		goto out;
 	}
@@ -161,7 +166,61 @@ out:
 	return c;
 }
 
+static int id_from_bootstrap(void *ctx, ncclUniqueId *id, char *err, size_t errlen)
+{
+	comm *bootstrap = ctx;
+	int rc = 0;
+	if (comm_rank(bootstrap) == 0)
+		NCCL_CHECK(ncclGetUniqueId(id));
+	if (comm_broadcast(bootstrap, id, sizeof(*id), 0) != 0) {
+		snprintf(err, errlen, "sharing the NCCL id: %s", comm_error(bootstrap));
+		rc = -1;
+	}
+out:
+	return rc;
+}
+
+comm *comm_new_nccl(comm *bootstrap, int device, char *err, size_t errlen)
+{
+	return nccl_make(comm_rank(bootstrap), comm_size(bootstrap), device, id_from_bootstrap,
+			 bootstrap, err, errlen);
+}
+
+int comm_nccl_unique_id(char hex[COMM_NCCL_ID_HEX], char *err, size_t errlen)
+{
+	int rc = 0;
+	ncclUniqueId id;
+	NCCL_CHECK(ncclGetUniqueId(&id));
+	comm_hex_encode(&id, sizeof(id), hex);
+out:
+	return rc;
+}
+
+static int id_from_hex(void *ctx, ncclUniqueId *id, char *err, size_t errlen)
+{
+	if (comm_hex_decode(ctx, id, sizeof(*id)) != 0) {
+		snprintf(err, errlen, "the NCCL id is not %d hex digits (SENTE_NCCL_ID is set by "
+			 "the launcher of `sente train --gpus`)", 2 * NCCL_UNIQUE_ID_BYTES);
+		return -1;
+	}
+	return 0;
+}
+
+comm *comm_new_nccl_from_id(int rank, int size, const char *hex, int device, char *err,
+			    size_t errlen)
+{
+	if (size < 1 || rank < 0 || rank >= size) {
+		snprintf(err, errlen, "NCCL rank %d of %d is out of range", rank, size);
+		return NULL;
+	}
+	return nccl_make(rank, size, device, id_from_hex, (void *)hex, err, errlen);
+}
+
 #else
+
+#define NOT_BUILT                                                                   \
+	"this sente was built without NCCL (needs nvcc and nccl.h; the Makefile prints " \
+	"'sente: NCCL found' when it has them)"
 
 bool comm_nccl_built(void)
 {
@@ -172,8 +231,21 @@ comm *comm_new_nccl(comm *bootstrap, int device, char *err, size_t errlen)
 {
 	(void)bootstrap;
 	(void)device;
-	snprintf(err, errlen, "this sente was built without NCCL (needs nvcc and nccl.h; the "
-		 "Makefile prints 'sente: NCCL found' when it has them)");
+	snprintf(err, errlen, NOT_BUILT);
+	return NULL;
+}
+
+int comm_nccl_unique_id(char hex[COMM_NCCL_ID_HEX], char *err, size_t errlen)
+{
+	hex[0] = '\0';
+	snprintf(err, errlen, NOT_BUILT);
+	return -1;
+}
+
+comm *comm_new_nccl_from_id(int rank, int size, const char *hex, int device, char *err,
+			    size_t errlen)
+{
+	snprintf(err, errlen, NOT_BUILT);
 	return NULL;
 }
 
