@@ -20,6 +20,7 @@
 #include "nn/backend.h"
 #include "nn/cuda/cuda.h"
 #include "train/comm.h"
+#include "train/launch.h"
 #include "train/learner.h"
 
 static const char train_help[] =
@@ -379,21 +380,82 @@ int cli_train(int argc, char **argv)
 	 * waiting in a collective. */
 	bool together = false;
 
-	c = comm_new_world(err, sizeof(err));
+	/* Processes: one per GPU. Several GPUs without mpirun: this process
+	 * launches the ranks (train/launch.h) and waits; a launched rank
+	 * talks NCCL only, its host traffic staged through the device. Under
+	 * mpirun, MPI carries the host traffic and the NCCL id. */
+	comm *nccl = NULL;
+	int child = 0, c_rank = 0, c_world = 1, c_dev = 0;
+	char nid[COMM_NCCL_ID_HEX] = "";
+	if (o.backend == LEARNER_CUDA) {
+		child = launch_child_env(&c_rank, &c_world, &c_dev, nid, err, sizeof(err));
+		if (child < 0) {
+			fprintf(stderr, "sente train: %s\n", err);
+			return 1;
+		}
+		if (child == 0 && !comm_launched_by_mpi() && o.n_gpus > 1) {
+			int have = nn_cuda_device_count();
+			for (int i = 0; i < o.n_gpus; i++)
+				if (o.gpus[i] >= have) {
+					fprintf(stderr, "sente train: --gpus names GPU %d, but %d CUDA "
+						"device%s visible%s\n", o.gpus[i], have,
+						have == 1 ? " is" : "s are",
+						nn_cuda_built() ? "" : " (this sente was built without CUDA)");
+					return 1;
+				}
+			for (int i = 0; i < o.n_gpus; i++)
+				for (int j = 0; j < i; j++)
+					if (o.gpus[i] == o.gpus[j]) {
+						cli_usage_error("train", "--gpus lists GPU %d twice", o.gpus[i]);
+						return 2;
+					}
+			if (comm_nccl_unique_id(nid, err, sizeof(err)) != 0) {
+				fprintf(stderr, "sente train: %s\n", err);
+				return 1;
+			}
+			char **full = calloc((size_t)argc + 2, sizeof(*full));
+			if (!full)
+				return 1;
+			full[0] = "sente";
+			for (int i = 0; i < argc; i++)
+				full[i + 1] = argv[i];
+			launch_opts lopt = { .nccl_id = nid };
+			if (!o.quiet)
+				fprintf(stderr, "sente train: starting %d ranks, one per GPU\n", o.n_gpus);
+			int lr = launch_ranks("/proc/self/exe", full, o.gpus, o.n_gpus, &lopt, err,
+					      sizeof(err));
+			free(full);
+			if (lr != 0) {
+				fprintf(stderr, "sente train: %s\n", err);
+				return 1;
+			}
+			return 0;
+		}
+	}
+	if (child == 1) {
+		nccl = comm_new_nccl_from_id(c_rank, c_world, nid, c_dev, err, sizeof(err));
+		c = nccl ? comm_new_nccl_host(nccl, err, sizeof(err)) : NULL;
+		o.device = c_dev;
+	} else {
+		c = comm_new_world(err, sizeof(err));
+	}
 	if (!c) {
 		fprintf(stderr, "sente train: %s\n", err);
+		comm_free(nccl);
 		return 1;
 	}
 	int rank = comm_rank(c), K = comm_size(c);
 	bool lead = rank == 0;
-	if (o.backend == LEARNER_CUDA) {
-		if (o.n_gpus > 1 && K == 1) {
-			cli_usage_error("train", "--gpus %d GPUs: this build cannot start one process "
-					"per GPU yet; run under mpirun -np %d", o.n_gpus, o.n_gpus);
-			rc = 2;
-			goto out;
+	if (o.backend == LEARNER_CUDA && child == 0) {
+		if (K > 1) {
+			if (gpu_for_local_rank(o.gpus, o.n_gpus, &o.device, err, sizeof(err)) != 0 ||
+			    !(nccl = comm_new_nccl(c, o.device, err, sizeof(err)))) {
+				fprintf(stderr, "sente train: rank %d: %s\n", rank, err);
+				goto out;
+			}
+		} else {
+			o.device = o.n_gpus ? o.gpus[0] : 0;
 		}
-		o.device = o.n_gpus ? o.gpus[rank % o.n_gpus] : 0;
 	}
 	together = true;
 	if (o.batch % K != 0) {
@@ -491,7 +553,7 @@ announce:
 		together = true;
 		goto out;
 	}
-	learner_set_comm(L, c);
+	learner_set_comm(L, o.backend == LEARNER_CUDA ? nccl : c);
 	if (learner_broadcast(L, 0) != 0) {
 		fprintf(stderr, "sente train: rank %d: %s\n", rank, learner_error(L));
 		goto out;
@@ -649,5 +711,7 @@ out:
 	nn_net_free(net);
 	store_close(db);
 	comm_free(c);
+	if (nccl != c)
+		comm_free(nccl);
 	return rc;
 }

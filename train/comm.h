@@ -70,6 +70,12 @@ comm *comm_new_nccl_from_id(int rank, int size, const char *hex, int device, cha
  * through the environment. */
 void comm_hex_encode(const void *bytes, size_t n, char *hex);
 int comm_hex_decode(const char *hex, void *bytes, size_t n);
+/* Host buffers over an NCCL comm (not owned; it must outlive this one):
+ * every collective copies the buffer to the device, runs on the NCCL comm
+ * and copies back, synchronously. For the learner's small control traffic
+ * where there is no MPI (ranks of the single-machine launcher). Its kind
+ * is COMM_KIND_NCCL. NULL with a message, or when not built. */
+comm *comm_new_nccl_host(comm *nccl, char *err, size_t errlen);
 /* Frees the comm (finalising MPI when comm_new_world initialised it).
  * Accepts NULL. */
 void comm_free(comm *c);

@@ -216,6 +216,122 @@ comm *comm_new_nccl_from_id(int rank, int size, const char *hex, int device, cha
 	return nccl_make(rank, size, device, id_from_hex, (void *)hex, err, errlen);
 }
 
+/* ---- host buffers over an NCCL comm ------------------------------------- */
+
+/* The learner's control traffic (setup, games, stop flags) is small and in
+ * host memory; ranks started by the single-machine launcher have no MPI to
+ * carry it, so it goes through the NCCL comm, staged in device memory. */
+typedef struct nccl_host_impl {
+	comm *dev;     /* the NCCL comm (not owned) */
+	void *buf;     /* device staging */
+	size_t cap;    /* its bytes */
+	int device;    /* its GPU */
+} nccl_host_impl;
+
+static int nh_stage(comm *c, size_t bytes)
+{
+	nccl_host_impl *x = c->impl;
+	char *err = c->err;
+	size_t errlen = sizeof(c->err);
+	int rc = 0;
+	NCCL_CUDA_CHECK(cudaSetDevice(x->device));
+	if (bytes > x->cap) {
+		size_t cap = x->cap ? x->cap : 1 << 16;
+		while (cap < bytes)
+			cap *= 2;
+		if (x->buf)
+			cudaFree(x->buf);
+		x->buf = NULL;
+		x->cap = 0;
+		NCCL_CUDA_CHECK(cudaMalloc(&x->buf, cap));
+		x->cap = cap;
+	}
+out:
+	return rc;
+}
+
+/* Copies in, runs the collective on the NCCL comm's stream, copies out. */
+static int nh_run(comm *c, void *host, size_t bytes, int is_bcast, comm_op op, int root)
+{
+	nccl_host_impl *x = c->impl;
+	char *err = c->err;
+	size_t errlen = sizeof(c->err);
+	int rc = 0;
+	if (nh_stage(c, bytes ? bytes : 4) != 0)
+		return -1;
+	cudaStream_t st = (cudaStream_t)comm_get_stream(x->dev);
+	NCCL_CUDA_CHECK(cudaMemcpyAsync(x->buf, host, bytes, cudaMemcpyHostToDevice, st));
+	if ((is_bcast ? comm_broadcast(x->dev, x->buf, bytes, root)
+		      : comm_allreduce(x->dev, x->buf, bytes / sizeof(float), op)) != 0) {
+		snprintf(err, errlen, "%s", comm_error(x->dev));
+		return -1;
+	}
+	NCCL_CUDA_CHECK(cudaMemcpyAsync(host, x->buf, bytes, cudaMemcpyDeviceToHost, st));
+	NCCL_CUDA_CHECK(cudaStreamSynchronize(st));
+out:
+	return rc;
+}
+
+static int nh_allreduce(comm *c, float *buf, size_t n, comm_op op)
+{
+	return nh_run(c, buf, n * sizeof(float), 0, op, 0);
+}
+
+static int nh_broadcast(comm *c, void *buf, size_t bytes, int root)
+{
+	return nh_run(c, buf, bytes, 1, COMM_OP_SUM, root);
+}
+
+static int nh_barrier(comm *c)
+{
+	nccl_host_impl *x = c->impl;
+	if (comm_barrier(x->dev) != 0) {
+		snprintf(c->err, sizeof(c->err), "%s", comm_error(x->dev));
+		return -1;
+	}
+	return 0;
+}
+
+static void nh_abort(comm *c, int code)
+{
+	comm_abort(((nccl_host_impl *)c->impl)->dev, code);
+}
+
+static void nh_destroy(comm *c)
+{
+	nccl_host_impl *x = c->impl;
+	if (!x)
+		return;
+	if (x->buf) {
+		cudaSetDevice(x->device);
+		cudaFree(x->buf);
+	}
+	free(x);
+}
+
+static const comm_ops nccl_host_ops = { nh_allreduce, nh_broadcast, nh_barrier, NULL, nh_abort,
+					nh_destroy };
+
+comm *comm_new_nccl_host(comm *nccl, char *err, size_t errlen)
+{
+	if (!nccl || comm_get_kind(nccl) != COMM_KIND_NCCL) {
+		snprintf(err, errlen, "host buffers over NCCL need an NCCL comm");
+		return NULL;
+	}
+	comm *c = comm_alloc(&nccl_host_ops, COMM_KIND_NCCL, comm_rank(nccl), comm_size(nccl));
+	nccl_host_impl *x = calloc(1, sizeof(*x));
+	if (!c || !x) {
+		snprintf(err, errlen, "out of memory");
+		free(x);
+		comm_free(c);
+		return NULL;
+	}
+	x->dev = nccl;
+	x->device = ((nccl_impl *)nccl->impl)->device;
+	c->impl = x;
+	return c;
+}
+
 #else
 
 #define NOT_BUILT                                                                   \
@@ -245,6 +361,13 @@ int comm_nccl_unique_id(char hex[COMM_NCCL_ID_HEX], char *err, size_t errlen)
 comm *comm_new_nccl_from_id(int rank, int size, const char *hex, int device, char *err,
 			    size_t errlen)
 {
+	snprintf(err, errlen, NOT_BUILT);
+	return NULL;
+}
+
+comm *comm_new_nccl_host(comm *nccl, char *err, size_t errlen)
+{
+	(void)nccl;
 	snprintf(err, errlen, NOT_BUILT);
 	return NULL;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nn/cuda/cuda.h"
 #include "train/comm.h"
 #include "train/trainer.h"
 
@@ -40,12 +41,27 @@ static char *slurp(const char *path)
 	return buf;
 }
 
-Test(train_cli, gpus_refused)
+/* Without the GPUs it names, --gpus stops before launching anything and
+ * says why; bad lists and precisions are usage errors. */
+Test(train_cli, gpus_without_devices)
 {
-	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "%s train --gpus 0,1 2>/dev/null", bin());
+	if (nn_cuda_device_count() >= 2)
+		cr_skip_test("two CUDA devices are present: the launcher would start");
+	char cmd[1024], out[] = "/tmp/sente-gpus-XXXXXX";
+	int fd = mkstemp(out);
+	cr_assert(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "%s train --gpus 0,1 --dir /tmp/sente-no-such-run 2>%s", bin(), out);
 	int st = system(cmd);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d", st);
+	cr_assert(strstr(slurp(out), "CUDA device"), "%s", slurp(out));
+	snprintf(cmd, sizeof(cmd), "%s train --gpus 0,x 2>/dev/null", bin());
+	st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "exit %d", st);
+	snprintf(cmd, sizeof(cmd), "%s train --backend cuda --precision fp8 2>/dev/null", bin());
+	st = system(cmd);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "exit %d", st);
+	unlink(out);
 }
 
 Test(train_cli, mpirun_two_ranks_equal_one, .timeout = 120)

@@ -1095,6 +1095,56 @@ const train_options *gpu_trainer_options(const gpu_trainer *t) { return &t->opt;
 const gpu_train_options *gpu_trainer_gpu_options(const gpu_trainer *t) { return &t->g; }
 const char *gpu_trainer_error(const gpu_trainer *t) { return t->err; }
 
+int gpu_trainer_broadcast(gpu_trainer *t, comm *c, int root)
+{
+	char *err = t->err;
+	size_t errlen = sizeof(t->err);
+	int rc = 0;
+	int nmom = t->opt.optimizer == TRAIN_OPTIMIZER_ADAMW ? 2 : 1;
+	/* step, rng, loss scale, clean steps, skipped steps: as doubles, so
+	 * one device buffer carries them (the integers are < 2^53). */
+	double st[5] = { (double)t->step, 0, t->scale, t->good, (double)t->skipped_steps };
+	uint64_t rng = t->rng;
+	void *dst = NULL;
+	if (comm_size(c) == 1)
+		return 0;
+	CUDA_CHECK(cudaSetDevice(t->g.device));
+	comm_set_stream(c, t->stream);
+	if (comm_broadcast(c, t->w, t->nf * sizeof(float), root) != 0)
+		goto comm_fail;
+	for (int k = 0; k < nmom; k++)
+		if (comm_broadcast(c, t->mom[k], t->nf * sizeof(float), root) != 0)
+			goto comm_fail;
+	CUDA_CHECK(cudaMalloc(&dst, sizeof(st) + sizeof(rng)));
+	CUDA_CHECK(cudaMemcpyAsync(dst, st, sizeof(st), cudaMemcpyHostToDevice, t->stream));
+	CUDA_CHECK(cudaMemcpyAsync((char *)dst + sizeof(st), &rng, sizeof(rng),
+				   cudaMemcpyHostToDevice, t->stream));
+	if (comm_broadcast(c, dst, sizeof(st) + sizeof(rng), root) != 0)
+		goto comm_fail;
+	CUDA_CHECK(cudaMemcpyAsync(st, dst, sizeof(st), cudaMemcpyDeviceToHost, t->stream));
+	CUDA_CHECK(cudaMemcpyAsync(&rng, (char *)dst + sizeof(st), sizeof(rng),
+				   cudaMemcpyDeviceToHost, t->stream));
+	/* The compute copies follow the broadcast masters. */
+	CUDA_CHECK(cudaMemcpyAsync(t->host->data, t->w, t->nf * sizeof(float),
+				   cudaMemcpyDeviceToHost, t->stream));
+	CUDA_CHECK(cudaStreamSynchronize(t->stream));
+	t->step = (int64_t)st[0];
+	t->scale = st[2];
+	t->good = (int)st[3];
+	t->skipped_steps = (int64_t)st[4];
+	t->rng = rng;
+	if (gt_upload_weights(t, t->host->data, err, errlen) < 0)
+		rc = -1;
+	goto out;
+comm_fail:
+	snprintf(err, errlen, "broadcast: %s", comm_error(c));
+	rc = -1;
+out:
+	if (dst)
+		cudaFree(dst);
+	return rc;
+}
+
 uint64_t gpu_trainer_random(gpu_trainer *t)
 {
 	uint64_t z = (t->rng += 0x9e3779b97f4a7c15ull);
@@ -1224,6 +1274,7 @@ uint64_t gpu_trainer_random(gpu_trainer *t) { return 0; }
 const train_options *gpu_trainer_options(const gpu_trainer *t) { return NULL; }
 const gpu_train_options *gpu_trainer_gpu_options(const gpu_trainer *t) { return NULL; }
 const char *gpu_trainer_error(const gpu_trainer *t) { return GT_NOT_BUILT; }
+int gpu_trainer_broadcast(gpu_trainer *t, comm *c, int root) { return -1; }
 
 int gpu_trainer_checkpoint_save(gpu_trainer *t, const char *path, int world, const void *blob,
 				size_t blob_len, char *err, size_t errlen)

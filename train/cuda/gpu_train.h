@@ -42,6 +42,7 @@
 #include "nn/net.h"
 #include "train/cuda/gpu_batch.h"
 #include "train/cuda/grad_hooks.h"
+#include "train/comm.h"
 #include "train/trainer.h"
 
 #ifdef __cplusplus
@@ -125,6 +126,11 @@ uint64_t gpu_trainer_random(gpu_trainer *t);
 const train_options *gpu_trainer_options(const gpu_trainer *t);
 const gpu_train_options *gpu_trainer_gpu_options(const gpu_trainer *t);
 const char *gpu_trainer_error(const gpu_trainer *t);
+/* Copies root's master weights, optimizer moments, step, RNG and loss
+ * scale to every rank of c (an NCCL comm: device buffers, enqueued on the
+ * trainer's stream) and rebuilds the compute copies. 0, or -1 with
+ * gpu_trainer_error. */
+int gpu_trainer_broadcast(gpu_trainer *t, comm *c, int root);
 
 /* Checkpoints in the CPU trainer's format (train/checkpoint.h), loss scale
  * included; world is the ranks to record (1 for a lone trainer). */

@@ -1,0 +1,131 @@
+/* The GPU learner end to end through the command line: `sente train
+ * --backend cuda` on one GPU, the launcher on two, a GPU checkpoint
+ * resumed by the CPU learner, and `sente run --backend cuda` sharing one
+ * device between self-play and training. Each test skips itself, with a
+ * message, without the devices it needs. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nn/cuda/cuda.h"
+#include "train/trainer.h"
+
+static const char *gl_bin(void)
+{
+	const char *b = getenv("SENTE_BIN");
+	if (!b)
+		cr_skip_test("SENTE_BIN is not set (run through make test)");
+	return b;
+}
+
+static void gl_need(int devices)
+{
+	if (nn_cuda_device_count() < devices)
+		cr_skip_test("needs %d CUDA device%s (%d visible): the GPU learner is checked on a "
+			     "machine with one", devices, devices == 1 ? "" : "s",
+			     nn_cuda_device_count());
+}
+
+static char *gl_slurp(const char *path)
+{
+	static char buf[65536];
+	FILE *f = fopen(path, "r");
+	buf[0] = 0;
+	if (f) {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = 0;
+		fclose(f);
+	}
+	return buf;
+}
+
+/* A run folder with Connect Four games from a uniform policy. */
+static void gl_games(const char *dir)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd),
+		 "mkdir -p %s && %s selfplay --db %s/sente.db --game connect4 --games 24 "
+		 "--parallel-games 8 --visits 16 --cheap-visits 0 -s 3 -q --backend cpu >/dev/null 2>&1",
+		 dir, gl_bin(), dir);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+Test(gpu_learner, train_one_gpu, .timeout = 300)
+{
+	gl_need(1);
+	char dir[] = "/tmp/sente-gpul-XXXXXX", cmd[4096], path[1024], err[256];
+	cr_assert(mkdtemp(dir));
+	gl_games(dir);
+	for (int p = 0; p < 3; p++) {
+		static const char *const prec[] = { "fp32", "fp16", "bf16" };
+		snprintf(cmd, sizeof(cmd),
+			 "%s train --dir %s --backend cuda --precision %s --steps 20 --batch 32 "
+			 "--blocks 1 --channels 16 --export-steps 20 --json >%s/%s.json 2>%s/%s.log",
+			 gl_bin(), dir, prec[p], dir, prec[p], dir, prec[p]);
+		snprintf(path, sizeof(path), "%s/%s.log", dir, prec[p]);
+		cr_assert_eq(system(cmd), 0, "%s\n%s", cmd, gl_slurp(path));
+		cr_assert(strstr(gl_slurp(path), "cuda"), "%s", gl_slurp(path));
+		snprintf(path, sizeof(path), "%s/%s.json", dir, prec[p]);
+		const char *js = gl_slurp(path);
+		const char *l = strstr(js, "\"loss\":");
+		cr_assert(l, "%s", js);
+		double loss = atof(l + 7);
+		cr_assert(isfinite(loss) && loss > 0 && loss < 20, "%s: loss %g", prec[p], loss);
+		cr_assert(strstr(js, "\"loss_scale\":"), "%s", js);
+	}
+	/* The GPU checkpoint resumes on the CPU learner, at its step. */
+	snprintf(path, sizeof(path), "%s/checkpoints/learner.ckpt", dir);
+	nn_net *net = trainer_checkpoint_net(path, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	cr_assert_eq(net->meta.train_step, 60);
+	nn_net_free(net);
+	snprintf(cmd, sizeof(cmd), "%s train --dir %s --backend cpu --steps 2 --batch 32 --threads 1 "
+		 ">/dev/null 2>%s/cpu.log", gl_bin(), dir, dir);
+	snprintf(path, sizeof(path), "%s/cpu.log", dir);
+	cr_assert_eq(system(cmd), 0, "%s", gl_slurp(path));
+	cr_assert(strstr(gl_slurp(path), "resumed at step 60"), "%s", gl_slurp(path));
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	system(cmd);
+}
+
+Test(gpu_learner, train_two_gpus_launcher, .timeout = 300)
+{
+	gl_need(2);
+	char dir[] = "/tmp/sente-gpul-XXXXXX", cmd[4096], path[1024], err[256];
+	cr_assert(mkdtemp(dir));
+	gl_games(dir);
+	snprintf(cmd, sizeof(cmd),
+		 "%s train --dir %s --gpus 0,1 --steps 10 --batch 64 --blocks 1 --channels 16 "
+		 "--export-steps 10 >/dev/null 2>%s/two.log", gl_bin(), dir, dir);
+	snprintf(path, sizeof(path), "%s/two.log", dir);
+	cr_assert_eq(system(cmd), 0, "%s", gl_slurp(path));
+	cr_assert(strstr(gl_slurp(path), "2 ranks (nccl)"), "%s", gl_slurp(path));
+	snprintf(path, sizeof(path), "%s/checkpoints/learner.ckpt", dir);
+	nn_net *net = trainer_checkpoint_net(path, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	cr_assert_eq(net->meta.train_step, 10);
+	nn_net_free(net);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	system(cmd);
+}
+
+Test(gpu_learner, run_shares_the_device, .timeout = 300)
+{
+	gl_need(1);
+	char dir[] = "/tmp/sente-gpur-XXXXXX", cmd[4096], path[1024];
+	cr_assert(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd),
+		 "%s run --game connect4 --dir %s/run --backend cuda --minutes 0.5 --blocks 1 "
+		 "--channels 16 --positions 300 --eval-visits 8 --eval-positions 2 2>%s/run.log",
+		 gl_bin(), dir, dir);
+	snprintf(path, sizeof(path), "%s/run.log", dir);
+	cr_assert_eq(system(cmd), 0, "%s", gl_slurp(path));
+	const char *log = gl_slurp(path);
+	cr_assert(strstr(log, "self-play cuda") && strstr(log, "training cuda"), "%s", log);
+	cr_assert(strstr(log, "iteration 1:"), "%s", log);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	system(cmd);
+}
