@@ -152,7 +152,8 @@ static const char search_help[] =
 	"  --backend B         auto, cpu or cuda (default auto)\n"
 	"  --gpus LIST         CUDA devices, one evaluator thread each (default 0)\n"
 	"  --precision P       fp32/bf16/int8 (CPU), fp16/fp32 (CUDA, default fp16)\n"
-	"  --repeat N          searches to run, each from a fresh tree (default 2)\n";
+	"  --repeat N          searches to run, each from a fresh tree (default 2)\n"
+	"  --virtual-loss N    losses per descent in flight (default 1)\n";
 
 /* Forward calls per second of the backends at `batch`, all of them at once
  * (one thread each), over about `seconds`. */
@@ -219,7 +220,7 @@ static int bench_search(int argc, char **argv)
 {
 	const char *weights = NULL;
 	long blocks = 6, channels = 64, size = 19, visits = 3200, threads = 2, batch = 0,
-	     nn_threads = 0, repeat = 2;
+	     nn_threads = 0, repeat = 2, vloss = -1;
 	game_kind kind = GAME_KIND_GO;
 	nn_backend_options bo = nn_backend_options_default();
 	char berr[256];
@@ -251,6 +252,7 @@ static int bench_search(int argc, char **argv)
 		else if (!strcmp(a, "-b") || !strcmp(a, "--batch")) target = &batch, hi = 4096;
 		else if (!strcmp(a, "--nn-threads")) target = &nn_threads, hi = 1024;
 		else if (!strcmp(a, "--repeat")) target = &repeat, hi = 1000;
+		else if (!strcmp(a, "--virtual-loss")) target = &vloss, lo = 0, hi = 100;
 		if (!target || !v)
 			return cli_usage_error("bench", "unknown or incomplete option '%s'", a);
 		if (!cli_parse_int(v, lo, hi, target))
@@ -302,6 +304,8 @@ static int bench_search(int argc, char **argv)
 		mo.threads = (int)threads;
 		mo.max_visits = (int)visits;
 		mo.gather = batch > threads ? (int)(batch / threads) : 1;
+		if (vloss >= 0)
+			mo.virtual_loss = (int)vloss;
 		mcts *m = ev ? mcts_new(ev, &mo, err, sizeof(err)) : NULL;
 		if (!m) {
 			fprintf(stderr, "sente bench search: %s\n", err);

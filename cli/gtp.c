@@ -35,6 +35,9 @@ static const char gtp_help[] =
 	"  -r, --resign PCT     resign when the winrate is below PCT percent\n"
 	"                       (default 10; 0 never resigns)\n"
 	"      --lagbuffer S    seconds kept in reserve per move (default 1.0)\n"
+	"      --virtual-loss N losses counted per descent in flight, to spread\n"
+	"                       threads apart (default 1; larger spreads batches\n"
+	"                       more but reads forced lines worse)\n"
 	"      --memory MB      search tree memory (default 512)\n"
 	"      --game go|connect4  which game (default go); for Connect Four the\n"
 	"                       first player is b and moves are the columns 1..7\n"
@@ -111,6 +114,10 @@ int cli_gtp(int argc, char **argv)
 			if (!cli_parse_double(v, &d) || d < 0 || d > 60)
 				return cli_usage_error("gtp", "--lagbuffer takes seconds 0..60, got '%s'", v);
 			opt.lag = d;
+		} else if (!strcmp(a, "--virtual-loss") && takes) {
+			if (!count_arg(a, v, 0, 100, &n))
+				return 2;
+			opt.search.virtual_loss = (int)n;
 		} else if (!strcmp(a, "--memory") && takes) {
 			if (!count_arg(a, v, 16, 1 << 20, &n))
 				return 2;

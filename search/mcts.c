@@ -186,7 +186,7 @@ mcts_options mcts_options_default(void)
 		.cpuct_log = 0.45f,
 		.fpu_reduction = 0.25f,
 		.fpu_root = 0.25f,
-		.virtual_loss = 3,
+		.virtual_loss = 1,
 		.gather = 1,
 		.noise = false,
 		.noise_alpha_sum = 10.83f,

@@ -31,7 +31,10 @@ typedef struct mcts_options {
 	float cpuct_log;        /* growth: c = cpuct + cpuct_log * ln((N + base + 1) / base) */
 	float fpu_reduction;    /* unvisited child: parent Q minus this * sqrt(visited prior) */
 	float fpu_root;         /* the same at the root (0 when noise is on, as LZ) */
-	int virtual_loss;       /* visits counted as losses per in-flight descent */
+	int virtual_loss;       /* visits counted as losses per in-flight descent
+				 * (default 1: Leela Zero's 3 kept two threads off
+				 * the one good reply of a ladder past 30,000
+				 * playouts, tests/search/test_mcts.c) */
 	int gather;             /* leaves a thread collects (with virtual loss) before
 				 * evaluating them as one batch: threads * gather
 				 * fills a batch without many threads */

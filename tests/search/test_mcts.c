@@ -307,12 +307,23 @@ Test(mcts, go_ladder_breaker)
 	 * only; after B3, B2, C1 or B1 it still defends C3, after C2 it does
 	 * not) and by a full-width material minimax to 9 plies (C2 wins a
 	 * stone, every other move nothing). With one thread C2 is chosen from
-	 * about 3,000 playouts (at 2,500 it plays A2); two threads hold on to
-	 * the broken ladder B3 past 30,000, so this test searches on one. */
+	 * about 3,000 playouts (at 2,500 it plays A2). Two threads with a
+	 * virtual loss of 3 (Leela Zero's) held on to the broken ladder B3
+	 * past 30,000 playouts: every other descent was turned away from the
+	 * one good reply deep in the ladder, and its result diluted the line;
+	 * with the default of 1 they find C2 from 4,000 (3 seeds of 3). */
 	static const char *const rows[] = { "XXXXXO.", "X.XXOOO", "XXXXO.O", "XXXXOOO",
 					    "..OXOOO", "...XO.O", "...OOOO" };
 	go_diagram(7, 0.5, rows, GAME_BLACK);
 	cr_assert_eq(go_search_one_thread(7, 12000), go_point("C2"), "the ladder at B3 is broken by D1");
+	{
+		fake_net f;
+		fake_go_init(&f, 7, 8, 0);
+		nn_backend *be = &f.be;
+		evaluator *ev = eval_new(&be, 1, NN_ENC_LZ18, NULL, NULL, 0);
+		cr_assert_eq(search_move(ev, 2, 12000, 5), go_point("C2"), "two threads");
+		eval_free(ev);
+	}
 
 	/* The same position mirrored in the A1-G7 diagonal: the breaker now
 	 * sits at A4 and the right move is B3, so the choice above is the
