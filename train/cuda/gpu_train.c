@@ -304,6 +304,8 @@ static void gt_host_maps(gpu_trainer *t, int32_t *mc, int32_t *mf, int32_t *rm, 
 	const nn_fc *fcs[2] = { &n->policy_fc, &n->value_fc1 };
 	int cr[2] = { a->policy_channels, a->value_channels }, cp[2] = { t->pp, t->vp };
 	long base[2] = { 0, t->fc1_off };
+	for (long i = 0; i < t->nfc; i++)
+		mf[i] = -1; /* the alignment gap before fc1_off is gathered too */
 	for (int f = 0; f < 2; f++) {
 		size_t ow = (size_t)(fcs[f]->w - n->data);
 		for (int o = 0; o < fcs[f]->n_out; o++)
