@@ -220,7 +220,12 @@ static size_t gt_carve_acts(gpu_trainer *t, char *base, int m)
 			y->loc = st + 3 * y->cout;
 		}
 	}
-	int cmax = t->c > t->cin ? t->c : t->cin;
+	/* BN partials are per layer output: the tower's and both heads' widths. */
+	int cmax = t->c;
+	if (t->pp > cmax)
+		cmax = t->pp;
+	if (t->vp > cmax)
+		cmax = t->vp;
 	float *bp = gt_carve(base, &off, sizeof(float) * 3 * TK_PARTS * (size_t)cmax);
 	int np = a->policy_outputs, vo = a->value_outputs, vhid = a->value_hidden;
 	float *lg = gt_carve(base, &off, sizeof(float) * m * np);
