@@ -623,6 +623,9 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 	CUDA_CHECK(cudaMalloc(&t->amem, gt_carve_acts(t, NULL, m)));
 	gt_carve_acts(t, t->amem, m);
 	CUDA_CHECK(cudaMemset(t->amem, 0, gt_carve_acts(t, NULL, m)));
+	/* The copies and memsets above went to the default stream, which the
+	 * trainer's non-blocking stream does not wait for. */
+	CUDA_CHECK(cudaStreamSynchronize(0));
 	free(hmap);
 	return t;
 out:
@@ -1219,8 +1222,8 @@ int gpu_trainer_checkpoint_load(gpu_trainer *t, const char *path, void **blob, s
 	}
 	CUDA_CHECK(cudaSetDevice(t->g.device));
 	for (int k = 0; k < nmom; k++)
-		CUDA_CHECK(cudaMemcpy(t->mom[k], mom[k], t->nf * sizeof(float),
-				      cudaMemcpyHostToDevice));
+		CUDA_CHECK(cudaMemcpyAsync(t->mom[k], mom[k], t->nf * sizeof(float),
+					   cudaMemcpyHostToDevice, t->stream));
 	if (gt_upload_weights(t, tmp->data, err, errlen) < 0) {
 		rc = -1;
 		goto out;
