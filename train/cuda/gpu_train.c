@@ -220,7 +220,12 @@ static size_t gt_carve_acts(gpu_trainer *t, char *base, int m)
 			y->loc = st + 3 * y->cout;
 		}
 	}
-	int cmax = t->c > t->cin ? t->c : t->cin;
+	/* BN partials are per layer output: the tower's and both heads' widths. */
+	int cmax = t->c;
+	if (t->pp > cmax)
+		cmax = t->pp;
+	if (t->vp > cmax)
+		cmax = t->vp;
 	float *bp = gt_carve(base, &off, sizeof(float) * 3 * TK_PARTS * (size_t)cmax);
 	int np = a->policy_outputs, vo = a->value_outputs, vhid = a->value_hidden;
 	float *lg = gt_carve(base, &off, sizeof(float) * m * np);
@@ -304,6 +309,8 @@ static void gt_host_maps(gpu_trainer *t, int32_t *mc, int32_t *mf, int32_t *rm, 
 	const nn_fc *fcs[2] = { &n->policy_fc, &n->value_fc1 };
 	int cr[2] = { a->policy_channels, a->value_channels }, cp[2] = { t->pp, t->vp };
 	long base[2] = { 0, t->fc1_off };
+	for (long i = 0; i < t->nfc; i++)
+		mf[i] = -1; /* the alignment gap before fc1_off is gathered too */
 	for (int f = 0; f < 2; f++) {
 		size_t ow = (size_t)(fcs[f]->w - n->data);
 		for (int o = 0; o < fcs[f]->n_out; o++)
@@ -616,6 +623,9 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 	CUDA_CHECK(cudaMalloc(&t->amem, gt_carve_acts(t, NULL, m)));
 	gt_carve_acts(t, t->amem, m);
 	CUDA_CHECK(cudaMemset(t->amem, 0, gt_carve_acts(t, NULL, m)));
+	/* The copies and memsets above went to the default stream, which the
+	 * trainer's non-blocking stream does not wait for. */
+	CUDA_CHECK(cudaStreamSynchronize(0));
 	free(hmap);
 	return t;
 out:
@@ -1212,8 +1222,8 @@ int gpu_trainer_checkpoint_load(gpu_trainer *t, const char *path, void **blob, s
 	}
 	CUDA_CHECK(cudaSetDevice(t->g.device));
 	for (int k = 0; k < nmom; k++)
-		CUDA_CHECK(cudaMemcpy(t->mom[k], mom[k], t->nf * sizeof(float),
-				      cudaMemcpyHostToDevice));
+		CUDA_CHECK(cudaMemcpyAsync(t->mom[k], mom[k], t->nf * sizeof(float),
+					   cudaMemcpyHostToDevice, t->stream));
 	if (gt_upload_weights(t, tmp->data, err, errlen) < 0) {
 		rc = -1;
 		goto out;
