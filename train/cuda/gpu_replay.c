@@ -785,8 +785,11 @@ int gpu_batch_alloc(gpu_batch *b, int cap, const nn_arch *a, gpu_dtype dtype, in
 	CUDA_CHECK(cudaMalloc((void **)&b->value, sizeof(float) * (size_t)cap));
 	if (wdl)
 		CUDA_CHECK(cudaMalloc((void **)&b->wdl, sizeof(float) * 3 * (size_t)cap));
-	/* Zeroed so that a batch read before it is filled is harmless. */
+	/* Zeroed so that a batch read before it is filled is harmless; waited
+	 * for, since the streams that use the batch may not order themselves
+	 * after the default stream (non-blocking ones). */
 	CUDA_CHECK(cudaMemset(b->planes, 0, np));
+	CUDA_CHECK(cudaDeviceSynchronize());
 out:
 	if (rc != 0)
 		gpu_batch_free(b);

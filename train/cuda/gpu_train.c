@@ -1233,7 +1233,11 @@ int gpu_trainer_checkpoint_load(gpu_trainer *t, const char *path, void **blob, s
 	t->step = s.step;
 	t->rng = s.rng;
 	/* Files before version 3 have no scale: keep the initial one. */
-	if (s.loss_scale > 0 && t->g.precision == GPU_PREC_FP16)
+	/* A scale of 1 is what the CPU learner and the fp32/bf16 modes record
+	 * (they do not scale); fp16 then keeps its initial scale rather than
+	 * start at 1 and underflow until 2,000 clean steps double it. An fp16
+	 * run that really fell to 1 loses a few skipped steps on the way back. */
+	if (s.loss_scale > 1 && t->g.precision == GPU_PREC_FP16)
 		t->scale = s.loss_scale;
 	t->good = 0;
 	if (world)
