@@ -73,7 +73,7 @@ CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 
 ifeq ($(USE_CUDA),1)
-NVCCFLAGS = -O2 -g -std=c++17 -I. -Xcompiler -fPIC,-Wall \
+NVCCFLAGS = -O2 -g -std=c++17 -I. -MMD -MP -Xcompiler -fPIC,-Wall \
 	-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90,code=compute_90
 CU_OBJ    = $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
@@ -193,4 +193,4 @@ help:
 	@echo "make deps    install what is missing (apt-get, as root)"
 	@echo "make clean   remove build outputs"
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CU_OBJ:.o=.d)
