@@ -539,9 +539,14 @@ announce:
 	lo.micro_batch = o.micro_batch;
 	L = learner_new(net, &lo, err, sizeof(err));
 	int ok = L != NULL;
-	if (!ok)
-		fprintf(stderr, "sente train: rank %d: learner: %s\n", rank, err);
-	else if (lead && msg.resumed && learner_checkpoint_load(L, ckpt, err, sizeof(err)) != 0) {
+	if (!ok) {
+		if (K > 1)
+			fprintf(stderr, "sente train: rank %d: ", rank);
+		else
+			fprintf(stderr, "sente train: ");
+		fprintf(stderr, "%s learner: %s%s\n", o.backend == LEARNER_CUDA ? "the GPU" : "the",
+			err, o.backend == LEARNER_CUDA ? " (--backend cpu trains on the CPU)" : "");
+	} else if (lead && msg.resumed && learner_checkpoint_load(L, ckpt, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sente train: %s\n", err);
 		ok = 0;
 	}
