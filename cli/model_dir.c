@@ -2,10 +2,13 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "nn/net.h"
+#include "train/trainer.h"
 
 int cli_mkdir_p(const char *path)
 {
@@ -20,6 +23,34 @@ int cli_mkdir_p(const char *path)
 		*p = '/';
 	}
 	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+store *cli_open_run(const char *dir, char *ckpt, size_t ckptlen, char *err, size_t errlen)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/models", dir);
+	if (cli_mkdir_p(path) != 0) {
+		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	snprintf(path, sizeof(path), "%s/checkpoints", dir);
+	cli_mkdir_p(path);
+	snprintf(ckpt, ckptlen, "%s/checkpoints/learner.ckpt", dir);
+	snprintf(path, sizeof(path), "%s/sente.db", dir);
+	return store_open(path, err, errlen);
+}
+
+nn_net *cli_learner_net(const char *ckpt, const game_params *g, int blocks, int channels,
+			uint64_t seed, bool *resumed, char *err, size_t errlen)
+{
+	*resumed = access(ckpt, R_OK) == 0;
+	if (*resumed)
+		return trainer_checkpoint_net(ckpt, err, errlen);
+	nn_arch a = nn_arch_default(g, blocks, channels);
+	nn_net *net = nn_net_new(&a, err, errlen);
+	if (net)
+		nn_net_init_random(net, seed);
+	return net;
 }
 
 int64_t cli_export_model(store *db, const nn_net *src, int64_t step, const char *dir,

@@ -3,6 +3,7 @@
 #ifndef SENTE_CLI_MODEL_DIR_H
 #define SENTE_CLI_MODEL_DIR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,6 +12,16 @@
 
 /* mkdir -p; 0, or -1 with errno. */
 int cli_mkdir_p(const char *path);
+
+/* A run's folder for a learner: DIR/models and DIR/checkpoints made,
+ * DIR/sente.db opened, and ckpt (ckptlen bytes) set to
+ * DIR/checkpoints/learner.ckpt. NULL with a message. */
+store *cli_open_run(const char *dir, char *ckpt, size_t ckptlen, char *err, size_t errlen);
+/* The network to train: the one in checkpoint `ckpt` when the file exists
+ * (*resumed true), else a new one of game g, blocks x channels, randomly
+ * initialised from seed. NULL with a message. */
+nn_net *cli_learner_net(const char *ckpt, const game_params *g, int blocks, int channels,
+			uint64_t seed, bool *resumed, char *err, size_t errlen);
 
 /* Saves a copy of `net` (training form; BN folded in the copy) as
  * DIR/models/model-STEP.sente and registers it with `note` and `parent`;

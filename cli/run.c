@@ -1,7 +1,6 @@
 /* run.c: `sente run`, the whole AlphaZero loop on one machine: self-play,
  * training and evaluation in turn, with the run kept in DIR (database,
  * models, checkpoints, report). Stopped at any moment, it resumes. */
-#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,7 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/model_dir.h"
@@ -448,15 +446,8 @@ int cli_run(int argc, char **argv)
 	bool have_bench = false;
 	load_ctx loaded = { 0 };
 
-	snprintf(path, sizeof(path), "%s/models", o.dir);
-	if (cli_mkdir_p(path) != 0) {
-		fprintf(stderr, "sente run: cannot create %s: %s\n", path, strerror(errno));
-		return 1;
-	}
-	snprintf(path, sizeof(path), "%s/checkpoints", o.dir);
-	cli_mkdir_p(path);
-	snprintf(path, sizeof(path), "%s/sente.db", o.dir);
-	db = store_open(path, err, sizeof(err));
+	char ckpt[8192];
+	db = cli_open_run(o.dir, ckpt, sizeof(ckpt), err, sizeof(err));
 	if (!db) {
 		fprintf(stderr, "sente run: %s\n", err);
 		return 1;
@@ -478,26 +469,18 @@ int cli_run(int argc, char **argv)
 	 * a device is there. */
 	bool want_cuda = o.nn.kind == NN_BACKEND_CUDA ||
 			 (o.nn.kind == NN_BACKEND_AUTO && nn_cuda_device_count() > 0);
-	char ckpt[8192];
-	snprintf(ckpt, sizeof(ckpt), "%s/checkpoints/learner.ckpt", o.dir);
 	int64_t model_id = 0, step = 0;
-	bool resumed = access(ckpt, R_OK) == 0;
-	if (resumed) {
-		net = trainer_checkpoint_net(ckpt, err, sizeof(err));
-		if (net && net->arch.game != o.game.kind) {
-			snprintf(err, sizeof(err), "%s holds a %s run, not %s", o.dir,
-				 game_kind_name(net->arch.game), game_kind_name(o.game.kind));
-			nn_net_free(net);
-			net = NULL;
-		}
-		if (net && net->arch.game == GAME_KIND_GO)
-			o.game.size = net->arch.board_w;
-	} else {
-		nn_arch a = nn_arch_default(&o.game, o.blocks, o.channels);
-		net = nn_net_new(&a, err, sizeof(err));
-		if (net)
-			nn_net_init_random(net, o.seed);
+	bool resumed;
+	net = cli_learner_net(ckpt, &o.game, o.blocks, o.channels, o.seed, &resumed, err,
+			      sizeof(err));
+	if (net && resumed && net->arch.game != o.game.kind) {
+		snprintf(err, sizeof(err), "%s holds a %s run, not %s", o.dir,
+			 game_kind_name(net->arch.game), game_kind_name(o.game.kind));
+		nn_net_free(net);
+		net = NULL;
 	}
+	if (net && resumed && net->arch.game == GAME_KIND_GO)
+		o.game.size = net->arch.board_w;
 	if (!net) {
 		fprintf(stderr, "sente run: %s\n", err);
 		goto out;

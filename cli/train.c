@@ -4,7 +4,6 @@
  * is one data-parallel rank of several (train/comm.h): rank 0 alone reads
  * the database and writes files and metrics; the other ranks get the games
  * from it by broadcast, so they need no access to DIR. */
-#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,7 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/model_dir.h"
@@ -368,7 +366,7 @@ int cli_train(int argc, char **argv)
 	if (!parse_opts(argc, argv, &o, &rc))
 		return rc;
 	rc = 1;
-	char err[8192], path[8192], ckpt[8192];
+	char err[8192], ckpt[8192];
 	comm *c = NULL;
 	store *db = NULL;
 	nn_net *net = NULL;
@@ -479,28 +477,15 @@ int cli_train(int argc, char **argv)
 
 	/* Rank 0: the database, the network (checkpoint or new). */
 	if (lead) {
-		snprintf(path, sizeof(path), "%s/models", o.dir);
-		if (cli_mkdir_p(path) != 0) {
-			fprintf(stderr, "sente train: cannot create %s: %s\n", path, strerror(errno));
-			goto announce;
-		}
-		snprintf(path, sizeof(path), "%s/checkpoints", o.dir);
-		cli_mkdir_p(path);
-		snprintf(path, sizeof(path), "%s/sente.db", o.dir);
-		db = store_open(path, err, sizeof(err));
+		db = cli_open_run(o.dir, ckpt, sizeof(ckpt), err, sizeof(err));
 		if (!db) {
 			fprintf(stderr, "sente train: %s\n", err);
 			goto announce;
 		}
-		msg.resumed = access(ckpt, R_OK) == 0;
-		if (msg.resumed) {
-			net = trainer_checkpoint_net(ckpt, err, sizeof(err));
-		} else {
-			nn_arch a = nn_arch_default(&o.game, o.blocks, o.channels);
-			net = nn_net_new(&a, err, sizeof(err));
-			if (net)
-				nn_net_init_random(net, o.seed);
-		}
+		bool resumed;
+		net = cli_learner_net(ckpt, &o.game, o.blocks, o.channels, o.seed, &resumed, err,
+				      sizeof(err));
+		msg.resumed = resumed;
 		if (!net) {
 			fprintf(stderr, "sente train: %s\n", err);
 			goto announce;

@@ -4,6 +4,7 @@
 // Everything accumulates in fp32; half is only the storage type.
 #include "nn/cuda/kernels.h"
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 namespace {
@@ -12,6 +13,10 @@ __device__ __forceinline__ float ld(const float *p, long i) { return p[i]; }
 __device__ __forceinline__ float ld(const __half *p, long i) { return __half2float(p[i]); }
 __device__ __forceinline__ void st(float *p, long i, float v) { p[i] = v; }
 __device__ __forceinline__ void st(__half *p, long i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void st(__nv_bfloat16 *p, long i, float v)
+{
+	p[i] = __float2bfloat16_rn(v);
+}
 
 int grid_for(long n, int threads)
 {
@@ -184,6 +189,9 @@ extern "C" cudaError_t nnk_expand_float(nnk_dtype dt, const float *in, int batch
 	int g = grid_for((long)batch * hw * c_pad, 256);
 	if (dt == NNK_F16)
 		expand_float<__half><<<g, 256, 0, s>>>(in, batch, planes, hw, c_pad, (__half *)out);
+	else if (dt == NNK_BF16)
+		expand_float<__nv_bfloat16>
+			<<<g, 256, 0, s>>>(in, batch, planes, hw, c_pad, (__nv_bfloat16 *)out);
 	else
 		expand_float<float><<<g, 256, 0, s>>>(in, batch, planes, hw, c_pad, (float *)out);
 	return cudaGetLastError();

@@ -15,6 +15,7 @@ extern "C" {
 typedef enum nnk_dtype {
 	NNK_F32 = 0,
 	NNK_F16 = 1,
+	NNK_BF16 = 2, /* nnk_expand_float only: the GPU trainer's bf16 input */
 } nnk_dtype;
 
 /* Packed planes (nn/cuda/pack.h) [batch][stride] -> out [batch][hw][c_pad]. */

@@ -7,45 +7,31 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "nn/cuda/cuda.h"
+#include "tests/cli/cli_util.h"
 
-static int bf_run(const char *args, char *out, size_t len)
-{
-	const char *bin = getenv("SENTE_BIN");
-	if (!bin)
-		cr_skip_test("SENTE_BIN is not set (run through make test)");
-	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", bin, args);
-	FILE *f = popen(cmd, "r");
-	cr_assert(f, "popen %s", cmd);
-	size_t n = fread(out, 1, len - 1, f);
-	out[n] = '\0';
-	int st = pclose(f);
-	cr_assert(WIFEXITED(st), "%s did not exit normally", cmd);
-	return WEXITSTATUS(st);
-}
+#include "nn/cuda/cuda.h"
 
 static char out[1 << 16];
 
 Test(cli_backend, bad_values_are_usage_errors)
 {
-	cr_assert_eq(bf_run("gtp --backend gpu", out, sizeof(out)), 2);
+	cr_assert_eq(cli_test_run("gtp --backend gpu", out, sizeof(out)), 2);
 	cr_assert(strstr(out, "auto, cpu or cuda"), "%s", out);
-	cr_assert_eq(bf_run("gtp --gpus 0,0", out, sizeof(out)), 2);
-	cr_assert_eq(bf_run("gtp --gpus x", out, sizeof(out)), 2);
-	cr_assert_eq(bf_run("gtp --precision fp8", out, sizeof(out)), 2);
-	cr_assert_eq(bf_run("selfplay --backend tpu --db x", out, sizeof(out)), 2);
-	cr_assert_eq(bf_run("bench nn --backend tpu", out, sizeof(out)), 2);
-	cr_assert_eq(bf_run("bench search --gpus -1", out, sizeof(out)), 2);
+	cr_assert_eq(cli_test_run("gtp --gpus 0,0", out, sizeof(out)), 2);
+	cr_assert_eq(cli_test_run("gtp --gpus x", out, sizeof(out)), 2);
+	cr_assert_eq(cli_test_run("gtp --precision fp8", out, sizeof(out)), 2);
+	cr_assert_eq(cli_test_run("selfplay --backend tpu --db x", out, sizeof(out)), 2);
+	cr_assert_eq(cli_test_run("bench nn --backend tpu", out, sizeof(out)), 2);
+	cr_assert_eq(cli_test_run("bench search --gpus -1", out, sizeof(out)), 2);
 }
 
 Test(cli_backend, help_mentions_the_flags)
 {
-	cr_assert_eq(bf_run("gtp --help", out, sizeof(out)), 0);
+	cr_assert_eq(cli_test_run("gtp --help", out, sizeof(out)), 0);
 	cr_assert(strstr(out, "--backend") && strstr(out, "--gpus"), "%s", out);
-	cr_assert_eq(bf_run("selfplay --help", out, sizeof(out)), 0);
+	cr_assert_eq(cli_test_run("selfplay --help", out, sizeof(out)), 0);
 	cr_assert(strstr(out, "--backend") && strstr(out, "--gpus"), "%s", out);
-	cr_assert_eq(bf_run("bench nn --help", out, sizeof(out)), 0);
+	cr_assert_eq(cli_test_run("bench nn --help", out, sizeof(out)), 0);
 	cr_assert(strstr(out, "--backend"), "%s", out);
 }
 
@@ -53,7 +39,7 @@ Test(cli_backend, bench_nn_cuda_without_device_skips)
 {
 	if (nn_cuda_device_count() > 0)
 		cr_skip_test("a CUDA device is present");
-	cr_assert_eq(bf_run("bench nn --backend cuda --batch 1 --seconds 0.01", out, sizeof(out)), 0);
+	cr_assert_eq(cli_test_run("bench nn --backend cuda --batch 1 --seconds 0.01", out, sizeof(out)), 0);
 	cr_assert(strstr(out, "skipped"), "%s", out);
 	cr_assert_null(strstr(out, "{\"bench\""), "nothing measured: %s", out);
 }
@@ -62,7 +48,7 @@ Test(cli_backend, bench_search_cuda_without_device_falls_back)
 {
 	if (nn_cuda_device_count() > 0)
 		cr_skip_test("a CUDA device is present");
-	cr_assert_eq(bf_run("bench search --backend cuda --blocks 1 --channels 8 --size 9 -v 50 "
+	cr_assert_eq(cli_test_run("bench search --backend cuda --blocks 1 --channels 8 --size 9 -v 50 "
 			    "--repeat 1 --nn-threads 1",
 			    out, sizeof(out)),
 		     0, "%s", out);

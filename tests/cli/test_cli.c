@@ -6,28 +6,13 @@
 #include <string.h>
 #include <sys/wait.h>
 
-/* Runs `sente ARGS`, returns its exit code; its stdout+stderr go to out. */
-static int run_sente(const char *args, char *out, size_t len)
-{
-	const char *bin = getenv("SENTE_BIN");
-	if (!bin)
-		cr_skip_test("SENTE_BIN is not set (run through make test)");
-	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", bin, args);
-	FILE *f = popen(cmd, "r");
-	cr_assert(f, "popen %s", cmd);
-	size_t n = fread(out, 1, len - 1, f);
-	out[n] = '\0';
-	int st = pclose(f);
-	cr_assert(WIFEXITED(st), "%s did not exit normally", cmd);
-	return WEXITSTATUS(st);
-}
+#include "tests/cli/cli_util.h"
 
 static char out[1 << 16];
 
 Test(cli, help_lists_commands)
 {
-	cr_assert_eq(run_sente("--help", out, sizeof(out)), 0);
+	cr_assert_eq(cli_test_run("--help", out, sizeof(out)), 0);
 	cr_assert(strstr(out, "usage: sente"), "%s", out);
 	cr_assert(strstr(out, "bench"));
 	cr_assert(strstr(out, "demo"));
@@ -35,43 +20,43 @@ Test(cli, help_lists_commands)
 
 Test(cli, unknown_command_exits_2)
 {
-	cr_assert_eq(run_sente("frobnicate", out, sizeof(out)), 2);
+	cr_assert_eq(cli_test_run("frobnicate", out, sizeof(out)), 2);
 	cr_assert(strstr(out, "unknown command 'frobnicate'"), "%s", out);
-	cr_assert_eq(run_sente("--frobnicate", out, sizeof(out)), 2);
+	cr_assert_eq(cli_test_run("--frobnicate", out, sizeof(out)), 2);
 	cr_assert(strstr(out, "unknown option"), "%s", out);
-	cr_assert_eq(run_sente("", out, sizeof(out)), 2, "no command is a usage error");
+	cr_assert_eq(cli_test_run("", out, sizeof(out)), 2, "no command is a usage error");
 }
 
 Test(cli, unknown_flag_exits_2)
 {
-	cr_assert_eq(run_sente("bench board --bogus", out, sizeof(out)), 2);
+	cr_assert_eq(cli_test_run("bench board --bogus", out, sizeof(out)), 2);
 	cr_assert(strstr(out, "--bogus"), "%s", out);
-	cr_assert_eq(run_sente("bench board --sizes 4", out, sizeof(out)), 2);
-	cr_assert_eq(run_sente("bench nosuch", out, sizeof(out)), 2);
-	cr_assert_eq(run_sente("demo --game chess", out, sizeof(out)), 2);
+	cr_assert_eq(cli_test_run("bench board --sizes 4", out, sizeof(out)), 2);
+	cr_assert_eq(cli_test_run("bench nosuch", out, sizeof(out)), 2);
+	cr_assert_eq(cli_test_run("demo --game chess", out, sizeof(out)), 2);
 	cr_assert(strstr(out, "chess"), "%s", out);
-	cr_assert_eq(run_sente("demo --size", out, sizeof(out)), 2, "a flag missing its value");
+	cr_assert_eq(cli_test_run("demo --size", out, sizeof(out)), 2, "a flag missing its value");
 }
 
 Test(cli, command_help)
 {
-	cr_assert_eq(run_sente("bench --help", out, sizeof(out)), 0);
+	cr_assert_eq(cli_test_run("bench --help", out, sizeof(out)), 0);
 	cr_assert(strstr(out, "board"));
-	cr_assert_eq(run_sente("demo --help", out, sizeof(out)), 0);
+	cr_assert_eq(cli_test_run("demo --help", out, sizeof(out)), 0);
 	cr_assert(strstr(out, "--game"));
 }
 
 Test(cli, bench_board_prints_json)
 {
-	cr_assert_eq(run_sente("bench board --sizes 9 --seconds 0.05", out, sizeof(out)), 0);
+	cr_assert_eq(cli_test_run("bench board --sizes 9 --seconds 0.05", out, sizeof(out)), 0);
 	cr_assert(strstr(out, "{\"bench\":\"board\",\"game\":\"go\",\"size\":9,\"games_per_s\":"), "%s", out);
 	cr_assert(strstr(out, "\"game\":\"connect4\""), "%s", out);
 }
 
 Test(cli, demo_plays_to_a_result)
 {
-	cr_assert_eq(run_sente("demo --game connect4 --quiet --seed 3", out, sizeof(out)), 0);
+	cr_assert_eq(cli_test_run("demo --game connect4 --quiet --seed 3", out, sizeof(out)), 0);
 	cr_assert(strstr(out, "result: "), "%s", out);
-	cr_assert_eq(run_sente("demo --game go --size 7 --quiet", out, sizeof(out)), 0);
+	cr_assert_eq(cli_test_run("demo --game go --size 7 --quiet", out, sizeof(out)), 0);
 	cr_assert(strstr(out, "result: "), "%s", out);
 }

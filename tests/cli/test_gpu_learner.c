@@ -11,15 +11,8 @@
 #include <unistd.h>
 
 #include "nn/cuda/cuda.h"
+#include "tests/cli/cli_util.h"
 #include "train/trainer.h"
-
-static const char *gl_bin(void)
-{
-	const char *b = getenv("SENTE_BIN");
-	if (!b)
-		cr_skip_test("SENTE_BIN is not set (run through make test)");
-	return b;
-}
 
 static void gl_need(int devices)
 {
@@ -49,7 +42,7 @@ static void gl_games(const char *dir)
 	snprintf(cmd, sizeof(cmd),
 		 "mkdir -p %s && %s selfplay --db %s/sente.db --game connect4 --games 24 "
 		 "--parallel-games 8 --visits 16 --cheap-visits 0 -s 3 -q --backend cpu >/dev/null 2>&1",
-		 dir, gl_bin(), dir);
+		 dir, cli_test_bin(), dir);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
 }
 
@@ -64,7 +57,7 @@ Test(gpu_learner, train_one_gpu, .timeout = 300)
 		snprintf(cmd, sizeof(cmd),
 			 "%s train --dir %s --backend cuda --precision %s --steps 20 --batch 32 "
 			 "--blocks 1 --channels 16 --export-steps 20 --json >%s/%s.json 2>%s/%s.log",
-			 gl_bin(), dir, prec[p], dir, prec[p], dir, prec[p]);
+			 cli_test_bin(), dir, prec[p], dir, prec[p], dir, prec[p]);
 		snprintf(path, sizeof(path), "%s/%s.log", dir, prec[p]);
 		cr_assert_eq(system(cmd), 0, "%s\n%s", cmd, gl_slurp(path));
 		cr_assert(strstr(gl_slurp(path), "cuda"), "%s", gl_slurp(path));
@@ -83,7 +76,7 @@ Test(gpu_learner, train_one_gpu, .timeout = 300)
 	cr_assert_eq(net->meta.train_step, 60);
 	nn_net_free(net);
 	snprintf(cmd, sizeof(cmd), "%s train --dir %s --backend cpu --steps 2 --batch 32 --threads 1 "
-		 ">/dev/null 2>%s/cpu.log", gl_bin(), dir, dir);
+		 ">/dev/null 2>%s/cpu.log", cli_test_bin(), dir, dir);
 	snprintf(path, sizeof(path), "%s/cpu.log", dir);
 	cr_assert_eq(system(cmd), 0, "%s", gl_slurp(path));
 	cr_assert(strstr(gl_slurp(path), "resumed at step 60"), "%s", gl_slurp(path));
@@ -99,7 +92,7 @@ Test(gpu_learner, train_two_gpus_launcher, .timeout = 300)
 	gl_games(dir);
 	snprintf(cmd, sizeof(cmd),
 		 "%s train --dir %s --gpus 0,1 --steps 10 --batch 64 --blocks 1 --channels 16 "
-		 "--export-steps 10 >/dev/null 2>%s/two.log", gl_bin(), dir, dir);
+		 "--export-steps 10 >/dev/null 2>%s/two.log", cli_test_bin(), dir, dir);
 	snprintf(path, sizeof(path), "%s/two.log", dir);
 	cr_assert_eq(system(cmd), 0, "%s", gl_slurp(path));
 	cr_assert(strstr(gl_slurp(path), "2 ranks (nccl)"), "%s", gl_slurp(path));
@@ -120,7 +113,7 @@ Test(gpu_learner, run_shares_the_device, .timeout = 300)
 	snprintf(cmd, sizeof(cmd),
 		 "%s run --game connect4 --dir %s/run --backend cuda --minutes 0.5 --blocks 1 "
 		 "--channels 16 --positions 300 --eval-visits 8 --eval-positions 2 2>%s/run.log",
-		 gl_bin(), dir, dir);
+		 cli_test_bin(), dir, dir);
 	snprintf(path, sizeof(path), "%s/run.log", dir);
 	cr_assert_eq(system(cmd), 0, "%s", gl_slurp(path));
 	const char *log = gl_slurp(path);

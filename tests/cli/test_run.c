@@ -10,15 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/cli/cli_util.h"
 #include "data/store.h"
-
-static const char *bin(void)
-{
-	const char *b = getenv("SENTE_BIN");
-	if (!b)
-		cr_skip_test("SENTE_BIN is not set (run through make test)");
-	return b;
-}
 
 /* Small settings so an iteration takes a second or two. */
 #define SMALL "--blocks 1 --channels 8 --parallel-games 8 --visits 16 --cheap-visits 4 " \
@@ -43,7 +36,7 @@ Test(run, short_run_then_resume, .timeout = 240)
 {
 	char dir[] = "/tmp/sente-run-XXXXXX", cmd[2048];
 	cr_assert(mkdtemp(dir));
-	snprintf(cmd, sizeof(cmd), "%s run --dir %s --minutes 0.15 " SMALL " 2>%s/log", bin(), dir, dir);
+	snprintf(cmd, sizeof(cmd), "%s run --dir %s --minutes 0.15 " SMALL " 2>%s/log", cli_test_bin(), dir, dir);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
 	int64_t games1, model1;
 	counts(dir, &games1, &model1);
@@ -59,7 +52,7 @@ Test(run, short_run_then_resume, .timeout = 240)
 	/* Kill it at some point of its second session, then resume. */
 	pid_t pid = fork();
 	if (pid == 0) {
-		snprintf(cmd, sizeof(cmd), "exec %s run --dir %s --minutes 5 " SMALL " 2>>%s/log", bin(), dir, dir);
+		snprintf(cmd, sizeof(cmd), "exec %s run --dir %s --minutes 5 " SMALL " 2>>%s/log", cli_test_bin(), dir, dir);
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}
@@ -70,7 +63,7 @@ Test(run, short_run_then_resume, .timeout = 240)
 	counts(dir, &games2, &model2); /* integrity checked inside */
 	cr_assert(games2 >= games1, "no finished game lost");
 
-	snprintf(cmd, sizeof(cmd), "%s run --dir %s --minutes 0.1 " SMALL " 2>>%s/log", bin(), dir, dir);
+	snprintf(cmd, sizeof(cmd), "%s run --dir %s --minutes 0.1 " SMALL " 2>>%s/log", cli_test_bin(), dir, dir);
 	cr_assert_eq(system(cmd), 0, "resume after SIGKILL: %s", cmd);
 	int64_t games3, model3;
 	counts(dir, &games3, &model3);
@@ -85,10 +78,10 @@ Test(run, short_run_then_resume, .timeout = 240)
 Test(run, bad_options_exit_2)
 {
 	char cmd[512];
-	snprintf(cmd, sizeof(cmd), "%s run --game chess 2>/dev/null", bin());
+	snprintf(cmd, sizeof(cmd), "%s run --game chess 2>/dev/null", cli_test_bin());
 	int st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2);
-	snprintf(cmd, sizeof(cmd), "%s run --minutes -3 2>/dev/null", bin());
+	snprintf(cmd, sizeof(cmd), "%s run --minutes -3 2>/dev/null", cli_test_bin());
 	st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2);
 }

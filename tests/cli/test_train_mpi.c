@@ -16,16 +16,9 @@
 #include <unistd.h>
 
 #include "nn/cuda/cuda.h"
+#include "tests/cli/cli_util.h"
 #include "train/comm.h"
 #include "train/trainer.h"
-
-static const char *bin(void)
-{
-	const char *b = getenv("SENTE_BIN");
-	if (!b)
-		cr_skip_test("SENTE_BIN is not set (run through make test)");
-	return b;
-}
 
 /* Small: a 1x16 net, 3 steps of 32, one oneDNN thread per rank. */
 #define TRAIN_ARGS "--steps 3 --batch 32 --blocks 1 --channels 16 --export-steps 3 --threads 1"
@@ -51,14 +44,14 @@ Test(train_cli, gpus_without_devices)
 	int fd = mkstemp(out);
 	cr_assert(fd >= 0);
 	close(fd);
-	snprintf(cmd, sizeof(cmd), "%s train --gpus 0,1 --dir /tmp/sente-no-such-run 2>%s", bin(), out);
+	snprintf(cmd, sizeof(cmd), "%s train --gpus 0,1 --dir /tmp/sente-no-such-run 2>%s", cli_test_bin(), out);
 	int st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit %d", st);
 	cr_assert(strstr(slurp(out), "CUDA device"), "%s", slurp(out));
-	snprintf(cmd, sizeof(cmd), "%s train --gpus 0,x 2>/dev/null", bin());
+	snprintf(cmd, sizeof(cmd), "%s train --gpus 0,x 2>/dev/null", cli_test_bin());
 	st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "exit %d", st);
-	snprintf(cmd, sizeof(cmd), "%s train --backend cuda --precision fp8 2>/dev/null", bin());
+	snprintf(cmd, sizeof(cmd), "%s train --backend cuda --precision fp8 2>/dev/null", cli_test_bin());
 	st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "exit %d", st);
 	unlink(out);
@@ -66,7 +59,7 @@ Test(train_cli, gpus_without_devices)
 
 Test(train_cli, mpirun_two_ranks_equal_one, .timeout = 120)
 {
-	const char *b = bin();
+	const char *b = cli_test_bin();
 #if defined(__SANITIZE_ADDRESS__)
 	cr_skip_test("not under AddressSanitizer: Open MPI's start-up leaks (see the top of this file)");
 #endif

@@ -103,8 +103,13 @@ double gpu_train_forward_flops(const nn_arch *a)
 
 #include "nn/cuda/cuda_common.h"
 #include "nn/cuda/cuda_dl.h"
+#include "nn/cuda/kernels.h"
 #include "nn/cuda/pack.h"
 #include "train/cuda/train_kernels.h"
+
+_Static_assert((int)TK_F32 == (int)NNK_F32 && (int)TK_F16 == (int)NNK_F16 &&
+		       (int)TK_BF16 == (int)NNK_BF16,
+	       "the input expansion takes the trainer's dtype as an nnk_dtype");
 
 int gpu_train_built(void) { return 1; }
 
@@ -995,8 +1000,9 @@ static int gt_upload(gpu_trainer *t, const train_batch *hb, gpu_batch *b)
 	if (hb->wdl)
 		CUDA_CHECK(cudaMemcpyAsync(t->hb_wdl, hb->wdl, sizeof(float) * 3 * n,
 					   cudaMemcpyHostToDevice, t->stream));
-	CUDA_CHECK(tk_expand(t->hb_planes, n, a->in_planes, t->hw, t->cin, t->dt, t->hb_x,
-			     t->stream));
+	/* The inference backend's expansion (tk_dtype and nnk_dtype agree). */
+	CUDA_CHECK(nnk_expand_float((nnk_dtype)t->dt, t->hb_planes, n, a->in_planes, t->hw, t->cin,
+				    t->hb_x, t->stream));
 	memset(b, 0, sizeof(*b));
 	b->n = b->cap = n;
 	b->hw = t->hw;

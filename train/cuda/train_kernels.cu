@@ -37,28 +37,6 @@ static int tk_blocks(long n, int threads)
 
 /* ---- layout and weights ----------------------------------------------- */
 
-__global__ void k_expand(const float *in, int n, int planes, int hw, int c_pad, int dt, void *out)
-{
-	long total = (long)n * hw * c_pad;
-	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total;
-	     i += (long)gridDim.x * blockDim.x) {
-		int c = (int)(i % c_pad);
-		long r = i / c_pad;
-		int p = (int)(r % hw);
-		long b = r / hw;
-		float v = c < planes ? in[(b * planes + c) * hw + p] : 0.0f;
-		st(out, i, dt, v);
-	}
-}
-
-extern "C" cudaError_t tk_expand(const float *in, int n, int planes, int hw, int c_pad,
-				 tk_dtype dt, void *out, cudaStream_t s)
-{
-	long total = (long)n * hw * c_pad;
-	k_expand<<<tk_blocks(total, 256), 256, 0, s>>>(in, n, planes, hw, c_pad, dt, out);
-	return cudaGetLastError();
-}
-
 __global__ void k_gather(const float *master, const int32_t *map, long n, int dt, void *out)
 {
 	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;

@@ -21,9 +21,6 @@ typedef enum tk_dtype { TK_F32 = 0, TK_F16 = 1, TK_BF16 = 2 } tk_dtype;
 /* Partials of the whole-gradient reduction. */
 #define TK_NORM_PARTS 256
 
-/* NCHW floats [n][planes][hw] -> NHWC [n][hw][c_pad] of type dt (0 padding). */
-cudaError_t tk_expand(const float *in, int n, int planes, int hw, int c_pad, tk_dtype dt,
-		      void *out, cudaStream_t st);
 /* out[i] = map[i] >= 0 ? master[map[i]] : 0, as dt (weights' compute copies). */
 cudaError_t tk_gather(const float *master, const int32_t *map, long n, tk_dtype dt, void *out,
 		      cudaStream_t st);

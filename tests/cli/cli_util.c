@@ -1,0 +1,27 @@
+#include "tests/cli/cli_util.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+const char *cli_test_bin(void)
+{
+	const char *b = getenv("SENTE_BIN");
+	if (!b)
+		cr_skip_test("SENTE_BIN is not set (run through make test)");
+	return b;
+}
+
+int cli_test_run(const char *args, char *out, size_t len)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", cli_test_bin(), args);
+	FILE *f = popen(cmd, "r");
+	cr_assert(f, "popen %s", cmd);
+	size_t n = fread(out, 1, len - 1, f);
+	out[n] = '\0';
+	int st = pclose(f);
+	cr_assert(WIFEXITED(st), "%s did not exit normally", cmd);
+	return WEXITSTATUS(st);
+}

@@ -1,0 +1,16 @@
+/* cli_util.h: what the command-line tests share: the binary under test
+ * ($SENTE_BIN, set by the Makefile; the test skips without it) and running
+ * it with its output captured. */
+#ifndef SENTE_TESTS_CLI_UTIL_H
+#define SENTE_TESTS_CLI_UTIL_H
+
+#include <stddef.h>
+
+/* $SENTE_BIN, or skips the calling test. */
+const char *cli_test_bin(void);
+/* Runs `sente ARGS` and returns its exit code; its stdout and stderr go
+ * to out (len bytes, NUL-terminated). Fails the test when it does not exit
+ * normally. */
+int cli_test_run(const char *args, char *out, size_t len);
+
+#endif
