@@ -62,7 +62,7 @@ $(info sente: MPI    $(if $(filter 1,$(USE_MPI)),found ($(MPICC)),$(if $(MPICC),
 endif
 
 # ---- sources ---------------------------------------------------------------
-MODULES  = engine search nn nn/cpu nn/cuda selfplay train train/cuda gtp data match
+MODULES  = engine search nn nn/cpu nn/cuda selfplay train train/cuda gtp data match loop
 LIB_SRC  = $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 CLI_SRC  = $(wildcard cli/*.c)
 TEST_SRC = $(wildcard tests/*.c tests/*/*.c)
@@ -134,6 +134,7 @@ test:
 	@$(MAKE) --no-print-directory test-run
 
 test-run: $(TESTBIN) $(BIN)
+	@sh scripts/check_layers.sh
 	SENTE_BIN=$(abspath $(BIN)) $(TESTBIN) --jobs 2
 
 # Same tests under AddressSanitizer and UndefinedBehaviorSanitizer, in their

@@ -7,7 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/match.h"
-#include "cli/report.h"
+#include "loop/report.h"
 #include "data/store.h"
 #include "match/elo.h"
 

@@ -165,6 +165,32 @@ int record_replay(const game_record *r, int upto, game *g)
 	return 0;
 }
 
+int record_copy(game_record *dst, const game_record *src)
+{
+	record_init(dst, &src->params);
+	if (record_reserve_moves(dst, src->n_moves + 1) ||
+	    record_reserve_visits(dst, src->n_visits > 0 ? src->n_visits : 1)) {
+		record_free(dst);
+		return -1;
+	}
+	size_t n = (size_t)src->n_moves;
+	if (n) {
+		memcpy(dst->moves, src->moves, n * sizeof(*dst->moves));
+		memcpy(dst->full, src->full, n * sizeof(*dst->full));
+		memcpy(dst->root_value, src->root_value, n * sizeof(*dst->root_value));
+	}
+	if (src->visit_start)
+		memcpy(dst->visit_start, src->visit_start, (n + 1) * sizeof(*dst->visit_start));
+	if (src->n_visits)
+		memcpy(dst->visits, src->visits, (size_t)src->n_visits * sizeof(*dst->visits));
+	dst->n_moves = src->n_moves;
+	dst->n_visits = src->n_visits;
+	dst->result = src->result;
+	dst->score = src->score;
+	dst->resigned = src->resigned;
+	return 0;
+}
+
 /* ---- encoding ------------------------------------------------------------ */
 
 /* A growing output buffer; `failed` latches the first allocation failure so

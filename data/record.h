@@ -96,6 +96,11 @@ int record_position_targets(const game_record *r, int i, int to_move, int16_t *m
  * move is illegal (a record from record_decode never is). */
 int record_replay(const game_record *r, int upto, game *g);
 
+/* A deep copy of src into dst, which is overwritten (it must not hold
+ * anything to free): every field, root values unrounded. 0, or -1 when
+ * memory runs out (dst left empty). */
+int record_copy(game_record *dst, const game_record *src);
+
 /* Encodes the record into a malloc'd blob the caller frees. Returns 0, or
  * -1 when memory runs out or the record cannot be encoded (parameters,
  * result or resignation out of range). */

@@ -1,34 +1,17 @@
-/* learner.c: the two learners behind train/learner.h. The CPU one is the
- * replay buffer plus the oneDNN trainer; the CUDA one lives in
- * train/cuda/gpu_learner.c and is reached through learner_cuda_*. */
+/* learner.c: a learner is its table and its context (learner.h); this file
+ * holds what is the same for every kind: options, dispatch, and the window's
+ * refill from the store. */
 #include "train/learner.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#include "data/replay.h"
-#include "train/learner_internal.h"
 
 struct learner {
-	learner_options opt;
-	/* cpu */
-	trainer *t;
-	replay_buffer *rb;
-	train_batch *batch;
-	/* cuda */
-	learner_cuda *cuda;
-	char what[256];
-	char err[512];
+	const learner_ops *ops; /* the kind */
+	void *ctx;              /* its context */
+	char what[256];         /* learner_describe */
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 learner_options learner_options_default(void)
 {
@@ -36,158 +19,262 @@ learner_options learner_options_default(void)
 	memset(&o, 0, sizeof(o));
 	o.train = train_options_default();
 	o.window = 100000;
-	o.backend = LEARNER_CPU;
 	o.precision = LEARNER_FP16;
 	return o;
 }
 
+static const char *const precision_names[] = { "fp32", "fp16", "bf16" };
+
 const char *learner_precision_name(learner_precision p)
 {
-	return p == LEARNER_FP16 ? "fp16" : p == LEARNER_BF16 ? "bf16" : "fp32";
+	return (unsigned)p < 3 ? precision_names[p] : "?";
 }
 
 bool learner_precision_from_name(const char *s, learner_precision *out)
 {
-	static const char *const names[] = { "fp32", "fp16", "bf16" };
 	for (int i = 0; i < 3; i++)
-		if (!strcmp(s, names[i])) {
+		if (!strcmp(s, precision_names[i])) {
 			*out = (learner_precision)i;
 			return true;
 		}
 	return false;
 }
 
-learner *learner_new(const nn_net *net, const learner_options *o, char *err, size_t errlen)
+const learner_ops *learner_by_name(const char *name)
+{
+	static const learner_ops *const all[] = { &learner_cpu, &learner_cuda };
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (!strcmp(name, all[i]->name))
+			return all[i];
+	return NULL;
+}
+
+learner *learner_new(const learner_ops *ops, const nn_net *net, const learner_options *o,
+		     char *err, size_t errlen)
 {
 	learner *l = calloc(1, sizeof(*l));
 	if (!l) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	l->opt = *o;
-	if (o->backend == LEARNER_CUDA) {
-		l->cuda = learner_cuda_new(net, o, l->what, sizeof(l->what), err, errlen);
-		if (!l->cuda)
-			goto fail;
-		return l;
+	l->ops = ops;
+	l->ctx = ops->create(net, o, l->what, sizeof(l->what), err, errlen);
+	if (!l->ctx) {
+		free(l);
+		return NULL;
 	}
-	l->t = trainer_new(net, &o->train, err, errlen);
-	if (!l->t)
-		goto fail;
-	l->rb = replay_new(o->window);
-	l->batch = train_batch_new(&net->arch, o->train.batch, net->arch.value_outputs == 3);
-	if (!l->rb || !l->batch) {
-		snprintf(err, errlen, "out of memory for the window or the batch");
-		goto fail;
-	}
-	snprintf(l->what, sizeof(l->what), "cpu fp32");
 	return l;
-fail:
-	learner_free(l);
-	return NULL;
 }
 
 void learner_free(learner *l)
 {
 	if (!l)
 		return;
-	learner_cuda_free(l->cuda);
-	train_batch_free(l->batch);
-	replay_free(l->rb);
-	trainer_free(l->t);
+	l->ops->destroy(l->ctx);
 	free(l);
 }
 
-int learner_add_game(learner *l, const game_record *r)
-{
-	if (l->cuda)
-		return learner_cuda_add_game(l->cuda, r);
-	return replay_add_game(l->rb, r);
-}
-
-int64_t learner_positions(const learner *l)
-{
-	return l->cuda ? learner_cuda_positions(l->cuda) : replay_positions(l->rb);
-}
+const learner_ops *learner_kind(const learner *l) { return l->ops; }
+int learner_add_game(learner *l, const game_record *r) { return l->ops->add_game(l->ctx, r); }
+int64_t learner_positions(const learner *l) { return l->ops->positions(l->ctx); }
+nn_net *learner_net(learner *l) { return l->ops->net(l->ctx); }
+int64_t learner_steps(const learner *l) { return l->ops->steps(l->ctx); }
+void learner_set_comm(learner *l, comm *c) { l->ops->set_comm(l->ctx, c); }
+int learner_broadcast(learner *l, int root) { return l->ops->broadcast(l->ctx, root); }
+int learner_checkpoint_world(const learner *l) { return l->ops->checkpoint_world(l->ctx); }
+const char *learner_describe(const learner *l) { return l->what; }
+const char *learner_error(const learner *l) { return l->ops->error(l->ctx); }
 
 int learner_step(learner *l, int global, int first, train_stats *st)
 {
-	if (l->cuda)
-		return learner_cuda_step(l->cuda, global, first, st);
-	double t0 = now_s();
-	/* The same draw on every rank, from the trainer's RNG (in the
-	 * checkpoint, so a resume samples as it would have). */
-	uint64_t rng = trainer_random(l->t);
-	if (replay_sample_share(l->rb, &rng, trainer_net(l->t)->arch.encoding, global, first,
-				l->opt.train.batch, l->batch) != 0) {
-		snprintf(l->err, sizeof(l->err), "sampling the window failed (%lld positions)",
-			 (long long)replay_positions(l->rb));
-		return -1;
-	}
-	double t1 = now_s();
-	if (trainer_step(l->t, l->batch, st) != 0) {
-		snprintf(l->err, sizeof(l->err), "%s", trainer_error(l->t));
-		return -1;
-	}
-	st->data_seconds = t1 - t0;
-	st->compute_seconds = now_s() - t1 - st->comm_seconds;
-	return 0;
-}
-
-nn_net *learner_net(learner *l)
-{
-	return l->cuda ? learner_cuda_net(l->cuda) : trainer_net(l->t);
-}
-
-int64_t learner_steps(const learner *l)
-{
-	return l->cuda ? learner_cuda_steps(l->cuda) : trainer_steps(l->t);
-}
-
-void learner_set_comm(learner *l, comm *c)
-{
-	if (l->cuda)
-		learner_cuda_set_comm(l->cuda, c);
-	else
-		trainer_set_comm(l->t, c);
-}
-
-int learner_broadcast(learner *l, int root)
-{
-	if (l->cuda)
-		return learner_cuda_broadcast(l->cuda, root);
-	if (trainer_broadcast(l->t, root) != 0) {
-		snprintf(l->err, sizeof(l->err), "%s", trainer_error(l->t));
-		return -1;
-	}
-	return 0;
+	return l->ops->step(l->ctx, global, first, st);
 }
 
 int learner_checkpoint_save(learner *l, const char *path, char *err, size_t errlen)
 {
-	if (l->cuda)
-		return learner_cuda_checkpoint_save(l->cuda, path, err, errlen);
-	return trainer_checkpoint_save(l->t, path, NULL, 0, err, errlen);
+	return l->ops->checkpoint_save(l->ctx, path, err, errlen);
 }
 
 int learner_checkpoint_load(learner *l, const char *path, char *err, size_t errlen)
 {
-	if (l->cuda)
-		return learner_cuda_checkpoint_load(l->cuda, path, err, errlen);
-	return trainer_checkpoint_load(l->t, path, NULL, NULL, err, errlen);
+	return l->ops->checkpoint_load(l->ctx, path, err, errlen);
 }
 
-int learner_checkpoint_world(const learner *l)
+/* ---- the window's refill ------------------------------------------------- */
+
+/* One process: the records the store delivers (newest first), copied, to be
+ * added in reverse. */
+typedef struct refill_list {
+	game_record *recs; /* copies */
+	int n, cap;        /* used, allocated */
+	int64_t last_id;   /* newest game id seen */
+} refill_list;
+
+static int refill_collect(void *ctx, int64_t game_id, const game_record *r)
 {
-	return l->cuda ? learner_cuda_checkpoint_world(l->cuda) : trainer_checkpoint_world(l->t);
+	refill_list *l = ctx;
+	if (l->n == l->cap) {
+		int cap = l->cap ? l->cap * 2 : 1024;
+		game_record *p = realloc(l->recs, sizeof(*p) * (size_t)cap);
+		if (!p)
+			return 1;
+		l->recs = p;
+		l->cap = cap;
+	}
+	if (record_copy(&l->recs[l->n], r) != 0)
+		return 1;
+	l->n++;
+	if (game_id > l->last_id)
+		l->last_id = game_id;
+	return 0;
 }
 
-const char *learner_describe(const learner *l)
+static int refill_single(learner *L, store *db, int64_t window, int64_t *last_id, int *added,
+			 char *err, size_t errlen)
 {
-	return l->what;
+	refill_list list = { .last_id = *last_id };
+	int rc = -1;
+	int n = store_recent_games(db, window, *last_id, refill_collect, &list, err, errlen);
+	if (n < 0) {
+		*added = -1;
+		goto out;
+	}
+	if (list.n < n) {
+		snprintf(err, errlen, "out of memory reading %d games", n);
+		goto out;
+	}
+	for (int i = list.n - 1; i >= 0; i--)
+		if (learner_add_game(L, &list.recs[i]) == 0)
+			(*added)++;
+	*last_id = list.last_id;
+	rc = 0;
+out:
+	for (int i = 0; i < list.n; i++)
+		record_free(&list.recs[i]);
+	free(list.recs);
+	return rc;
 }
 
-const char *learner_error(const learner *l)
+/* Several ranks: encoded records, newest first as the store delivers them,
+ * for the broadcast. */
+typedef struct game_pack {
+	uint8_t *buf;    /* u32 length + blob, repeated */
+	size_t len, cap; /* bytes used, allocated */
+	int64_t last_id; /* newest game id seen */
+} game_pack;
+
+static int pack_game(void *ctx, int64_t game_id, const game_record *r)
 {
-	return l->cuda ? learner_cuda_error(l->cuda) : l->err;
+	game_pack *p = ctx;
+	uint8_t *blob = NULL;
+	size_t len = 0;
+	if (record_encode(r, &blob, &len) != 0)
+		return 0; /* skipped, as a corrupt row is */
+	if (p->len + 4 + len > p->cap) {
+		size_t cap = p->cap ? p->cap : 1 << 20;
+		while (cap < p->len + 4 + len)
+			cap *= 2;
+		uint8_t *b = realloc(p->buf, cap);
+		if (!b) {
+			free(blob);
+			return 1;
+		}
+		p->buf = b;
+		p->cap = cap;
+	}
+	uint32_t l32 = (uint32_t)len;
+	memcpy(p->buf + p->len, &l32, 4);
+	memcpy(p->buf + p->len + 4, blob, len);
+	p->len += 4 + len;
+	if (game_id > p->last_id)
+		p->last_id = game_id;
+	free(blob);
+	return 0;
+}
+
+static int refill_ranks(learner *L, store *db, comm *c, int64_t window, int64_t *last_id,
+			int *added, char *err, size_t errlen)
+{
+	game_pack p = { .last_id = *last_id };
+	uint64_t hdr[2] = { 0, 0 }; /* bytes, ok */
+	size_t *at = NULL;
+	int rc = -1;
+	if (comm_rank(c) == 0) {
+		int n = store_recent_games(db, window, *last_id, pack_game, &p, err, errlen);
+		hdr[0] = p.len;
+		hdr[1] = n >= 0;
+	}
+	if (comm_broadcast(c, hdr, sizeof(hdr), 0) != 0) {
+		snprintf(err, errlen, "%s", comm_error(c));
+		goto out;
+	}
+	if (!hdr[1]) {
+		/* Every rank: the caller's exit is a shared one. */
+		if (comm_rank(c) != 0)
+			snprintf(err, errlen, "rank 0 could not read the games");
+		*added = -1;
+		goto out;
+	}
+	if (comm_rank(c) != 0 && hdr[0]) {
+		p.buf = malloc(hdr[0]);
+		p.len = hdr[0];
+		if (!p.buf) {
+			snprintf(err, errlen, "out of memory for %llu bytes of games",
+				 (unsigned long long)hdr[0]);
+			goto out;
+		}
+	}
+	if (hdr[0] && comm_broadcast(c, p.buf, hdr[0], 0) != 0) {
+		snprintf(err, errlen, "%s", comm_error(c));
+		goto out;
+	}
+	/* Index the packed records, then add them oldest first. */
+	size_t count = 0;
+	for (size_t off = 0; off + 4 <= p.len; count++) {
+		uint32_t l;
+		memcpy(&l, p.buf + off, 4);
+		off += 4 + l;
+	}
+	at = malloc((count ? count : 1) * sizeof(*at));
+	if (!at) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	count = 0;
+	for (size_t off = 0; off + 4 <= p.len; count++) {
+		uint32_t l;
+		memcpy(&l, p.buf + off, 4);
+		at[count] = off;
+		off += 4 + l;
+	}
+	for (size_t i = count; i-- > 0;) {
+		uint32_t l;
+		game_record r;
+		char why[128];
+		memcpy(&l, p.buf + at[i], 4);
+		if (record_decode(p.buf + at[i] + 4, l, &r, why, sizeof(why)) != 0)
+			continue;
+		if (learner_add_game(L, &r) == 0)
+			(*added)++;
+		record_free(&r);
+	}
+	if (comm_broadcast(c, &p.last_id, sizeof(p.last_id), 0) != 0) {
+		snprintf(err, errlen, "%s", comm_error(c));
+		goto out;
+	}
+	*last_id = p.last_id;
+	rc = 0;
+out:
+	free(at);
+	free(p.buf);
+	return rc;
+}
+
+int learner_refill(learner *l, store *db, comm *c, int64_t window, int64_t *last_id, int *added,
+		   char *err, size_t errlen)
+{
+	*added = 0;
+	if (!c || comm_size(c) == 1)
+		return refill_single(l, db, window, last_id, added, err, errlen);
+	return refill_ranks(l, db, c, window, last_id, added, err, errlen);
 }

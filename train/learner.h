@@ -1,32 +1,35 @@
 /* learner.h: what `sente run` and `sente train` drive, whichever device
- * trains: the window of recent positions and the trainer behind one face.
+ * trains: the window of recent positions and the trainer behind one table
+ * of operations, as the inference backends are (nn/backend.h).
  *
- *   cpu   the window in RAM as game records (data/replay.h), batches
- *         rebuilt and encoded on the host (train/batch.c), the oneDNN
- *         trainer (train/trainer.h);
- *   cuda  the window in device memory as packed positions
- *         (train/cuda/gpu_replay.h), batches drawn with cuRAND and expanded
- *         on the device, the cuDNN/cuBLAS trainer (train/cuda/gpu_train.h)
- *         in fp32, fp16 or bf16 with fp32 master weights.
+ *   learner_cpu   the window in RAM as game records (train/replay.h),
+ *                 batches rebuilt and encoded on the host (train/batch.c),
+ *                 the oneDNN trainer (train/trainer.h); train/cpu_learner.c.
+ *   learner_cuda  the window in device memory as packed positions
+ *                 (train/cuda/gpu_replay.h), batches drawn with cuRAND and
+ *                 expanded on the device, the cuDNN/cuBLAS trainer
+ *                 (train/cuda/gpu_train.h) in fp32, fp16 or bf16 with fp32
+ *                 master weights; train/cuda/gpu_learner.c. In a build
+ *                 without CUDA and cuDNN its create refuses with the reason.
  *
  * Data parallel: with a comm of K ranks each learner is one rank; every
  * rank draws the same global batch from the trainer's RNG (saved in
- * checkpoints) and computes the share [first, first + share). */
+ * checkpoints) and computes the share [first, first + share).
+ *
+ * Adding a learner: fill a learner_ops (every field), declare it here and
+ * add it to learner_by_name. */
 #ifndef SENTE_TRAIN_LEARNER_H
 #define SENTE_TRAIN_LEARNER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "data/record.h"
+#include "data/store.h"
 #include "nn/net.h"
 #include "train/comm.h"
 #include "train/trainer.h"
-
-typedef enum learner_backend {
-	LEARNER_CPU = 0,
-	LEARNER_CUDA = 1,
-} learner_backend;
 
 typedef enum learner_precision {
 	LEARNER_FP32 = 0,
@@ -37,24 +40,67 @@ typedef enum learner_precision {
 typedef struct learner_options {
 	train_options train;         /* train.batch: this rank's share */
 	int64_t window;              /* positions sampled from */
-	learner_backend backend;     /* where it trains */
 	int device;                  /* CUDA device */
 	learner_precision precision; /* CUDA arithmetic (the CPU trains fp32) */
 	int micro_batch;             /* CUDA: 0 = chosen from free memory */
 } learner_options;
 
+/* One learner implementation. A context is made by create and used by one
+ * thread at a time; every other entry takes it. Entries return 0 or -1
+ * (then error() says why) unless said otherwise. */
+typedef struct learner_ops {
+	const char *name; /* "cpu", "cuda": what --backend names */
+	/* A learner for a copy of net (training form). `what` (whatlen bytes)
+	 * receives a line for learner_describe, e.g. "cpu fp32" or "cuda fp16
+	 * on GPU 0 (NVIDIA H100), micro-batch 256". NULL with a message. */
+	void *(*create)(const nn_net *net, const learner_options *o, char *what, size_t whatlen,
+			char *err, size_t errlen);
+	void (*destroy)(void *ctx); /* NULL is fine */
+	/* Adds a finished game to the window; the oldest games fall out. */
+	int (*add_game)(void *ctx, const game_record *r);
+	int64_t (*positions)(const void *ctx); /* recorded positions in the window */
+	/* See learner_step. */
+	int (*step)(void *ctx, int global, int first, train_stats *st);
+	/* The weights in training form, owned by the context (a host copy
+	 * refreshed by the call where they live on a device); NULL on failure. */
+	nn_net *(*net)(void *ctx);
+	int64_t (*steps)(const void *ctx); /* optimizer steps taken */
+	/* The ranks to train with (NULL or one rank: alone); the comm outlives
+	 * the context. A failure here shows at the next broadcast. */
+	void (*set_comm)(void *ctx, comm *c);
+	/* Makes every rank's state root's (weights, optimizer, step, RNG). */
+	int (*broadcast)(void *ctx, int root);
+	/* The checkpoint file (train/checkpoint.h), written atomically; the
+	 * message goes to err. */
+	int (*checkpoint_save)(void *ctx, const char *path, char *err, size_t errlen);
+	int (*checkpoint_load)(void *ctx, const char *path, char *err, size_t errlen);
+	/* World size recorded in the checkpoint last loaded (1 for old files,
+	 * 0 before any load). */
+	int (*checkpoint_world)(const void *ctx);
+	const char *(*error)(const void *ctx); /* the last failure's message */
+} learner_ops;
+
+extern const learner_ops learner_cpu;
+extern const learner_ops learner_cuda;
+
+/* A learner: the table and its context. */
 typedef struct learner learner;
 
-/* Defaults: train_options_default, window 100000, cpu, device 0, fp16 on
- * CUDA, automatic micro-batch. */
+/* Defaults: train_options_default, window 100000, device 0, fp16 on CUDA,
+ * automatic micro-batch. */
 learner_options learner_options_default(void);
 /* "fp32", "fp16", "bf16"; parse returns false on anything else. */
 const char *learner_precision_name(learner_precision p);
 bool learner_precision_from_name(const char *s, learner_precision *out);
+/* "cpu" -> &learner_cpu, "cuda" -> &learner_cuda; NULL when unknown. */
+const learner_ops *learner_by_name(const char *name);
 
-/* A learner for a copy of net (training form). NULL with a message. */
-learner *learner_new(const nn_net *net, const learner_options *o, char *err, size_t errlen);
-void learner_free(learner *l);
+/* A learner of kind ops for a copy of net (training form). NULL with a
+ * message. */
+learner *learner_new(const learner_ops *ops, const nn_net *net, const learner_options *o,
+		     char *err, size_t errlen);
+void learner_free(learner *l); /* NULL is fine */
+const learner_ops *learner_kind(const learner *l);
 
 /* Adds a finished game to the window (oldest games fall out). 0, or -1. */
 int learner_add_game(learner *l, const game_record *r);
@@ -82,5 +128,17 @@ int learner_checkpoint_world(const learner *l);
 /* e.g. "cpu fp32" or "cuda fp16 on GPU 0 (NVIDIA H100), micro-batch 256". */
 const char *learner_describe(const learner *l);
 const char *learner_error(const learner *l);
+
+/* Refills the window from the store: the games with id > *last_id, newest
+ * first up to `window` positions, added oldest first (as they were played),
+ * and *last_id moved to the newest. With a comm of several ranks, rank 0
+ * alone reads (db may be NULL elsewhere) and broadcasts the records, so
+ * every rank adds the same games in the same order. *added gets the games
+ * added. 0; or -1 with a message, where *added == -1 means every rank
+ * failed together (rank 0 could not read) and anything else this rank
+ * alone (the caller then aborts the job rather than leave the others in a
+ * collective). */
+int learner_refill(learner *l, store *db, comm *c, int64_t window, int64_t *last_id, int *added,
+		   char *err, size_t errlen);
 
 #endif

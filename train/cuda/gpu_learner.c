@@ -8,7 +8,7 @@
  * global batch and expands this rank's share on the trainer's stream, and
  * the trainer steps on it. The data time is the expansion's on the device
  * (events around it), not the enqueue's on the host. */
-#include "train/learner_internal.h"
+#include "train/learner.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,14 +16,14 @@
 
 #if defined(SENTE_HAVE_CUDA) && defined(SENTE_HAVE_CUDNN)
 #include <cuda_runtime_api.h>
-#include <time.h>
+#include "engine/clock.h"
 
 #include "nn/cuda/cuda.h"
 #include "train/cuda/gpu_replay.h"
 #include "train/cuda/gpu_train.h"
 #include "train/cuda/grad_reducer.h"
 
-struct learner_cuda {
+typedef struct gpu_learner {
 	gpu_trainer *t;
 	gpu_replay *gr;
 	gpu_batch b;
@@ -33,23 +33,18 @@ struct learner_cuda {
 	int ck_world;         /* world size of the checkpoint loaded */
 	cudaEvent_t ev[2];    /* around the batch expansion */
 	char err[512];
-};
+} gpu_learner;
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+static void gpu_destroy(void *ctx);
 
-learner_cuda *learner_cuda_new(const nn_net *net, const learner_options *o, char *what,
-			       size_t whatlen, char *err, size_t errlen)
+static void *gpu_create(const nn_net *net, const learner_options *o, char *what, size_t whatlen,
+			char *err, size_t errlen)
 {
 	if (nn_cuda_device_count() <= 0) {
 		snprintf(err, errlen, "no CUDA device");
 		return NULL;
 	}
-	learner_cuda *l = calloc(1, sizeof(*l));
+	gpu_learner *l = calloc(1, sizeof(*l));
 	if (!l) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
@@ -85,12 +80,13 @@ learner_cuda *learner_cuda_new(const nn_net *net, const learner_options *o, char
 		 gpu_trainer_micro_batch(l->t), gpu_replay_device_bytes(l->gr) / 1e6);
 	return l;
 fail:
-	learner_cuda_free(l);
+	gpu_destroy(l);
 	return NULL;
 }
 
-void learner_cuda_free(learner_cuda *l)
+static void gpu_destroy(void *ctx)
 {
+	gpu_learner *l = ctx;
 	if (!l)
 		return;
 	if (l->t)
@@ -105,19 +101,22 @@ void learner_cuda_free(learner_cuda *l)
 	free(l);
 }
 
-int learner_cuda_add_game(learner_cuda *l, const game_record *r)
+static int gpu_add_game(void *ctx, const game_record *r)
 {
+	gpu_learner *l = ctx;
 	return gpu_replay_add_game(l->gr, r, l->err, sizeof(l->err));
 }
 
-int64_t learner_cuda_positions(const learner_cuda *l)
+static int64_t gpu_positions(const void *ctx)
 {
+	const gpu_learner *l = ctx;
 	return gpu_replay_positions(l->gr);
 }
 
-int learner_cuda_step(learner_cuda *l, int global, int first, train_stats *st)
+static int gpu_step(void *ctx, int global, int first, train_stats *st)
 {
-	double t0 = now_s();
+	gpu_learner *l = ctx;
+	double t0 = clock_now();
 	cudaStream_t s = (cudaStream_t)gpu_trainer_stream(l->t);
 	uint64_t seed = gpu_trainer_random(l->t);
 	if (cudaSetDevice(l->device) != cudaSuccess || cudaEventRecord(l->ev[0], s) != cudaSuccess) {
@@ -142,25 +141,28 @@ int learner_cuda_step(learner_cuda *l, int global, int first, train_stats *st)
 		if (grad_reducer_step_stats(l->red, &rs) == 0 && rs.timed)
 			st->comm_seconds = rs.exposed_seconds;
 	}
-	st->compute_seconds = now_s() - t0 - st->data_seconds - st->comm_seconds;
+	st->compute_seconds = clock_now() - t0 - st->data_seconds - st->comm_seconds;
 	return 0;
 }
 
-nn_net *learner_cuda_net(learner_cuda *l)
+static nn_net *gpu_net(void *ctx)
 {
+	gpu_learner *l = ctx;
 	nn_net *n = gpu_trainer_net(l->t);
 	if (!n)
 		snprintf(l->err, sizeof(l->err), "%s", gpu_trainer_error(l->t));
 	return n;
 }
 
-int64_t learner_cuda_steps(const learner_cuda *l)
+static int64_t gpu_steps(const void *ctx)
 {
+	const gpu_learner *l = ctx;
 	return gpu_trainer_steps(l->t);
 }
 
-void learner_cuda_set_comm(learner_cuda *l, comm *c)
+static void gpu_set_comm(void *ctx, comm *c)
 {
+	gpu_learner *l = ctx;
 	grad_reducer_free(l->red);
 	l->red = NULL;
 	l->c = c && comm_size(c) > 1 ? c : NULL;
@@ -178,8 +180,9 @@ void learner_cuda_set_comm(learner_cuda *l, comm *c)
 	}
 }
 
-int learner_cuda_broadcast(learner_cuda *l, int root)
+static int gpu_broadcast(void *ctx, int root)
 {
+	gpu_learner *l = ctx;
 	if (!l->c)
 		return 0;
 	if (!l->red)
@@ -191,14 +194,16 @@ int learner_cuda_broadcast(learner_cuda *l, int root)
 	return 0;
 }
 
-int learner_cuda_checkpoint_save(learner_cuda *l, const char *path, char *err, size_t errlen)
+static int gpu_checkpoint_save(void *ctx, const char *path, char *err, size_t errlen)
 {
+	gpu_learner *l = ctx;
 	return gpu_trainer_checkpoint_save(l->t, path, l->c ? comm_size(l->c) : 1, NULL, 0, err,
 					   errlen);
 }
 
-int learner_cuda_checkpoint_load(learner_cuda *l, const char *path, char *err, size_t errlen)
+static int gpu_checkpoint_load(void *ctx, const char *path, char *err, size_t errlen)
 {
+	gpu_learner *l = ctx;
 	int world = 1;
 	if (gpu_trainer_checkpoint_load(l->t, path, NULL, NULL, &world, err, errlen) != 0)
 		return -1;
@@ -206,46 +211,49 @@ int learner_cuda_checkpoint_load(learner_cuda *l, const char *path, char *err, s
 	return 0;
 }
 
-int learner_cuda_checkpoint_world(const learner_cuda *l)
+static int gpu_checkpoint_world(const void *ctx)
 {
+	const gpu_learner *l = ctx;
 	return l->ck_world;
 }
 
-const char *learner_cuda_error(const learner_cuda *l)
+static const char *gpu_error(const void *ctx)
 {
+	const gpu_learner *l = ctx;
 	return l->err;
 }
 
+const learner_ops learner_cuda = {
+	.name = "cuda",
+	.create = gpu_create,
+	.destroy = gpu_destroy,
+	.add_game = gpu_add_game,
+	.positions = gpu_positions,
+	.step = gpu_step,
+	.net = gpu_net,
+	.steps = gpu_steps,
+	.set_comm = gpu_set_comm,
+	.broadcast = gpu_broadcast,
+	.checkpoint_save = gpu_checkpoint_save,
+	.checkpoint_load = gpu_checkpoint_load,
+	.checkpoint_world = gpu_checkpoint_world,
+	.error = gpu_error,
+};
+
 #else
 
-#define NOT_BUILT "this sente was built without the CUDA learner (needs nvcc and cuDNN)"
-
-learner_cuda *learner_cuda_new(const nn_net *net, const learner_options *o, char *what,
-			       size_t whatlen, char *err, size_t errlen)
+/* Without CUDA and cuDNN the table refuses at create, so no other entry
+ * is ever reached. */
+static void *gpu_refuse(const nn_net *net, const learner_options *o, char *what, size_t whatlen,
+			char *err, size_t errlen)
 {
-	snprintf(err, errlen, NOT_BUILT);
+	snprintf(err, errlen, "this sente was built without the CUDA learner (needs nvcc and cuDNN)");
 	return NULL;
 }
 
-void learner_cuda_free(learner_cuda *l) { (void)l; }
-int learner_cuda_add_game(learner_cuda *l, const game_record *r) { return -1; }
-int64_t learner_cuda_positions(const learner_cuda *l) { return 0; }
-int learner_cuda_step(learner_cuda *l, int global, int first, train_stats *st) { return -1; }
-nn_net *learner_cuda_net(learner_cuda *l) { return NULL; }
-int64_t learner_cuda_steps(const learner_cuda *l) { return 0; }
-void learner_cuda_set_comm(learner_cuda *l, comm *c) { (void)l; }
-int learner_cuda_broadcast(learner_cuda *l, int root) { return -1; }
-int learner_cuda_checkpoint_save(learner_cuda *l, const char *path, char *err, size_t errlen)
-{
-	snprintf(err, errlen, NOT_BUILT);
-	return -1;
-}
-int learner_cuda_checkpoint_load(learner_cuda *l, const char *path, char *err, size_t errlen)
-{
-	snprintf(err, errlen, NOT_BUILT);
-	return -1;
-}
-int learner_cuda_checkpoint_world(const learner_cuda *l) { return 0; }
-const char *learner_cuda_error(const learner_cuda *l) { return NOT_BUILT; }
+const learner_ops learner_cuda = {
+	.name = "cuda",
+	.create = gpu_refuse,
+};
 
 #endif

@@ -1,7 +1,7 @@
 /* gpu_replay.h: the learner's window of recent positions in device memory,
  * sampled and augmented on the device into a gpu_batch.
  *
- * Unlike the RAM window (data/replay.h), which keeps game records and
+ * Unlike the RAM window (train/replay.h), which keeps game records and
  * replays moves when a position is drawn, the device holds one compact
  * record per POSITION (train/cuda/replay_elem.h: packed input planes in the
  * canonical orientation, dense visit counts, the value target), built on

@@ -1,5 +1,5 @@
 /* report.c: the run report (see report.h). */
-#include "cli/report.h"
+#include "loop/report.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
-#include "cli/model_dir.h"
+/* rundir.c: a run's folder (see rundir.h). */
+#include "train/rundir.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,7 +11,7 @@
 #include "nn/net.h"
 #include "train/trainer.h"
 
-int cli_mkdir_p(const char *path)
+int rundir_mkdir_p(const char *path)
 {
 	char tmp[4096];
 	snprintf(tmp, sizeof(tmp), "%s", path);
@@ -25,22 +26,22 @@ int cli_mkdir_p(const char *path)
 	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-store *cli_open_run(const char *dir, char *ckpt, size_t ckptlen, char *err, size_t errlen)
+store *rundir_open(const char *dir, char *ckpt, size_t ckptlen, char *err, size_t errlen)
 {
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/models", dir);
-	if (cli_mkdir_p(path) != 0) {
+	if (rundir_mkdir_p(path) != 0) {
 		snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
 		return NULL;
 	}
 	snprintf(path, sizeof(path), "%s/checkpoints", dir);
-	cli_mkdir_p(path);
+	rundir_mkdir_p(path);
 	snprintf(ckpt, ckptlen, "%s/checkpoints/learner.ckpt", dir);
 	snprintf(path, sizeof(path), "%s/sente.db", dir);
 	return store_open(path, err, errlen);
 }
 
-nn_net *cli_learner_net(const char *ckpt, const game_params *g, int blocks, int channels,
+nn_net *rundir_learner_net(const char *ckpt, const game_params *g, int blocks, int channels,
 			uint64_t seed, bool *resumed, char *err, size_t errlen)
 {
 	*resumed = access(ckpt, R_OK) == 0;
@@ -53,7 +54,7 @@ nn_net *cli_learner_net(const char *ckpt, const game_params *g, int blocks, int 
 	return net;
 }
 
-int64_t cli_export_model(store *db, const nn_net *src, int64_t step, const char *dir,
+int64_t rundir_export_model(store *db, const nn_net *src, int64_t step, const char *dir,
 			 int64_t parent, const char *note, char *err, size_t errlen)
 {
 	if (!src) {

@@ -1,7 +1,7 @@
 /* report.h: a run's report as one self-contained HTML page with SVG
  * charts (loss, positions, strength over time), from the store's metrics. */
-#ifndef SENTE_CLI_REPORT_H
-#define SENTE_CLI_REPORT_H
+#ifndef SENTE_LOOP_REPORT_H
+#define SENTE_LOOP_REPORT_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -6,8 +6,8 @@
  * window holds the most recent `window` recorded positions; older games are
  * dropped whole.
  */
-#ifndef SENTE_DATA_REPLAY_H
-#define SENTE_DATA_REPLAY_H
+#ifndef SENTE_TRAIN_REPLAY_H
+#define SENTE_TRAIN_REPLAY_H
 
 #include <stdint.h>
 

@@ -1,5 +1,5 @@
 /* replay.c: replay buffer in RAM (see replay.h). */
-#include "data/replay.h"
+#include "train/replay.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,20 +53,6 @@ void replay_free(replay_buffer *rb)
 	free(rb);
 }
 
-/* A deep copy of a record through its own encoding: the format already
- * knows every field, and a copy that does not decode is caught here. */
-static int record_copy(const game_record *src, game_record *dst)
-{
-	uint8_t *blob = NULL;
-	size_t len = 0;
-	char err[64];
-	if (record_encode(src, &blob, &len) != 0)
-		return -1;
-	int rc = record_decode(blob, len, dst, err, sizeof(err));
-	free(blob);
-	return rc;
-}
-
 int replay_add_game(replay_buffer *rb, const game_record *r)
 {
 	if (rb->n == rb->cap) {
@@ -92,7 +78,7 @@ int replay_add_game(replay_buffer *rb, const game_record *r)
 	int n_full = record_full_count(r);
 	if (n_full == 0)
 		return 0; /* nothing to learn from */
-	if (record_copy(r, &g->rec) != 0)
+	if (record_copy(&g->rec, r) != 0)
 		return -1;
 	g->full = malloc(sizeof(int32_t) * (size_t)n_full);
 	if (!g->full) {

@@ -1,0 +1,449 @@
+/* loop.c: the AlphaZero loop's phases (loop.h). */
+#include "loop/loop.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/store.h"
+#include "engine/clock.h"
+#include "loop/measure.h"
+#include "loop/report.h"
+#include "nn/cuda/cuda.h"
+#include "selfplay/selfplay.h"
+#include "selfplay/strength.h"
+#include "train/learner.h"
+#include "train/rundir.h"
+
+struct loop {
+	loop_options o;         /* as opened (dir copied below) */
+	char dir[4096];         /* the run's folder */
+	char ckpt[8192];        /* DIR/checkpoints/learner.ckpt */
+	store *db;              /* the run's database */
+	learner *L;             /* the learner and its window */
+	nn_net *net;            /* the network the learner was made from */
+	selfplay *sp;           /* the workers */
+	c4bench bench;          /* Connect Four positions, when found */
+	bool have_bench;        /* bench loaded */
+	bool resumed;           /* from a checkpoint */
+	int64_t model_id;       /* the newest model */
+	int64_t play_id;        /* the model self-play uses */
+	double per_game;        /* recorded positions per game, a running estimate */
+	int iteration;          /* iterations finished in this session */
+	double t_end;           /* clock_now() when `minutes` are up */
+	/* The self-play phase's game callback: */
+	int64_t it_positions;   /* recorded positions this iteration */
+	int64_t it_games;       /* games this iteration */
+	int failures;           /* store writes that failed */
+};
+
+loop_options loop_options_default(const game_params *g)
+{
+	loop_options o;
+	memset(&o, 0, sizeof(o));
+	o.game = *g;
+	bool c4 = g->kind == GAME_KIND_CONNECT4;
+	/* Go on 9x9 and below: a smaller net and searches, many more games an
+	 * hour on two cores (the first hour is about learning to count, not
+	 * reading deeply). */
+	bool small = c4 || g->size <= 9;
+	o.dir = c4 ? "runs/connect4" : "runs/go";
+	o.minutes = 10;
+	o.blocks = small ? 4 : 6;
+	o.channels = small ? 48 : 64;
+	o.parallel_games = c4 ? 32 : 64;
+	o.visits = c4 ? 200 : 100;
+	o.cheap_visits = c4 ? 40 : 25;
+	o.positions_per_iter = 2000;
+	o.window = c4 ? 60000 : 100000;
+	o.batch = 256;
+	o.sample_ratio = 6;
+	o.lr = 0.02;
+	o.eval_visits = 200;
+	o.eval_positions = 40;
+	o.seed = 1;
+	o.gate_threshold = 0.55;
+	o.gate_visits = 50;
+	o.nn = nn_backend_options_default();
+	return o;
+}
+
+static void say(const loop *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const loop *r, const char *fmt, ...)
+{
+	if (!r->o.log)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("sente run: ", r->o.log);
+	vfprintf(r->o.log, fmt, ap);
+	va_end(ap);
+	fputc('\n', r->o.log);
+	fflush(r->o.log);
+}
+
+static bool stopped(const loop *r)
+{
+	return r->o.stop && *r->o.stop;
+}
+
+int64_t loop_step(const loop *r) { return learner_steps(r->L); }
+int64_t loop_positions(const loop *r) { return learner_positions(r->L); }
+int64_t loop_selfplay_model(const loop *r) { return r->play_id; }
+bool loop_resumed(const loop *r) { return r->resumed; }
+
+/* The last value of metric "selfplay_model": the network self-play uses
+ * when gating is on. */
+static int last_value(void *ctx, int64_t step, double t, double value)
+{
+	*(double *)ctx = value;
+	return 0;
+}
+
+/* The learner: on the GPU when self-play would use it (asked for, or
+ * auto and a device is there) and it starts, else on the CPU. */
+static learner *open_learner(loop *r, char *err, size_t errlen)
+{
+	const loop_options *o = &r->o;
+	learner_options lo = learner_options_default();
+	lo.train.batch = o->batch;
+	lo.train.lr = o->lr;
+	lo.train.seed = o->seed;
+	lo.window = o->window;
+	lo.device = o->nn.n_gpus ? o->nn.gpus[0] : 0;
+	if (o->nn.precision_given)
+		lo.precision = o->nn.precision == NN_PRECISION_FP16   ? LEARNER_FP16
+			       : o->nn.precision == NN_PRECISION_BF16 ? LEARNER_BF16
+								      : LEARNER_FP32;
+	bool want_cuda = o->nn.kind == NN_BACKEND_CUDA ||
+			 (o->nn.kind == NN_BACKEND_AUTO && nn_cuda_device_count() > 0);
+	learner *L = NULL;
+	if (want_cuda) {
+		L = learner_new(&learner_cuda, r->net, &lo, err, errlen);
+		if (!L)
+			say(r, "training on the CPU: the GPU learner: %s", err);
+	}
+	if (!L)
+		L = learner_new(&learner_cpu, r->net, &lo, err, errlen);
+	return L;
+}
+
+/* Self-play's model: the newest, or with gating the last one that passed
+ * its gate (recorded as the metric selfplay_model). */
+static int open_selfplay_model(loop *r, char *err, size_t errlen)
+{
+	char file[4096];
+	nn_net *m = NULL;
+	double last = 0;
+	r->play_id = r->model_id;
+	if (r->o.gate_games > 0 && store_metrics(r->db, "selfplay_model", last_value, &last) > 0 &&
+	    (int64_t)last != r->model_id &&
+	    store_model_file(r->db, (int64_t)last, file, sizeof(file)) == 0 &&
+	    (m = nn_net_load_any(file, NULL, err, errlen)) != NULL)
+		r->play_id = (int64_t)last;
+	else
+		m = nn_net_clone(learner_net(r->L));
+	int rc = -1;
+	if (!m)
+		snprintf(err, errlen, "out of memory");
+	else if (selfplay_set_model(r->sp, m, r->play_id, err, errlen) == 0)
+		rc = 0;
+	nn_net_free(m);
+	if (rc == 0 && r->o.gate_games > 0 && !r->o.quiet)
+		say(r, "gating on (%d games, %.0f%% to pass); self-play uses model %lld",
+		    r->o.gate_games, 100 * r->o.gate_threshold, (long long)r->play_id);
+	return rc;
+}
+
+/* Frees what the run holds, with no closing work. */
+static void loop_free(loop *r)
+{
+	c4bench_free(&r->bench);
+	selfplay_free(r->sp);
+	learner_free(r->L);
+	nn_net_free(r->net);
+	store_close(r->db);
+	free(r);
+}
+
+loop *loop_open(const loop_options *o, char *err, size_t errlen)
+{
+	loop *r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	r->o = *o;
+	snprintf(r->dir, sizeof(r->dir), "%s", o->dir);
+	r->o.dir = r->dir;
+	r->t_end = clock_now() + o->minutes * 60;
+	r->db = rundir_open(r->dir, r->ckpt, sizeof(r->ckpt), err, errlen);
+	if (!r->db)
+		goto fail;
+	r->net = rundir_learner_net(r->ckpt, &o->game, o->blocks, o->channels, o->seed, &r->resumed,
+				    err, errlen);
+	if (r->net && r->resumed && r->net->arch.game != o->game.kind) {
+		snprintf(err, errlen, "%s holds a %s run, not %s", r->dir,
+			 game_kind_name(r->net->arch.game), game_kind_name(o->game.kind));
+		goto fail;
+	}
+	if (!r->net)
+		goto fail;
+	if (r->resumed && r->net->arch.game == GAME_KIND_GO)
+		r->o.game.size = r->net->arch.board_w;
+	r->L = open_learner(r, err, errlen);
+	if (!r->L) {
+		char why[2048];
+		snprintf(why, sizeof(why), "learner: %s", err);
+		snprintf(err, errlen, "%s", why);
+		goto fail;
+	}
+	if (r->resumed && learner_checkpoint_load(r->L, r->ckpt, err, errlen) != 0)
+		goto fail;
+	char file[4096];
+	int64_t step;
+	if (store_latest_model(r->db, &r->model_id, file, sizeof(file), &step) != 1) {
+		r->model_id = rundir_export_model(r->db, learner_net(r->L), learner_steps(r->L), r->dir,
+						  0, "sente run", err, errlen);
+		if (r->model_id < 0)
+			goto fail;
+	}
+	int64_t last_id = 0;
+	int added;
+	if (learner_refill(r->L, r->db, NULL, o->window, &last_id, &added, err, errlen) != 0)
+		goto fail;
+
+	selfplay_options so = selfplay_options_default(&r->o.game);
+	so.parallel_games = o->parallel_games;
+	so.batch = o->parallel_games < 64 ? o->parallel_games : 64;
+	so.visits = o->visits;
+	so.cheap_visits = o->cheap_visits;
+	so.nn = o->nn;
+	so.seed = o->seed * 7919 + (uint64_t)learner_steps(r->L);
+	so.progress_seconds = o->quiet || !o->log ? 0 : 30;
+	so.quiet = o->quiet || !o->log;
+	r->sp = selfplay_new(&so, err, errlen);
+	if (!r->sp || open_selfplay_model(r, err, errlen) != 0)
+		goto fail;
+	if (r->o.game.kind == GAME_KIND_CONNECT4) {
+		char bdir[4096], why[512];
+		if (c4bench_find(bdir, sizeof(bdir)) == 0 &&
+		    c4bench_load(bdir, &r->bench, why, sizeof(why)) == 0)
+			r->have_bench = true;
+		else
+			say(r, "no Connect Four positions found (data/connect4): strength will not be "
+			       "measured");
+	}
+	/* Recorded positions per game: a guess until games are seen. */
+	r->per_game = r->o.game.kind == GAME_KIND_CONNECT4 ? 0.25 * 22
+							   : 0.25 * r->o.game.size * r->o.game.size;
+
+	int64_t games0, positions0;
+	store_count(r->db, &games0, &positions0);
+	char sp_what[256];
+	selfplay_backend(r->sp, sp_what, sizeof(sp_what));
+	bool go = r->o.game.kind == GAME_KIND_GO;
+	say(r, "%s %dx%d in %s, network %dx%d, %s at step %lld, %lld games and %lld positions "
+	       "stored, window %lld; %.1f minutes; self-play %s, training %s",
+	    game_kind_name(r->o.game.kind), go ? r->o.game.size : 7, go ? r->o.game.size : 6, r->dir,
+	    r->net->arch.blocks, r->net->arch.channels, r->resumed ? "resumed" : "new",
+	    (long long)learner_steps(r->L), (long long)games0, (long long)positions0,
+	    (long long)learner_positions(r->L), o->minutes, sp_what, learner_describe(r->L));
+	if (r->have_bench && !r->resumed)
+		loop_measure_c4(r->db, &r->bench, learner_net(r->L), o->eval_visits, o->eval_positions,
+				0, true, o->log, o->quiet);
+	return r;
+fail:
+	loop_free(r);
+	return NULL;
+}
+
+/* Self-play's callback: the game into the store (one transaction) and the
+ * window. */
+static int on_game(void *ctx, const game_record *rec, int64_t model_id)
+{
+	loop *r = ctx;
+	int64_t id;
+	if (store_add_game(r->db, model_id, "run", rec, &id) != 0) {
+		say(r, "storing a game failed: %s", store_errmsg(r->db));
+		return ++r->failures >= 3;
+	}
+	learner_add_game(r->L, rec);
+	r->it_positions += record_full_count(rec);
+	r->it_games++;
+	return 0;
+}
+
+int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
+{
+	memset(it, 0, sizeof(*it));
+	it->number = r->iteration + 1;
+	r->it_positions = r->it_games = 0;
+	r->failures = 0;
+	/* As many games as should give the positions wanted, from the
+	 * positions per game seen so far; games are never cut short. */
+	int64_t want = (int64_t)ceil(r->o.positions_per_iter / r->per_game);
+	if (want < r->o.parallel_games)
+		want = r->o.parallel_games;
+	double t0 = clock_now();
+	/* Never past the session's end (0 would mean no limit). */
+	double left = r->t_end - t0 > 0.001 ? r->t_end - t0 : 0.001;
+	int64_t games = selfplay_run(r->sp, want, left, on_game, r, r->o.stop);
+	if (r->it_games > 0)
+		r->per_game = 0.5 * r->per_game + 0.5 * (double)r->it_positions / r->it_games;
+	it->games = games;
+	it->new_positions = r->it_positions;
+	it->selfplay_seconds = clock_now() - t0;
+	if (games < 0 || r->failures) {
+		snprintf(err, errlen, "self-play failed");
+		return -1;
+	}
+	if (stopped(r) || learner_positions(r->L) < r->o.batch)
+		return 1;
+	return 0;
+}
+
+int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
+{
+	int steps = (int)ceil(it->new_positions * r->o.sample_ratio / r->o.batch);
+	if (steps < 1)
+		steps = 1;
+	double sums[4] = { 0 };
+	train_stats ts = { 0 };
+	double t0 = clock_now();
+	int s;
+	for (s = 0; s < steps && !stopped(r); s++) {
+		if (learner_step(r->L, r->o.batch, 0, &ts) != 0) {
+			snprintf(err, errlen, "training step failed: %s", learner_error(r->L));
+			return -1;
+		}
+		sums[0] += ts.loss;
+		sums[1] += ts.policy_loss;
+		sums[2] += ts.value_loss;
+		sums[3] += ts.grad_norm;
+	}
+	it->train_seconds = clock_now() - t0;
+	it->steps = steps;
+	it->loss = sums[0] / steps;
+	it->policy_loss = sums[1] / steps;
+	it->value_loss = sums[2] / steps;
+	it->grad_norm = sums[3] / steps;
+	it->lr = ts.lr;
+	it->step = learner_steps(r->L);
+	return 0;
+}
+
+int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
+{
+	const char *names[] = { "loss", "policy_loss", "value_loss", "grad_norm", "lr",
+				"games", "positions", "selfplay_seconds", "train_seconds" };
+	int64_t g_all, p_all;
+	store_count(r->db, &g_all, &p_all);
+	double vals[] = { it->loss, it->policy_loss, it->value_loss, it->grad_norm, it->lr,
+			  (double)g_all, (double)p_all, it->selfplay_seconds, it->train_seconds };
+	store_add_metrics(r->db, it->step, names, vals, 9);
+	/* A new model for self-play; a checkpoint to resume from. */
+	nn_net *trained = learner_net(r->L);
+	int64_t id = rundir_export_model(r->db, trained, it->step, r->dir, r->model_id, "sente run",
+					 err, errlen);
+	if (id < 0)
+		return -1;
+	r->model_id = it->model_id = id;
+	loop_gate gate = {
+		.games = r->o.gate_games,
+		.threshold = r->o.gate_threshold,
+		.visits = r->o.gate_visits,
+		.stop = r->o.stop,
+	};
+	bool promote = r->o.gate_games <= 0 ||
+		       loop_gate_passes(r->db, &r->o.game, &gate, r->model_id, r->play_id, it->step,
+					r->o.log, r->o.quiet);
+	if (promote) {
+		r->play_id = r->model_id;
+		if (r->o.gate_games > 0)
+			store_add_metric(r->db, it->step, "selfplay_model", (double)r->play_id);
+	}
+	it->promoted = promote;
+	if ((promote && selfplay_set_model(r->sp, trained, r->model_id, err, errlen) != 0) ||
+	    learner_checkpoint_save(r->L, r->ckpt, err, errlen) != 0)
+		return -1;
+	r->iteration = it->number;
+	if (!r->o.quiet)
+		say(r, "iteration %d: %lld games (%.0f s), %d steps (%.0f s, %.0f samples/s), loss %.3f "
+		       "(policy %.3f, value %.3f), model %lld, self-play %lld",
+		    it->number, (long long)it->games, it->selfplay_seconds, it->steps, it->train_seconds,
+		    it->train_seconds > 0 ? it->steps * r->o.batch / it->train_seconds : 0.0, it->loss,
+		    it->policy_loss, it->value_loss, (long long)r->model_id, (long long)r->play_id);
+	return 0;
+}
+
+void loop_measure(loop *r, const loop_iteration *it)
+{
+	nn_net *trained = learner_net(r->L);
+	if (!trained)
+		return;
+	/* The search measurement every third iteration. */
+	if (r->have_bench)
+		loop_measure_c4(r->db, &r->bench, trained, r->o.eval_visits, r->o.eval_positions,
+				it->step, it->number % 3 == 0, r->o.log, r->o.quiet);
+	else if (r->o.game.kind == GAME_KIND_GO && it->number % 3 == 0)
+		loop_measure_go(r->db, trained, &r->o.game, r->o.eval_visits, it->step, r->o.log,
+				r->o.quiet);
+}
+
+int loop_report(loop *r, char *err, size_t errlen)
+{
+	char path[8192];
+	snprintf(path, sizeof(path), "%s/report.html", r->dir);
+	return report_write(r->db, path, r->o.game.kind, err, errlen);
+}
+
+void loop_close(loop *r)
+{
+	if (!r)
+		return;
+	char err[1024], path[8192];
+	if (r->have_bench && !stopped(r))
+		loop_measure_c4(r->db, &r->bench, learner_net(r->L), r->o.eval_visits,
+				r->o.eval_positions, learner_steps(r->L), true, r->o.log, false);
+	snprintf(path, sizeof(path), "%s/report.html", r->dir);
+	if (loop_report(r, err, sizeof(err)) == 0)
+		say(r, "report in %s", path);
+	say(r, "%s at step %lld; run again with --dir %s to continue",
+	    stopped(r) ? "stopped" : "done", (long long)learner_steps(r->L), r->dir);
+	loop_free(r);
+}
+
+int loop_run(const loop_options *o, char *err, size_t errlen)
+{
+	loop *r = loop_open(o, err, errlen);
+	if (!r)
+		return -1;
+	int rc = 0;
+	while (!stopped(r) && clock_now() < r->t_end) {
+		loop_iteration it;
+		int sp = loop_selfplay(r, &it, err, errlen);
+		if (sp < 0) {
+			rc = -1;
+			break;
+		}
+		if (sp > 0)
+			continue;
+		if (loop_train(r, &it, err, errlen) != 0 || loop_export(r, &it, err, errlen) != 0) {
+			rc = -1;
+			break;
+		}
+		loop_measure(r, &it);
+		char why[512];
+		loop_report(r, why, sizeof(why));
+	}
+	if (rc != 0) {
+		/* The failure's message is the caller's to print; what was
+		 * committed stays, and the run resumes from the checkpoint. */
+		loop_free(r);
+		return -1;
+	}
+	loop_close(r);
+	return 0;
+}

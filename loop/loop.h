@@ -1,0 +1,102 @@
+/* loop.h: the AlphaZero loop on one machine, as `sente run` drives it, in
+ * phases a caller (or a test) can take one at a time:
+ *
+ *   loop_open      the run's folder (train/rundir.h): the store, the
+ *                  learner from the checkpoint or a new network (registered
+ *                  as the first model), its window refilled from the store,
+ *                  the self-play workers on the newest (or, gating, the last
+ *                  promoted) model; a new run's strength measured at step 0;
+ *   loop_selfplay  games with the self-play model until about
+ *                  positions_per_iter new recorded positions (never a game
+ *                  cut short), each stored in one transaction and added to
+ *                  the window;
+ *   loop_train     sample_ratio training samples per new position;
+ *   loop_export    the metrics, a new model registered, gating (when on),
+ *                  the self-play model swapped, the checkpoint;
+ *   loop_measure   strength: Connect Four error rates against a perfect
+ *                  solver's labels, Go games against the first network;
+ *   loop_report    DIR/report.html;
+ *   loop_close     the closing measurement (unless stopped) and report.
+ *
+ * loop_run is the whole of it until `minutes` pass or *stop is set. Every
+ * phase leaves the run resumable: games are committed one by one, models
+ * and checkpoints are written to a temporary file and renamed. */
+#ifndef SENTE_LOOP_LOOP_H
+#define SENTE_LOOP_LOOP_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "engine/game.h"
+#include "nn/backend.h"
+
+typedef struct loop_options {
+	game_params game;          /* what to learn */
+	const char *dir;           /* the run's folder */
+	double minutes;            /* loop_run stops after this long */
+	int blocks, channels;      /* a new network's shape */
+	int parallel_games;        /* self-play games at once */
+	int visits, cheap_visits;  /* full and cheap search visits */
+	int64_t positions_per_iter; /* new recorded positions per iteration */
+	int64_t window;            /* positions the learner samples from */
+	int batch;                 /* training batch */
+	double sample_ratio;       /* training samples per new position */
+	double lr;                 /* SGD (Nesterov) learning rate */
+	int eval_visits;           /* search visits when measuring strength */
+	int eval_positions;        /* positions per set for the search measurement */
+	uint64_t seed;             /* the first network's, and the trainer's */
+	int gate_games;            /* 0: every new network plays self-play */
+	double gate_threshold;     /* score a new network needs against the current one */
+	int gate_visits;           /* visits per move in gating games */
+	nn_backend_options nn;     /* --backend, --gpus, --precision */
+	FILE *log;                 /* progress and errors; NULL: none */
+	bool quiet;                /* fewer progress lines */
+	volatile sig_atomic_t *stop; /* set (by a signal handler) to stop soon; may be NULL */
+} loop_options;
+
+/* The defaults for game g on two CPU cores (README lists them). */
+loop_options loop_options_default(const game_params *g);
+
+/* What one iteration did. */
+typedef struct loop_iteration {
+	int number;               /* 1, 2, ... in this session */
+	int64_t games;            /* self-play games finished */
+	int64_t new_positions;    /* recorded positions they gave */
+	double selfplay_seconds;  /* self-play phase */
+	int steps;                /* training steps */
+	double train_seconds;     /* training phase */
+	double loss, policy_loss, value_loss, grad_norm, lr; /* means over the steps */
+	int64_t step;             /* the learner's step after training */
+	int64_t model_id;         /* the model exported */
+	bool promoted;            /* it plays self-play from now on */
+} loop_iteration;
+
+typedef struct loop loop;
+
+/* Opens (or resumes) the run in o->dir. NULL with a message. */
+loop *loop_open(const loop_options *o, char *err, size_t errlen);
+/* The phases of one iteration, in this order; each returns 0, or -1 with
+ * a message (the run stays resumable). loop_selfplay returns 1 when the
+ * window cannot yet fill a batch, or it was stopped: then skip the rest. */
+int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen);
+int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen);
+int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen);
+void loop_measure(loop *r, const loop_iteration *it);
+int loop_report(loop *r, char *err, size_t errlen);
+/* The closing measurement (when not stopped) and report, then frees the
+ * run. NULL is fine. */
+void loop_close(loop *r);
+
+/* What a caller may want to show or check. */
+int64_t loop_step(const loop *r);           /* the learner's steps */
+int64_t loop_positions(const loop *r);      /* positions in the window */
+int64_t loop_selfplay_model(const loop *r); /* model id self-play uses */
+bool loop_resumed(const loop *r);           /* opened from a checkpoint */
+
+/* The whole loop: open, iterations until the time is up or *stop, close.
+ * 0, or -1 with a message. */
+int loop_run(const loop_options *o, char *err, size_t errlen);
+
+#endif

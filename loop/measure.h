@@ -1,0 +1,45 @@
+/* measure.h: a run's strength as it goes, stored as metrics in the run's
+ * database: Connect Four error rates against a perfect solver's labels,
+ * Go games against the run's first network, and gating matches. Progress
+ * lines go to `log` (unless quiet), failures to `log` always; a failed
+ * measurement is reported, never fatal. */
+#ifndef SENTE_LOOP_MEASURE_H
+#define SENTE_LOOP_MEASURE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "data/store.h"
+#include "engine/game.h"
+#include "nn/net.h"
+#include "selfplay/strength.h"
+
+/* Error rates of `net` (training form) on every position of `bench` for
+ * the network alone, and, with_search, of an eval_visits search on
+ * eval_positions of each set: metrics c4_error_net[/SET] and
+ * c4_error_search[/SET] at `step`. */
+void loop_measure_c4(store *db, const c4bench *bench, const nn_net *net, int eval_visits,
+		     int eval_positions, int64_t step, bool with_search, FILE *log, bool quiet);
+
+/* Ten games of `net` against the run's first model (id 1) at
+ * eval_visits / 4 + 1 visits: metric go_winrate_vs_first at `step`. */
+void loop_measure_go(store *db, const nn_net *net, const game_params *g, int eval_visits,
+		     int64_t step, FILE *log, bool quiet);
+
+/* Gating: how a candidate earns self-play. */
+typedef struct loop_gate {
+	int games;                   /* games of the gating match */
+	double threshold;            /* score the candidate needs */
+	int visits;                  /* visits per move */
+	volatile sig_atomic_t *stop; /* stops the match early; may be NULL */
+} loop_gate;
+
+/* Model `cand` plays model `current` (a match stored in the run's
+ * database); true when it scores at least the threshold (metric
+ * gate_score at `step`). A match that cannot be played fails the gate. */
+bool loop_gate_passes(store *db, const game_params *g, const loop_gate *gate, int64_t cand,
+		      int64_t current, int64_t step, FILE *log, bool quiet);
+
+#endif

@@ -1,0 +1,158 @@
+/* The AlphaZero loop's phases (loop/loop.h), called directly on a tiny
+ * Connect Four run in a temporary folder: each phase does what it says,
+ * leaves the run resumable, and a reopened run carries on from it. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "data/store.h"
+#include "loop/loop.h"
+#include "tests/loop/loop_util.h"
+
+/* A metric's last value at any step; NAN when it has none. */
+static int take_last(void *ctx, int64_t step, double t, double value)
+{
+	*(double *)ctx = value;
+	return 0;
+}
+
+static double last_metric(const char *dir, const char *name)
+{
+	char path[512], err[256];
+	snprintf(path, sizeof(path), "%s/sente.db", dir);
+	store *db = store_open(path, err, sizeof(err));
+	cr_assert(db, "%s", err);
+	double v = NAN;
+	store_metrics(db, name, take_last, &v);
+	store_close(db);
+	return v;
+}
+
+static bool exists(const char *dir, const char *file)
+{
+	char path[512];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	return stat(path, &st) == 0;
+}
+
+/* Self-play, training and export: one iteration, each phase asserted. */
+static void iterate(loop *r, loop_iteration *it)
+{
+	char err[1024];
+	cr_assert_eq(loop_selfplay(r, it, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(loop_train(r, it, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(loop_export(r, it, err, sizeof(err)), 0, "%s", err);
+}
+
+Test(loop, phases_one_by_one_then_resume, .timeout = 240)
+{
+	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	loop_options o = loop_test_options(dir);
+	loop *r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	cr_assert(!loop_resumed(r));
+	cr_assert_eq(loop_step(r), 0);
+	cr_assert_eq(loop_positions(r), 0, "a new run's window is empty");
+	cr_assert_eq(loop_selfplay_model(r), 1, "the first network is model 1");
+	cr_assert(exists(dir, "models/model-00000000.sente"));
+	cr_assert(!isnan(last_metric(dir, "c4_error_net")), "a new run is measured at step 0");
+
+	loop_iteration it;
+	cr_assert_eq(loop_selfplay(r, &it, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(it.number, 1);
+	cr_assert(it.games >= o.parallel_games, "at least one game per worker (%lld)",
+		  (long long)it.games);
+	cr_assert(it.new_positions > 0);
+	cr_assert_eq(loop_positions(r), it.new_positions, "every recorded position is in the window");
+
+	cr_assert_eq(loop_train(r, &it, err, sizeof(err)), 0, "%s", err);
+	int want = (int)ceil(it.new_positions * o.sample_ratio / o.batch);
+	cr_assert_eq(it.steps, want < 1 ? 1 : want, "sample_ratio samples per new position");
+	cr_assert_eq(loop_step(r), it.steps);
+	cr_assert_eq(it.step, it.steps);
+	cr_assert(isfinite(it.loss) && it.loss > 0);
+
+	cr_assert_eq(loop_export(r, &it, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(it.model_id, 2);
+	cr_assert(it.promoted, "without gating every network plays");
+	cr_assert_eq(loop_selfplay_model(r), 2);
+	cr_assert(exists(dir, "checkpoints/learner.ckpt"));
+	char model[64];
+	snprintf(model, sizeof(model), "models/model-%08lld.sente", (long long)it.step);
+	cr_assert(exists(dir, model), "%s", model);
+	cr_assert_float_eq(last_metric(dir, "loss"), it.loss, 1e-6);
+
+	loop_measure(r, &it);
+	cr_assert(!isnan(last_metric(dir, "c4_error_net/begin-easy")));
+	cr_assert_eq(loop_report(r, err, sizeof(err)), 0, "%s", err);
+	cr_assert(exists(dir, "report.html"));
+	int64_t step = loop_step(r), positions = loop_positions(r);
+	loop_close(r);
+
+	r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	cr_assert(loop_resumed(r));
+	cr_assert_eq(loop_step(r), step, "the checkpoint's step");
+	cr_assert_eq(loop_positions(r), positions, "the window refilled from the store");
+	cr_assert_eq(loop_selfplay_model(r), 2, "self-play takes the newest model");
+	loop_close(r);
+	loop_test_rmdir(dir);
+}
+
+Test(loop, gating_plays_a_match_and_records_it, .timeout = 240)
+{
+	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	loop_options o = loop_test_options(dir);
+	o.gate_games = 2;
+	o.gate_visits = 2;
+	loop *r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	loop_iteration it;
+	iterate(r, &it);
+	double score = last_metric(dir, "gate_score");
+	cr_assert(!isnan(score), "the gating match's score is stored");
+	cr_assert_eq(it.promoted, score >= o.gate_threshold);
+	cr_assert_eq(loop_selfplay_model(r), it.promoted ? it.model_id : 1);
+	loop_close(r);
+	loop_test_rmdir(dir);
+}
+
+Test(loop, refuses_a_folder_of_another_game, .timeout = 120)
+{
+	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	loop_options o = loop_test_options(dir);
+	loop *r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	loop_iteration it;
+	iterate(r, &it);
+	loop_close(r);
+	game_params go = game_params_default(GAME_KIND_GO);
+	go.size = 9;
+	loop_options g = loop_test_options(dir);
+	g.game = go;
+	cr_assert_null(loop_open(&g, err, sizeof(err)));
+	cr_assert(strstr(err, "holds a connect4 run, not go"), "%s", err);
+	loop_test_rmdir(dir);
+}
+
+Test(loop, run_stops_when_asked)
+{
+	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	loop_options o = loop_test_options(dir);
+	volatile sig_atomic_t stop = 1;
+	o.stop = &stop;
+	o.minutes = 60;
+	cr_assert_eq(loop_run(&o, err, sizeof(err)), 0, "%s", err);
+	cr_assert(exists(dir, "report.html"), "a stopped run still writes its report");
+	cr_assert(isnan(last_metric(dir, "loss")), "no iteration ran");
+	loop_test_rmdir(dir);
+}

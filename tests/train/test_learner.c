@@ -1,0 +1,232 @@
+/* The learner table (train/learner.h): lookup by name, complete tables, the
+ * CPU learner driven through it (window, steps, checkpoint round trip), the
+ * CUDA learner's refusal without a device, and the window's refill from the
+ * store: oldest first, only games not seen, the same on thread-ranks as in
+ * one process. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "data/store.h"
+#include "nn/cuda/cuda.h"
+#include "tests/train/train_util.h"
+#include "train/learner.h"
+
+Test(learner, lookup_by_name)
+{
+	cr_assert_eq(learner_by_name("cpu"), &learner_cpu);
+	cr_assert_eq(learner_by_name("cuda"), &learner_cuda);
+	cr_assert_null(learner_by_name("tpu"));
+	cr_assert_str_eq(learner_cpu.name, "cpu");
+	cr_assert_str_eq(learner_cuda.name, "cuda");
+}
+
+/* Every entry of a table that can make a learner is there. */
+static void assert_complete(const learner_ops *o)
+{
+	cr_assert(o->create && o->destroy && o->add_game && o->positions && o->step && o->net &&
+		  o->steps && o->set_comm && o->broadcast && o->checkpoint_save &&
+		  o->checkpoint_load && o->checkpoint_world && o->error,
+		  "%s: an entry is missing", o->name);
+}
+
+Test(learner, tables_are_complete)
+{
+	assert_complete(&learner_cpu);
+#if defined(SENTE_HAVE_CUDA) && defined(SENTE_HAVE_CUDNN)
+	assert_complete(&learner_cuda);
+#else
+	cr_assert(learner_cuda.create, "a build without CUDA refuses at create");
+#endif
+}
+
+Test(learner, cuda_without_a_device_refuses_with_a_reason)
+{
+	if (nn_cuda_device_count() > 0)
+		cr_skip_test("a CUDA device is present");
+	nn_net *net = tu_net(GAME_KIND_CONNECT4, 0, 1, 8, 1);
+	learner_options lo = learner_options_default();
+	lo.train.batch = 8;
+	char err[256] = "";
+	cr_assert_null(learner_new(&learner_cuda, net, &lo, err, sizeof(err)));
+	cr_assert(err[0], "the refusal says why");
+	nn_net_free(net);
+}
+
+/* A finished random Connect Four game with every move recorded. */
+static void random_game(game_record *r, uint64_t *rng)
+{
+	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	game g;
+	game_init(&g, &p);
+	record_init(r, &p);
+	int legal[GAME_MAX_ACTIONS];
+	while (!game_is_over(&g)) {
+		int n = game_legal_moves(&g, legal);
+		int mv = legal[tu_rng(rng) % (uint64_t)n];
+		record_visit v = { (int16_t)mv, 10 };
+		cr_assert_eq(record_add_move(r, mv, true, 0, &v, 1), 0);
+		game_play(&g, mv);
+	}
+	record_set_outcome(r, &g);
+}
+
+Test(learner, cpu_through_the_table)
+{
+	nn_net *net = tu_net(GAME_KIND_CONNECT4, 0, 1, 8, 2);
+	learner_options lo = learner_options_default();
+	lo.train.batch = 16;
+	lo.window = 500;
+	char err[512], ckpt[] = "/tmp/sente-learner-XXXXXX";
+	learner *L = learner_new(&learner_cpu, net, &lo, err, sizeof(err));
+	cr_assert(L, "%s", err);
+	cr_assert_eq(learner_kind(L), &learner_cpu);
+	cr_assert_str_eq(learner_describe(L), "cpu fp32");
+	uint64_t rng = 5;
+	int64_t positions = 0;
+	for (int i = 0; i < 20; i++) {
+		game_record r;
+		random_game(&r, &rng);
+		positions += r.n_moves;
+		cr_assert_eq(learner_add_game(L, &r), 0);
+		record_free(&r);
+	}
+	cr_assert_eq(learner_positions(L), positions);
+	train_stats st;
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(learner_step(L, 16, 0, &st), 0, "%s", learner_error(L));
+	cr_assert_eq(learner_steps(L), 3);
+	int fd = mkstemp(ckpt);
+	cr_assert(fd >= 0);
+	close(fd);
+	cr_assert_eq(learner_checkpoint_save(L, ckpt, err, sizeof(err)), 0, "%s", err);
+	learner *M = learner_new(&learner_cpu, net, &lo, err, sizeof(err));
+	cr_assert(M, "%s", err);
+	cr_assert_eq(learner_checkpoint_load(M, ckpt, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(learner_steps(M), 3);
+	cr_assert_eq(learner_checkpoint_world(M), 1);
+	nn_net *a = learner_net(L), *b = learner_net(M);
+	cr_assert_eq(memcmp(a->data, b->data, a->n_floats * sizeof(float)), 0,
+		     "the checkpoint holds the weights");
+	unlink(ckpt);
+	learner_free(M);
+	learner_free(L);
+	learner_free(NULL);
+	nn_net_free(net);
+}
+
+/* A store in a new folder `dir` (a mkdtemp template; the file's path into
+ * path) holding `games` random games; their positions into *positions. */
+static store *game_store(char *dir, char *path, int games, int64_t *positions)
+{
+	char err[512];
+	cr_assert(mkdtemp(dir));
+	snprintf(path, 600, "%s/sente.db", dir);
+	store *db = store_open(path, err, sizeof(err));
+	cr_assert(db, "%s", err);
+	int64_t model;
+	cr_assert_eq(store_add_model(db, "none.sente", 0, 0, "test", &model), 0);
+	uint64_t rng = 9;
+	*positions = 0;
+	for (int i = 0; i < games; i++) {
+		game_record r;
+		random_game(&r, &rng);
+		int64_t id;
+		*positions += r.n_moves;
+		cr_assert_eq(store_add_game(db, model, "test", &r, &id), 0);
+		record_free(&r);
+	}
+	return db;
+}
+
+static void remove_dir(const char *dir)
+{
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+Test(learner, refill_takes_new_games_only)
+{
+	char dir[] = "/tmp/sente-learner-XXXXXX", path[600], err[512];
+	int64_t positions;
+	store *db = game_store(dir, path, 12, &positions);
+	nn_net *net = tu_net(GAME_KIND_CONNECT4, 0, 1, 8, 2);
+	learner_options lo = learner_options_default();
+	lo.train.batch = 16;
+	learner *L = learner_new(&learner_cpu, net, &lo, err, sizeof(err));
+	cr_assert(L, "%s", err);
+	int64_t last = 0;
+	int added = 0;
+	cr_assert_eq(learner_refill(L, db, NULL, 100000, &last, &added, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(added, 12);
+	cr_assert_eq(last, 12, "the newest game id");
+	cr_assert_eq(learner_positions(L), positions);
+	cr_assert_eq(learner_refill(L, db, NULL, 100000, &last, &added, err, sizeof(err)), 0);
+	cr_assert_eq(added, 0, "nothing new");
+	cr_assert_eq(learner_positions(L), positions);
+	learner_free(L);
+	nn_net_free(net);
+	store_close(db);
+	remove_dir(dir);
+}
+
+typedef struct refill_rank {
+	learner *L;   /* this rank's learner */
+	store *db;    /* rank 0's store, NULL elsewhere */
+	comm *c;      /* this rank */
+	int added;    /* games added */
+	int64_t last; /* newest id */
+	int rc;       /* learner_refill's */
+} refill_rank;
+
+static void *refill_main(void *p)
+{
+	refill_rank *r = p;
+	char err[256];
+	r->last = 0;
+	r->rc = learner_refill(r->L, r->db, r->c, 100000, &r->last, &r->added, err, sizeof(err));
+	return NULL;
+}
+
+Test(learner, refill_over_thread_ranks_equals_one_process)
+{
+	char dir[] = "/tmp/sente-learner-XXXXXX", path[600], err[512];
+	int64_t positions;
+	store *db = game_store(dir, path, 9, &positions);
+	nn_net *net = tu_net(GAME_KIND_CONNECT4, 0, 1, 8, 2);
+	learner_options lo = learner_options_default();
+	lo.train.batch = 8;
+	comm_group *g = comm_group_new(2);
+	refill_rank rk[2];
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++) {
+		rk[i] = (refill_rank){ .db = i == 0 ? db : NULL, .c = comm_group_rank(g, i) };
+		rk[i].L = learner_new(&learner_cpu, net, &lo, err, sizeof(err));
+		cr_assert(rk[i].L, "%s", err);
+		pthread_create(&th[i], NULL, refill_main, &rk[i]);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	/* The same window on both ranks, so the same draws give the same
+	 * batch: one step each from the same RNG must see the same loss. */
+	train_stats s[2];
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(rk[i].rc, 0);
+		cr_assert_eq(rk[i].added, 9);
+		cr_assert_eq(rk[i].last, 9);
+		cr_assert_eq(learner_positions(rk[i].L), positions);
+		cr_assert_eq(learner_step(rk[i].L, 8, 0, &s[i]), 0);
+	}
+	cr_assert_eq(s[0].loss, s[1].loss, "the same batch on both ranks");
+	for (int i = 0; i < 2; i++)
+		learner_free(rk[i].L);
+	comm_group_free(g);
+	nn_net_free(net);
+	store_close(db);
+	remove_dir(dir);
+}

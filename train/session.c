@@ -1,0 +1,425 @@
+/* session.c: `sente train`'s learner session over its ranks (session.h). */
+#include "train/session.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/store.h"
+#include "engine/clock.h"
+#include "nn/cuda/cuda.h"
+#include "train/launch.h"
+#include "train/rundir.h"
+
+train_session_options train_session_options_default(void)
+{
+	train_session_options o;
+	memset(&o, 0, sizeof(o));
+	o.dir = "runs/connect4";
+	o.steps = 1000;
+	o.batch = 256;
+	o.lr = 0.02;
+	o.export_steps = 100;
+	o.game = game_params_default(GAME_KIND_CONNECT4);
+	o.blocks = 4;
+	o.channels = 48;
+	o.seed = 1;
+	o.learner = &learner_cpu;
+	o.precision = LEARNER_FP16;
+	return o;
+}
+
+/* A line on the log, "sente train: " first. */
+static void say(const train_session_options *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void say(const train_session_options *o, const char *fmt, ...)
+{
+	if (!o->log)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("sente train: ", o->log);
+	vfprintf(o->log, fmt, ap);
+	va_end(ap);
+	fputc('\n', o->log);
+	fflush(o->log);
+}
+
+static bool stopped(const train_session_options *o)
+{
+	return o->stop && *o->stop;
+}
+
+/* Rank 0's set-up, broadcast to the others: the network's architecture and
+ * whether rank 0 got that far. */
+typedef struct setup_msg {
+	int32_t ok;      /* 0: rank 0 failed, everyone stops */
+	int32_t resumed; /* 1: from the checkpoint */
+	nn_arch arch;    /* the network */
+} setup_msg;
+
+/* The step loop's running sums between exports. */
+enum { SUM_LOSS, SUM_POLICY, SUM_VALUE, SUM_GRAD, SUM_DATA, SUM_COMPUTE, SUM_COMM, SUM_N };
+
+/* Rank 0: the metrics, the model and the checkpoint of an export. 0, or -1
+ * with the message said. */
+static int export_now(const train_session_options *o, store *db, learner *L, const char *ckpt,
+		      int64_t *model_id, const double *sums, int since, const train_stats *ts, int K)
+{
+	char err[8192];
+	int64_t step = learner_steps(L);
+	double tot = sums[SUM_DATA] + sums[SUM_COMPUTE] + sums[SUM_COMM];
+	const char *names[] = { "loss", "policy_loss", "value_loss", "grad_norm", "lr",
+				"train_samples_per_s", "train_data_seconds",
+				"train_compute_seconds", "train_comm_seconds", "train_ranks",
+				"train_loss_scale", "train_skipped_steps" };
+	double vals[] = { sums[SUM_LOSS] / since, sums[SUM_POLICY] / since, sums[SUM_VALUE] / since,
+			  sums[SUM_GRAD] / since, ts->lr, since * o->batch / tot, sums[SUM_DATA],
+			  sums[SUM_COMPUTE], sums[SUM_COMM], K, ts->loss_scale,
+			  (double)ts->skipped_steps };
+	store_add_metrics(db, step, names, vals, 12);
+	int rc = 0;
+	int64_t id = rundir_export_model(db, learner_net(L), step, o->dir, *model_id, "sente train",
+					 err, sizeof(err));
+	if (id < 0 || learner_checkpoint_save(L, ckpt, err, sizeof(err)) != 0) {
+		say(o, "%s", err);
+		rc = -1;
+	} else {
+		*model_id = id;
+	}
+	if (!o->quiet)
+		say(o, "step %lld: model %lld, loss %.3f (policy %.3f, value %.3f), %.0f samples/s "
+		       "over %d rank%s; data %.0f%%, compute %.0f%%, communication %.0f%%",
+		    (long long)step, (long long)*model_id, vals[0], vals[1], vals[2], vals[5], K,
+		    K == 1 ? "" : "s", 100 * sums[SUM_DATA] / tot, 100 * sums[SUM_COMPUTE] / tot,
+		    100 * sums[SUM_COMM] / tot);
+	return rc;
+}
+
+/* Rank 0: the database and the network (checkpoint or new) into msg. */
+static store *lead_setup(const train_session_options *o, char *ckpt, size_t ckptlen,
+			 nn_net **net, setup_msg *msg)
+{
+	char err[8192];
+	store *db = rundir_open(o->dir, ckpt, ckptlen, err, sizeof(err));
+	if (!db) {
+		say(o, "%s", err);
+		return NULL;
+	}
+	bool resumed;
+	*net = rundir_learner_net(ckpt, &o->game, o->blocks, o->channels, o->seed, &resumed, err,
+				  sizeof(err));
+	msg->resumed = resumed;
+	if (!*net) {
+		say(o, "%s", err);
+		return db;
+	}
+	msg->arch = (*net)->arch;
+	msg->ok = 1;
+	return db;
+}
+
+int train_session_run(const train_session_options *o, comm *c, comm *nccl)
+{
+	int rc = TRAIN_SESSION_FAILED;
+	char err[8192], ckpt[8192];
+	store *db = NULL;
+	nn_net *net = NULL;
+	learner *L = NULL;
+	setup_msg msg;
+	memset(&msg, 0, sizeof(msg));
+	bool cuda = o->learner == &learner_cuda;
+	/* Set where every rank leaves together; other failures are this
+	 * rank's alone and abort the job rather than leave the others
+	 * waiting in a collective. */
+	bool together = true;
+	int rank = comm_rank(c), K = comm_size(c);
+	bool lead = rank == 0;
+	if (o->batch % K != 0) {
+		if (lead)
+			say(o, "--batch %d does not split evenly over %d ranks (see 'sente train --help')",
+			    o->batch, K);
+		return TRAIN_SESSION_USAGE;
+	}
+	int share = o->batch / K;
+	if (share < 2) {
+		if (lead)
+			say(o, "--batch %d over %d ranks leaves %d position%s per rank; batch norm "
+			       "needs at least 2 (see 'sente train --help')",
+			    o->batch, K, share, share == 1 ? "" : "s");
+		return TRAIN_SESSION_USAGE;
+	}
+	snprintf(ckpt, sizeof(ckpt), "%s/checkpoints/learner.ckpt", o->dir);
+	together = false;
+	if (lead)
+		db = lead_setup(o, ckpt, sizeof(ckpt), &net, &msg);
+	if (comm_broadcast(c, &msg, sizeof(msg), 0) != 0) {
+		say(o, "rank %d: %s", rank, comm_error(c));
+		goto out;
+	}
+	together = true;
+	if (!msg.ok)
+		goto out;
+	together = false;
+	if (!lead) {
+		/* Weights come from rank 0 with the rest of the state. */
+		net = nn_net_new(&msg.arch, err, sizeof(err));
+		if (!net) {
+			say(o, "rank %d: %s", rank, err);
+			goto out;
+		}
+	}
+
+	bool c4 = msg.arch.game == GAME_KIND_CONNECT4;
+	learner_options lo = learner_options_default();
+	lo.train.batch = share;
+	lo.train.lr = o->lr;
+	lo.train.seed = o->seed;
+	lo.train.threads = o->threads;
+	lo.window = o->window > 0 ? o->window : c4 ? 60000 : 100000;
+	lo.device = o->n_gpus ? o->gpus[0] : 0;
+	lo.precision = o->precision;
+	lo.micro_batch = o->micro_batch;
+	L = learner_new(o->learner, net, &lo, err, sizeof(err));
+	int ok = L != NULL;
+	if (!ok) {
+		if (K > 1)
+			say(o, "rank %d: %s learner: %s%s", rank, cuda ? "the GPU" : "the", err,
+			    cuda ? " (--backend cpu trains on the CPU)" : "");
+		else
+			say(o, "%s learner: %s%s", cuda ? "the GPU" : "the", err,
+			    cuda ? " (--backend cpu trains on the CPU)" : "");
+	} else if (lead && msg.resumed && learner_checkpoint_load(L, ckpt, err, sizeof(err)) != 0) {
+		say(o, "%s", err);
+		ok = 0;
+	}
+	/* Every rank learns whether every rank is ready (a sum of flags). */
+	float ready = (float)ok;
+	if (comm_allreduce(c, &ready, 1, COMM_OP_SUM) != 0)
+		goto out;
+	if (ready != (float)K) {
+		together = true;
+		goto out;
+	}
+	learner_set_comm(L, cuda ? nccl : c);
+	if (learner_broadcast(L, 0) != 0) {
+		say(o, "rank %d: %s", rank, learner_error(L));
+		goto out;
+	}
+	int64_t model_id = 0;
+	if (lead) {
+		int64_t step0;
+		char file[4096];
+		if (store_latest_model(db, &model_id, file, sizeof(file), &step0) != 1) {
+			model_id = rundir_export_model(db, learner_net(L), learner_steps(L), o->dir, 0,
+						       "sente train", err, sizeof(err));
+			if (model_id < 0)
+				say(o, "%s", err);
+		}
+		int ck_world = learner_checkpoint_world(L);
+		if (msg.resumed && ck_world != K)
+			say(o, "the checkpoint was written by %d rank%s, resuming on %d (global batch %d "
+			       "= %d x %d; batch norm and the gradient are the global batch's, so the "
+			       "steps are the same)",
+			    ck_world, ck_world == 1 ? "" : "s", K, o->batch, K, share);
+	}
+
+	/* The window. */
+	int64_t last_id = 0;
+	int added = 0;
+	if (learner_refill(L, db, c, lo.window, &last_id, &added, err, sizeof(err)) != 0) {
+		say(o, "rank %d: reading the games: %s", rank, err);
+		together = added == -1;
+		goto out;
+	}
+	if (learner_positions(L) < o->batch) {
+		together = true; /* every rank holds the same window */
+		if (lead)
+			say(o, "%s holds %lld recorded positions, fewer than the batch of %d: play games "
+			       "first (sente selfplay --db %s/sente.db, or sente run)",
+			    o->dir, (long long)learner_positions(L), o->batch, o->dir);
+		goto out;
+	}
+	if (lead && !o->quiet)
+		say(o, "%s in %s, network %dx%d, %s at step %lld; %d rank%s (%s), %s, batch %d (%d per "
+		       "rank), window %lld positions",
+		    game_kind_name(msg.arch.game), o->dir, msg.arch.blocks, msg.arch.channels,
+		    msg.resumed ? "resumed" : "new", (long long)learner_steps(L), K, K == 1 ? "" : "s",
+		    comm_name(c), learner_describe(L), o->batch, share,
+		    (long long)learner_positions(L));
+
+	bool failed = false; /* rank 0 could not write */
+	bool stop_asked = false;
+	double t_start = clock_now(), t_end = o->minutes > 0 ? t_start + o->minutes * 60 : 0;
+	double last_print = t_start;
+	double sums[SUM_N] = { 0 };
+	int since = 0;
+	train_stats ts = { 0 };
+	for (int64_t s = 0;; s++) {
+		/* Rank 0 decides whether to go on; everyone hears it. */
+		int32_t go = s < o->steps && !stopped(o) && !failed &&
+			     !(t_end > 0 && clock_now() >= t_end);
+		if (lead && !go && stopped(o))
+			stop_asked = true;
+		if (comm_broadcast(c, &go, sizeof(go), 0) != 0) {
+			say(o, "rank %d: %s", rank, comm_error(c));
+			goto out;
+		}
+		bool last = !go;
+		if (go) {
+			double t0 = clock_now();
+			if (learner_step(L, o->batch, rank * share, &ts) != 0) {
+				say(o, "rank %d: step failed: %s", rank, learner_error(L));
+				goto out;
+			}
+			double t2 = clock_now();
+			double vals[SUM_N] = { ts.loss, ts.policy_loss, ts.value_loss, ts.grad_norm,
+					       ts.data_seconds, ts.compute_seconds, ts.comm_seconds };
+			for (int k = 0; k < SUM_N; k++)
+				sums[k] += vals[k];
+			since++;
+			if (lead && o->json) {
+				fprintf(o->json,
+					"{\"step\":%lld,\"ranks\":%d,\"batch\":%d,\"samples_per_s\":%.1f,"
+					"\"loss\":%.5f,\"policy_loss\":%.5f,\"value_loss\":%.5f,"
+					"\"grad_norm\":%.4f,\"lr\":%.6g,\"data_s\":%.5f,\"compute_s\":%.5f,"
+					"\"comm_s\":%.5f,\"loss_scale\":%g,\"skipped_steps\":%lld}\n",
+					(long long)ts.step, K, o->batch, o->batch / (t2 - t0), ts.loss,
+					ts.policy_loss, ts.value_loss, ts.grad_norm, ts.lr,
+					ts.data_seconds, ts.compute_seconds, ts.comm_seconds,
+					ts.loss_scale, (long long)ts.skipped_steps);
+				fflush(o->json);
+			}
+			if (lead && !o->quiet && !o->json && clock_now() - last_print >= 10) {
+				double tot = sums[SUM_DATA] + sums[SUM_COMPUTE] + sums[SUM_COMM];
+				say(o, "step %lld, loss %.3f (policy %.3f, value %.3f), %.0f samples/s; "
+				       "data %.0f%%, compute %.0f%%, communication %.0f%%",
+				    (long long)ts.step, ts.loss, ts.policy_loss, ts.value_loss,
+				    since * o->batch / tot, 100 * sums[SUM_DATA] / tot,
+				    100 * sums[SUM_COMPUTE] / tot, 100 * sums[SUM_COMM] / tot);
+				last_print = clock_now();
+			}
+		}
+		if (!(since > 0 && (last || since >= o->export_steps))) {
+			if (last)
+				break;
+			continue;
+		}
+		/* Rank 0 writes; then everyone takes the new games. A write
+		 * that fails stops every rank at the next step. */
+		if (lead && export_now(o, db, L, ckpt, &model_id, sums, since, &ts, K) != 0)
+			failed = true;
+		memset(sums, 0, sizeof(sums));
+		since = 0;
+		if (last)
+			break;
+		if (learner_refill(L, db, c, lo.window, &last_id, &added, err, sizeof(err)) != 0) {
+			say(o, "rank %d: reading the games: %s", rank, err);
+			together = added == -1;
+			goto out;
+		}
+	}
+	if (lead)
+		say(o, "%s at step %lld; checkpoint %s",
+		    failed ? "failed" : stop_asked ? "stopped" : "done", (long long)learner_steps(L),
+		    ckpt);
+	rc = failed ? TRAIN_SESSION_FAILED : TRAIN_SESSION_OK;
+	together = true;
+out:
+	if (rc != TRAIN_SESSION_OK && !together && K > 1)
+		comm_abort(c, rc);
+	learner_free(L);
+	nn_net_free(net);
+	store_close(db);
+	return rc;
+}
+
+/* The parent of one process per GPU (no mpirun): checks the GPUs, makes
+ * the NCCL id, launches the ranks and waits for them. */
+static int launch(const train_session_options *o, int argc, char **argv)
+{
+	char err[8192], nid[COMM_NCCL_ID_HEX] = "";
+	int have = nn_cuda_device_count();
+	for (int i = 0; i < o->n_gpus; i++)
+		if (o->gpus[i] >= have) {
+			say(o, "--gpus names GPU %d, but %d CUDA device%s visible%s", o->gpus[i], have,
+			    have == 1 ? " is" : "s are",
+			    nn_cuda_built() ? "" : " (this sente was built without CUDA)");
+			return TRAIN_SESSION_FAILED;
+		}
+	for (int i = 0; i < o->n_gpus; i++)
+		for (int j = 0; j < i; j++)
+			if (o->gpus[i] == o->gpus[j]) {
+				say(o, "--gpus lists GPU %d twice (see 'sente train --help')", o->gpus[i]);
+				return TRAIN_SESSION_USAGE;
+			}
+	if (comm_nccl_unique_id(nid, err, sizeof(err)) != 0) {
+		say(o, "%s", err);
+		return TRAIN_SESSION_FAILED;
+	}
+	char **full = calloc((size_t)argc + 2, sizeof(*full));
+	if (!full)
+		return TRAIN_SESSION_FAILED;
+	full[0] = "sente";
+	for (int i = 0; i < argc; i++)
+		full[i + 1] = argv[i];
+	launch_opts lopt = { .nccl_id = nid };
+	if (!o->quiet)
+		say(o, "starting %d ranks, one per GPU", o->n_gpus);
+	int lr = launch_ranks("/proc/self/exe", full, o->gpus, o->n_gpus, &lopt, err, sizeof(err));
+	free(full);
+	if (lr != 0) {
+		say(o, "%s", err);
+		return TRAIN_SESSION_FAILED;
+	}
+	return TRAIN_SESSION_OK;
+}
+
+int train_session_main(const train_session_options *opt, int argc, char **argv)
+{
+	char err[8192], nid[COMM_NCCL_ID_HEX] = "";
+	train_session_options o = *opt;
+	bool cuda = o.learner == &learner_cuda;
+	comm *c = NULL, *nccl = NULL;
+	int child = 0, c_rank = 0, c_world = 1, c_dev = 0;
+	int rc = TRAIN_SESSION_FAILED;
+	if (cuda) {
+		child = launch_child_env(&c_rank, &c_world, &c_dev, nid, err, sizeof(err));
+		if (child < 0) {
+			say(&o, "%s", err);
+			return TRAIN_SESSION_FAILED;
+		}
+		if (child == 0 && !comm_launched_by_mpi() && o.n_gpus > 1)
+			return launch(&o, argc, argv);
+	}
+	if (child == 1) {
+		nccl = comm_new_nccl_from_id(c_rank, c_world, nid, c_dev, err, sizeof(err));
+		c = nccl ? comm_new_nccl_host(nccl, err, sizeof(err)) : NULL;
+		o.gpus[0] = c_dev;
+		o.n_gpus = 1;
+	} else {
+		c = comm_new_world(err, sizeof(err));
+	}
+	if (!c) {
+		say(&o, "%s", err);
+		comm_free(nccl);
+		return TRAIN_SESSION_FAILED;
+	}
+	if (cuda && child == 0 && comm_size(c) > 1) {
+		int dev = 0;
+		if (gpu_for_local_rank(o.gpus, o.n_gpus, &dev, err, sizeof(err)) != 0 ||
+		    !(nccl = comm_new_nccl(c, dev, err, sizeof(err)))) {
+			say(&o, "rank %d: %s", comm_rank(c), err);
+			comm_abort(c, 1);
+			goto out;
+		}
+		o.gpus[0] = dev;
+		o.n_gpus = 1;
+	}
+	rc = train_session_run(&o, c, nccl);
+out:
+	comm_free(c);
+	if (nccl != c)
+		comm_free(nccl);
+	return rc;
+}
