@@ -359,11 +359,12 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 	bool promote = r->o.gate_games <= 0 ||
 		       loop_gate_passes(r->db, &r->o.game, &gate, r->model_id, r->play_id, it->step,
 					r->o.log, r->o.quiet);
-	if (promote) {
+	if (promote)
 		r->play_id = r->model_id;
-		if (r->o.gate_games > 0)
-			store_add_metric(r->db, it->step, "selfplay_model", (double)r->play_id);
-	}
+	/* Every gate's outcome, so a resumed run takes the model that
+	 * passed last, not a newer one that failed. */
+	if (r->o.gate_games > 0)
+		store_add_metric(r->db, it->step, "selfplay_model", (double)r->play_id);
 	it->promoted = promote;
 	if ((promote && selfplay_set_model(r->sp, trained, r->model_id, err, errlen) != 0) ||
 	    learner_checkpoint_save(r->L, r->ckpt, err, errlen) != 0)

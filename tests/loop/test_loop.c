@@ -112,14 +112,20 @@ Test(loop, gating_plays_a_match_and_records_it, .timeout = 240)
 	loop_options o = loop_test_options(dir);
 	o.gate_games = 2;
 	o.gate_visits = 2;
+	o.gate_threshold = 1.01; /* no score passes: the candidate never plays */
 	loop *r = loop_open(&o, err, sizeof(err));
 	cr_assert(r, "%s", err);
 	loop_iteration it;
 	iterate(r, &it);
 	double score = last_metric(dir, "gate_score");
 	cr_assert(!isnan(score), "the gating match's score is stored");
-	cr_assert_eq(it.promoted, score >= o.gate_threshold);
-	cr_assert_eq(loop_selfplay_model(r), it.promoted ? it.model_id : 1);
+	cr_assert(!it.promoted);
+	cr_assert_eq(loop_selfplay_model(r), 1, "the first network still plays");
+	loop_close(r);
+	/* Reopened, self-play takes the last promoted model, not the newest. */
+	r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	cr_assert_eq(loop_selfplay_model(r), 1);
 	loop_close(r);
 	loop_test_rmdir(dir);
 }
