@@ -392,7 +392,8 @@ static void wrap(FILE *f, const char *text, int col, int indent)
 
 void cli_opt_help(const cli_spec *spec, FILE *f)
 {
-	fprintf(f, "usage: sente %s %s\n", spec->cmd, spec->usage ? spec->usage : "[options]");
+	fprintf(f, "usage: sente %s %s\n", spec->prog ? spec->prog : spec->cmd,
+		spec->usage ? spec->usage : "[options]");
 	if (spec->about)
 		fprintf(f, "\n%s", spec->about);
 	bool aliases = false;

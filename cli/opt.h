@@ -121,6 +121,8 @@ int cli_opt_int_list(const cli_opt *o, const char *value, char *err, size_t errl
  * text and where positional arguments go. */
 typedef struct cli_spec {
 	const char *cmd;        /* "match", "bench nn": in messages and the usage line */
+	const char *prog;       /* the usage line's command when not cmd ("db" for
+				 * "usage: sente db FILE stats"), or NULL */
 	const char *usage;      /* after "usage: sente CMD ", e.g. "A B [options]" */
 	const char *about;      /* paragraphs after the usage line, or NULL */
 	const cli_opt *opts;    /* the table */
