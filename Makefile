@@ -123,9 +123,11 @@ $(BIN): $(CLI_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
 
-$(TESTBIN): $(TEST_OBJ) $(LIB)
+# cli/opt.c (the option tables) is tested directly, so it is linked in too.
+CLI_TESTED_OBJ = $(BUILD)/cli/opt.o
+$(TESTBIN): $(TEST_OBJ) $(CLI_TESTED_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $(TEST_OBJ) $(LIB) $(LDLIBS) -lcriterion -o $@
+	$(CC) $(LDFLAGS) $(TEST_OBJ) $(CLI_TESTED_OBJ) $(LIB) $(LDLIBS) -lcriterion -o $@
 
 # The test binary runs from the repository root so that fixtures under
 # tests/data are found; bin/sente is built too since some tests drive it.

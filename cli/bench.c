@@ -1,10 +1,14 @@
 /* bench.c: `sente bench`, speed figures as JSON lines on stdout. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/opt.h"
+#include "engine/clock.h"
+#include "engine/rng.h"
 #include "engine/game.h"
 #include "nn/bench.h"
 #include "nn/net.h"
@@ -14,7 +18,6 @@
 #include "train/cuda/gpu_train.h"
 #include "train/trainer.h"
 
-#include <time.h>
 
 static const char bench_help[] =
 	"usage: sente bench <what> [options]\n"
@@ -24,17 +27,12 @@ static const char bench_help[] =
 	"what:\n"
 	"  board        random games per second on one core (Go playouts with\n"
 	"               simple ko; Connect Four random games)\n"
-	"  nn           network evaluations per second and GFLOP/s per batch\n"
-	"               size (see 'sente bench nn --help')\n"
+	"  nn           network evaluations per second and GFLOP/s per batch size\n"
 	"  search       playouts per second of the search from the empty board\n"
-	"               (see 'sente bench search --help')\n"
 	"  train        learner steps on random data: samples per second and, on\n"
-	"               CUDA, model-FLOPs utilisation (see 'sente bench train --help')\n"
+	"               CUDA, model-FLOPs utilisation\n"
 	"\n"
-	"options for board:\n"
-	"  --sizes LIST   Go board sizes, comma-separated (default 9,19)\n"
-	"  --seconds S    time per figure (default 2)\n"
-	"  --seed N       random seed (default 1)\n";
+	"Each has its options: 'sente bench board --help', and so on.\n";
 
 /* Runs Go playouts from the empty board for about `seconds`. */
 static void bench_go(int size, double seconds, uint64_t seed)
@@ -43,27 +41,19 @@ static void bench_go(int size, double seconds, uint64_t seed)
 	go_init(&empty, size, 7.5);
 	uint64_t rng = seed ? seed : 1;
 	long games = 0, moves = 0;
-	double t0 = cli_now(), t;
+	double t0 = clock_now(), t;
 	do {
 		for (int i = 0; i < 64; i++) {
 			b = empty;
 			moves += go_playout(&b, &rng);
 			games++;
 		}
-		t = cli_now() - t0;
+		t = clock_now() - t0;
 	} while (t < seconds);
 	printf("{\"bench\":\"board\",\"game\":\"go\",\"size\":%d,\"games_per_s\":%.1f,"
 	       "\"moves_per_game\":%.1f,\"moves_per_s\":%.0f}\n",
 	       size, games / t, (double)moves / games, moves / t);
 	fflush(stdout);
-}
-
-static uint64_t bench_xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
 }
 
 /* Connect Four random games through the generic interface. */
@@ -74,18 +64,18 @@ static void bench_c4(double seconds, uint64_t seed)
 	int moves[GAME_MAX_ACTIONS];
 	uint64_t rng = seed ? seed : 1;
 	long games = 0, plies = 0;
-	double t0 = cli_now(), t;
+	double t0 = clock_now(), t;
 	do {
 		for (int i = 0; i < 256; i++) {
 			game_init(&g, &p);
 			int n;
 			while ((n = game_legal_moves(&g, moves)) > 0) {
-				game_play(&g, moves[bench_xorshift(&rng) % (uint64_t)n]);
+				game_play(&g, moves[rng_next(&rng) % (uint64_t)n]);
 				plies++;
 			}
 			games++;
 		}
-		t = cli_now() - t0;
+		t = clock_now() - t0;
 	} while (t < seconds);
 	printf("{\"bench\":\"board\",\"game\":\"connect4\",\"size\":7,\"games_per_s\":%.1f,"
 	       "\"moves_per_game\":%.1f}\n", games / t, (double)plies / games);
@@ -97,63 +87,103 @@ static int bench_board(int argc, char **argv)
 	int sizes[16] = { 9, 19 }, n_sizes = 2;
 	double seconds = 2;
 	long seed = 1;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--sizes") && v) {
-			char buf[256];
-			snprintf(buf, sizeof(buf), "%s", v);
-			n_sizes = 0;
-			for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-				long s;
-				if (n_sizes == 16 || !cli_parse_int(tok, GO_MIN_SIZE, GO_MAX_SIZE, &s))
-					return cli_usage_error("bench", "--sizes takes sizes %d..%d, got '%s'",
-							       GO_MIN_SIZE, GO_MAX_SIZE, v);
-				sizes[n_sizes++] = (int)s;
-			}
-			i++;
-		} else if (!strcmp(a, "--seconds") && v) {
-			if (!cli_parse_double(v, &seconds) || seconds <= 0 || seconds > 3600)
-				return cli_usage_error("bench", "--seconds takes a positive number, got '%s'", v);
-			i++;
-		} else if (!strcmp(a, "--seed") && v) {
-			if (!cli_parse_int(v, 1, 0x7fffffffL, &seed))
-				return cli_usage_error("bench", "--seed takes a positive integer, got '%s'", v);
-			i++;
-		} else {
-			return cli_usage_error("bench", "unknown or incomplete option '%s'", a);
-		}
-	}
+	cli_int_list size_list = { .v = sizes, .cap = 16, .n = &n_sizes };
+	const cli_opt opts[] = {
+		CLI_OPT_CALL("--sizes", NULL, &size_list, cli_opt_int_list, "LIST",
+			     "Go board sizes, comma-separated", .lo = GO_MIN_SIZE, .hi = GO_MAX_SIZE,
+			     .def = "9,19"),
+		CLI_OPT_REAL("--seconds", NULL, &seconds, 0, 3600, "S", "time per figure",
+			     .open_lo = true),
+		CLI_OPT_INT("--seed", NULL, &seed, 1, 0x7fffffffL, "N", "random seed"),
+	};
+	const cli_spec spec = {
+		.cmd = "bench board", .usage = "[options]", .opts = opts, .n_opts = CLI_N(opts),
+		.about = "Random games per second on one core: Go playouts with simple ko from\n"
+			 "the empty board on each size, then Connect Four random games.\n",
+	};
+	int rc;
+	if (!cli_opt_parse(&spec, argc, argv, &rc))
+		return rc;
 	for (int i = 0; i < n_sizes; i++)
 		bench_go(sizes[i], seconds, (uint64_t)seed);
 	bench_c4(seconds, (uint64_t)seed);
 	return 0;
 }
 
-static const char search_help[] =
-	"usage: sente bench search [options]\n"
-	"\n"
+static const char nn_about[] =
+	"Measures network evaluations per second on a backend and prints one JSON\n"
+	"line per batch size. On CUDA the lines also carry the device, the\n"
+	"achieved TFLOP/s and tc_peak_fraction: that over the device's dense peak\n"
+	"(fp16: tensor cores; fp32: FMA units). Without a device, --backend cuda\n"
+	"says so on stderr and measures nothing.\n";
+
+static const char *const algo_names[] = { "auto", "direct", "winograd", NULL };
+
+/* `sente bench nn`: the options into nn_bench_options, then nn_bench_run. */
+static int bench_nn(int argc, char **argv)
+{
+	nn_bench_options o = nn_bench_options_default();
+	game_kind kind = o.game.kind;
+	long size = 19;
+	cli_int_list batches = { .v = o.batches, .cap = NN_BENCH_MAX_BATCHES, .n = &o.n_batches };
+	_Static_assert(sizeof(o.backend.algo) == sizeof(int), "--algo stores an int");
+	const cli_opt opts[] = {
+		CLI_OPT_STRING("--weights", "-w", &o.weights, "FILE",
+			       "model to run (.sente, or Leela Zero v1 text/gzip); without it a random "
+			       "network is built"),
+		CLI_OPT_INT("--blocks", NULL, &o.blocks, 0, NN_MAX_BLOCKS, "B",
+			    "random network: residual blocks"),
+		CLI_OPT_INT("--channels", NULL, &o.channels, 1, NN_MAX_CHANNELS, "C",
+			    "random network: channels"),
+		CLI_OPT_CALL("--game", NULL, &kind, cli_opt_game, "NAME",
+			     "random network: go or connect4", .def = "go"),
+		CLI_OPT_INT("--size", NULL, &size, GO_MIN_SIZE, GO_MAX_SIZE, "N",
+			    "random network: Go board size"),
+		CLI_OPT_CALL("--batch", NULL, &batches, cli_opt_int_list, "LIST",
+			     "batch sizes, comma-separated", .lo = 1, .hi = 4096, .def = "1,8,32"),
+		CLI_OPT_INT("--threads", NULL, &o.backend.threads, 0, 1024, "N",
+			    "compute threads; 0: the runtime's choice"),
+		CLI_OPT_NN_BACKEND(&o.backend, "cpu", "cpu, cuda or auto"),
+		CLI_OPT_NN_GPUS(&o.backend, "0", "CUDA device to measure (the first of the list)"),
+		CLI_OPT_NN_PRECISION(&o.backend, "fp32; fp16 on CUDA",
+				     "fp32, bf16, int8 (CPU) or fp16, fp32 (CUDA); other than fp32, the "
+				     "lines also carry the accuracy against an fp32 context on "
+				     "--accuracy-positions positions of random play"),
+		CLI_OPT_INT("--calib", NULL, &o.backend.calib_positions, 1, 1000000, "N",
+			    "int8: calibration positions", .def = "256"),
+		CLI_OPT_INT("--accuracy-positions", NULL, &o.accuracy_positions, 0, 100000, "N",
+			    "positions for the accuracy fields"),
+		CLI_OPT_CHOICE("--algo", NULL, &o.backend.algo, algo_names, "A",
+			       "auto, direct or winograd (auto: timed per layer)"),
+		CLI_OPT_REAL("--seconds", NULL, &o.seconds, 0, 3600, "S",
+			     "measuring time per batch size", .open_lo = true),
+		CLI_OPT_INT("--seed", NULL, &o.seed, 0, INT64_MAX, "N",
+			    "seed of the random network and inputs"),
+		CLI_OPT_FLAG("--verbose", "-v", &o.backend.verbose,
+			     "describe the chosen primitives on stderr"),
+	};
+	const cli_spec spec = { .cmd = "bench nn", .usage = "[options]", .about = nn_about,
+				.opts = opts, .n_opts = CLI_N(opts) };
+	int rc;
+	if (!cli_opt_parse(&spec, argc, argv, &rc))
+		return rc;
+	o.game = game_params_default(kind);
+	if (kind == GAME_KIND_GO)
+		o.game.size = (int)size;
+	char err[512];
+	if (nn_bench_run(&o, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sente bench nn: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+static const char search_about[] =
 	"Searches from the empty board as genmove would and prints one JSON line\n"
 	"per search: playouts per second, network evaluations, mean batch size, NN\n"
 	"cache hits, and raw_evals_per_s: the backends' own speed at the same\n"
 	"batch (forward calls alone, measured for a second before the searches),\n"
-	"with search_to_raw = playouts_per_s / raw_evals_per_s.\n"
-	"\n"
-	"options:\n"
-	"  -w, --weights FILE  network (.sente or Leela Zero); without one a random\n"
-	"                      network of --blocks x --channels is used\n"
-	"  --blocks B, --channels C   random network shape (default 6 x 64)\n"
-	"  --game go|connect4  (default go)    --size N   Go board (default 19)\n"
-	"  -v, --visits N      visits per search (default 3200)\n"
-	"  -t, --threads N     search threads (default 2)\n"
-	"  -b, --batch N       largest network batch (default 16); each search thread\n"
-	"                      gathers batch/threads leaves per round\n"
-	"  --nn-threads N      network compute threads (default: all cores)\n"
-	"  --backend B         auto, cpu or cuda (default auto)\n"
-	"  --gpus LIST         CUDA devices, one evaluator thread each (default 0)\n"
-	"  --precision P       fp32/bf16/int8 (CPU), fp16/fp32 (CUDA, default fp16)\n"
-	"  --repeat N          searches to run, each from a fresh tree (default 2)\n"
-	"  --virtual-loss N    losses per descent in flight (default 1)\n";
+	"with search_to_raw = playouts_per_s / raw_evals_per_s.\n";
 
 /* Forward calls per second of the backends at `batch`, all of them at once
  * (one thread each), over about `seconds`. */
@@ -176,11 +206,11 @@ static void *raw_main(void *p)
 		r->failed = 1;
 	} else {
 		nn_backend_forward(r->be, r->batch, r->planes, pol, val, NULL); /* warm up */
-		double t0 = cli_now();
+		double t0 = clock_now();
 		do {
 			r->failed |= nn_backend_forward(r->be, r->batch, r->planes, pol, val, NULL) < 0;
 			r->calls++;
-			r->took = cli_now() - t0;
+			r->took = clock_now() - t0;
 		} while (r->took < r->seconds && !r->failed);
 	}
 	free(pol);
@@ -219,48 +249,40 @@ static double raw_evals_per_s(const nn_backend_set *bs, int batch, double second
 static int bench_search(int argc, char **argv)
 {
 	const char *weights = NULL;
-	long blocks = 6, channels = 64, size = 19, visits = 3200, threads = 2, batch = 0,
+	long blocks = 6, channels = 64, size = 19, visits = 3200, threads = 2, batch = 16,
 	     nn_threads = 0, repeat = 2, vloss = -1;
 	game_kind kind = GAME_KIND_GO;
 	nn_backend_options bo = nn_backend_options_default();
-	char berr[256];
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		long *target = NULL, lo = 1, hi = 1000000000;
-		int r = v ? nn_backend_parse_flag(a, v, &bo, berr, sizeof(berr)) : 0;
-		if (r < 0)
-			return cli_usage_error("bench", "%s", berr);
-		if (r > 0) {
-			i++;
-			continue;
-		}
-		if ((!strcmp(a, "-w") || !strcmp(a, "--weights")) && v) {
-			weights = v;
-			i++;
-			continue;
-		} else if (!strcmp(a, "--game") && v) {
-			if (!game_kind_from_name(v, &kind))
-				return cli_usage_error("bench", "unknown game '%s'", v);
-			i++;
-			continue;
-		}
-		if (!strcmp(a, "--blocks")) target = &blocks, hi = 80, lo = 0;
-		else if (!strcmp(a, "--channels")) target = &channels, hi = 1024;
-		else if (!strcmp(a, "--size")) target = &size, lo = GO_MIN_SIZE, hi = GO_MAX_SIZE;
-		else if (!strcmp(a, "-v") || !strcmp(a, "--visits")) target = &visits;
-		else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) target = &threads, hi = 256;
-		else if (!strcmp(a, "-b") || !strcmp(a, "--batch")) target = &batch, hi = 4096;
-		else if (!strcmp(a, "--nn-threads")) target = &nn_threads, hi = 1024;
-		else if (!strcmp(a, "--repeat")) target = &repeat, hi = 1000;
-		else if (!strcmp(a, "--virtual-loss")) target = &vloss, lo = 0, hi = 100;
-		if (!target || !v)
-			return cli_usage_error("bench", "unknown or incomplete option '%s'", a);
-		if (!cli_parse_int(v, lo, hi, target))
-			return cli_usage_error("bench", "%s takes an integer %ld..%ld, got '%s'", a, lo, hi, v);
-		i++;
-	}
-	if (batch == 0)
-		batch = 16;
+	const cli_opt opts[] = {
+		CLI_OPT_STRING("--weights", "-w", &weights, "FILE",
+			       "network (.sente or Leela Zero); without one a random network of "
+			       "--blocks x --channels is used"),
+		CLI_OPT_INT("--blocks", NULL, &blocks, 0, 80, "B", "random network: residual blocks"),
+		CLI_OPT_INT("--channels", NULL, &channels, 1, 1024, "C", "random network: channels"),
+		CLI_OPT_CALL("--game", NULL, &kind, cli_opt_game, "go|connect4", "which game",
+			     .def = "go"),
+		CLI_OPT_INT("--size", NULL, &size, GO_MIN_SIZE, GO_MAX_SIZE, "N", "Go board"),
+		CLI_OPT_INT("--visits", "-v", &visits, 1, 1000000000, "N", "visits per search"),
+		CLI_OPT_INT("--threads", "-t", &threads, 1, 256, "N", "search threads"),
+		CLI_OPT_INT("--batch", "-b", &batch, 1, 4096, "N",
+			    "largest network batch; each search thread gathers batch/threads leaves "
+			    "per round"),
+		CLI_OPT_INT("--nn-threads", NULL, &nn_threads, 1, 1024, "N", "network compute threads",
+			    .def = "all cores"),
+		CLI_OPT_NN_BACKEND(&bo, "auto", "auto, cpu or cuda"),
+		CLI_OPT_NN_GPUS(&bo, "0", "CUDA devices, one evaluator thread each"),
+		CLI_OPT_NN_PRECISION(&bo, "fp32 on the CPU, fp16 on CUDA",
+				     "fp32/bf16/int8 (CPU), fp16/fp32 (CUDA)"),
+		CLI_OPT_INT("--repeat", NULL, &repeat, 1, 1000, "N",
+			    "searches to run, each from a fresh tree"),
+		CLI_OPT_INT("--virtual-loss", NULL, &vloss, 0, 100, "N",
+			    "losses per descent in flight", .def = "1"),
+	};
+	const cli_spec spec = { .cmd = "bench search", .usage = "[options]", .about = search_about,
+				.opts = opts, .n_opts = CLI_N(opts) };
+	int rc;
+	if (!cli_opt_parse(&spec, argc, argv, &rc))
+		return rc;
 	char err[512];
 	game_params gp = game_params_default(kind);
 	if (kind == GAME_KIND_GO)
@@ -296,7 +318,7 @@ static int bench_search(int argc, char **argv)
 	double raw = raw_evals_per_s(&bs, (int)batch, 1.0);
 	eval_options eo = eval_options_default();
 	eo.max_batch = (int)batch;
-	int rc = 0;
+	rc = 0;
 	for (long r = 0; r < repeat; r++) {
 		/* A fresh evaluator each time: its cache must not carry over. */
 		evaluator *ev = eval_new(bs.be, bs.n, net->arch.encoding, &eo, err, sizeof(err));
@@ -344,31 +366,14 @@ static int bench_search(int argc, char **argv)
 	return rc;
 }
 
-static const char train_help[] =
-	"usage: sente bench train [options]\n"
-	"\n"
+static const char train_about[] =
 	"Times learner steps on random positions and targets; one JSON line with\n"
 	"samples/s (all of a step, host upload included) and, for cuda, the\n"
 	"model-FLOPs utilisation: 3 x forward FLOPs x samples/s over the device's\n"
-	"fp32 peak (fp32) or tensor-core peak (fp16, bf16).\n"
-	"\n"
-	"  --backend cpu|cuda          learner (default cpu)\n"
-	"  --precision fp32|fp16|bf16  cuda compute type (default fp32)\n"
-	"  --game go|connect4          (default go)\n"
-	"  --blocks B --channels C     tower (default 6 x 64)\n"
-	"  --size N                    Go board (default 9)\n"
-	"  --batch N                   positions per step (default 64)\n"
-	"  --steps N                   timed steps after one warm-up (default 10)\n"
-	"  --micro-batch N             cuda: positions per pass (default automatic)\n"
-	"  --threads N                 cpu: oneDNN threads (default the runtime's)\n"
-	"  --device N                  cuda device (default 0)\n";
+	"fp32 peak (fp32) or tensor-core peak (fp16, bf16).\n";
 
-static double bench_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static const char *const learner_names[] = { "cpu", "cuda", NULL };
+static const char *const train_precisions[] = { "fp32", "fp16", "bf16", NULL };
 
 /* Random planes (0/1), policy distributions, values and WDL targets. */
 static void bench_fill_batch(train_batch *b, uint64_t seed)
@@ -376,14 +381,14 @@ static void bench_fill_batch(train_batch *b, uint64_t seed)
 	uint64_t s = seed;
 	for (int i = 0; i < b->cap; i++) {
 		for (int k = 0; k < b->in_size; k++)
-			b->planes[(size_t)i * b->in_size + k] = (float)(bench_xorshift(&s) & 1);
+			b->planes[(size_t)i * b->in_size + k] = (float)(rng_next(&s) & 1);
 		double sum = 0;
 		float *p = b->policy + (size_t)i * b->n_actions;
 		for (int a = 0; a < b->n_actions; a++)
-			sum += p[a] = (float)(bench_xorshift(&s) % 1000) + 1.0f;
+			sum += p[a] = (float)(rng_next(&s) % 1000) + 1.0f;
 		for (int a = 0; a < b->n_actions; a++)
 			p[a] = (float)(p[a] / sum);
-		b->value[i] = (float)((int)(bench_xorshift(&s) % 3) - 1);
+		b->value[i] = (float)((int)(rng_next(&s) % 3) - 1);
 		if (b->wdl) {
 			float z = b->value[i];
 			b->wdl[3 * i] = z > 0 ? z : 0;
@@ -396,51 +401,38 @@ static void bench_fill_batch(train_batch *b, uint64_t seed)
 
 static int bench_train(int argc, char **argv)
 {
-	const char *backend = "cpu", *prec = "fp32", *game_name = "go";
+	int backend_i = 0, prec_i = 0;
+	game_kind kind = GAME_KIND_GO;
 	int blocks = 6, channels = 64, size = 9, batch = 64, steps = 10, micro = 0, threads = 0;
 	int device = 0, rc = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		int *target = NULL, lo = 1, hi = 1 << 20;
-		if (!strcmp(a, "--backend") && v) {
-			backend = v, i++;
-			continue;
-		} else if (!strcmp(a, "--precision") && v) {
-			prec = v, i++;
-			continue;
-		} else if (!strcmp(a, "--game") && v) {
-			game_name = v, i++;
-			continue;
-		}
-		if (!strcmp(a, "--blocks")) target = &blocks, lo = 0, hi = NN_MAX_BLOCKS;
-		else if (!strcmp(a, "--channels")) target = &channels, hi = NN_MAX_CHANNELS;
-		else if (!strcmp(a, "--size")) target = &size, lo = 5, hi = 19;
-		else if (!strcmp(a, "--batch")) target = &batch, lo = 2, hi = 8192;
-		else if (!strcmp(a, "--steps")) target = &steps, hi = 1000000;
-		else if (!strcmp(a, "--micro-batch")) target = &micro, lo = 0, hi = 8192;
-		else if (!strcmp(a, "--threads")) target = &threads, lo = 0, hi = 1024;
-		else if (!strcmp(a, "--device")) target = &device, lo = 0, hi = 64;
-		if (!target || !v)
-			return cli_usage_error("bench train", "unknown or incomplete option '%s'", a);
-		char *end;
-		long x = strtol(v, &end, 10);
-		if (*end || x < lo || x > hi)
-			return cli_usage_error("bench train", "%s %s: expected %d..%d", a, v, lo, hi);
-		*target = (int)x;
-		i++;
-	}
-	int cuda = !strcmp(backend, "cuda");
+	const cli_opt opts[] = {
+		CLI_OPT_CHOICE("--backend", NULL, &backend_i, learner_names, "cpu|cuda", "learner"),
+		CLI_OPT_CHOICE("--precision", NULL, &prec_i, train_precisions, "fp32|fp16|bf16",
+			       "cuda compute type"),
+		CLI_OPT_CALL("--game", NULL, &kind, cli_opt_game, "go|connect4", "which game",
+			     .def = "go"),
+		CLI_OPT_INT("--blocks", NULL, &blocks, 0, NN_MAX_BLOCKS, "B", "tower: residual blocks"),
+		CLI_OPT_INT("--channels", NULL, &channels, 1, NN_MAX_CHANNELS, "C", "tower: channels"),
+		CLI_OPT_INT("--size", NULL, &size, 5, 19, "N", "Go board"),
+		CLI_OPT_INT("--batch", NULL, &batch, 2, 8192, "N", "positions per step"),
+		CLI_OPT_INT("--steps", NULL, &steps, 1, 1000000, "N", "timed steps after one warm-up"),
+		CLI_OPT_INT("--micro-batch", NULL, &micro, 0, 8192, "N", "cuda: positions per pass",
+			    .def = "automatic"),
+		CLI_OPT_INT("--threads", NULL, &threads, 0, 1024, "N", "cpu: oneDNN threads",
+			    .def = "the runtime's"),
+		CLI_OPT_INT("--device", NULL, &device, 0, 64, "N", "cuda device"),
+	};
+	const cli_spec spec = { .cmd = "bench train", .usage = "[options]", .about = train_about,
+				.opts = opts, .n_opts = CLI_N(opts) };
+	if (!cli_opt_parse(&spec, argc, argv, &rc))
+		return rc;
+	const char *backend = learner_names[backend_i], *prec = train_precisions[prec_i];
+	int cuda = backend_i == 1;
 	gpu_train_options g = gpu_train_options_default();
-	if (!cuda && strcmp(backend, "cpu"))
-		return cli_usage_error("bench train", "--backend %s: cpu or cuda", backend);
 	if (gpu_precision_parse(prec, &g.precision) < 0)
 		return cli_usage_error("bench train", "--precision %s: fp32, fp16 or bf16", prec);
 	if (!cuda && g.precision != GPU_PREC_FP32)
 		return cli_usage_error("bench train", "the cpu learner trains in fp32 only");
-	game_kind kind;
-	if (!strcmp(game_name, "go")) kind = GAME_KIND_GO;
-	else if (!strcmp(game_name, "connect4")) kind = GAME_KIND_CONNECT4;
-	else return cli_usage_error("bench train", "--game %s: go or connect4", game_name);
 	if (cuda && nn_cuda_device_count() == 0) {
 		fprintf(stderr, "sente bench train: no CUDA device (built with CUDA: %s, GPU trainer: "
 			"%s); use --backend cpu\n", nn_cuda_built() ? "yes" : "no",
@@ -486,7 +478,7 @@ static int bench_train(int argc, char **argv)
 	train_stats st;
 	for (int s = 0; s <= steps; s++) {
 		if (s == 1)
-			t0 = bench_now(); /* the first step warms up */
+			t0 = clock_now(); /* the first step warms up */
 		int r = gt ? gpu_trainer_step_host(gt, b, &st) : trainer_step(ct, b, &st);
 		if (r < 0) {
 			fprintf(stderr, "sente bench train: %s\n",
@@ -497,7 +489,7 @@ static int bench_train(int argc, char **argv)
 		if (s >= 1)
 			compute += gt ? st.compute_seconds : 0;
 	}
-	double secs = bench_now() - t0, sps = secs > 0 ? (double)batch * steps / secs : 0;
+	double secs = clock_now() - t0, sps = secs > 0 ? (double)batch * steps / secs : 0;
 	double flops = gpu_train_forward_flops(&arch);
 	printf("{\"bench\":\"train\",\"backend\":\"%s\",\"precision\":\"%s\",\"game\":\"%s\","
 	       "\"board\":%d,\"blocks\":%d,\"channels\":%d,\"batch\":%d,\"steps\":%d,"
@@ -528,15 +520,12 @@ int cli_bench(int argc, char **argv)
 		return argc < 2 ? 2 : 0;
 	}
 	if (!strcmp(argv[1], "board"))
-		return cli_wants_help(argc - 1, argv + 1) ? (fputs(bench_help, stdout), 0)
-							  : bench_board(argc - 1, argv + 1);
+		return bench_board(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "nn"))
-		return nn_bench_main(argc - 1, argv + 1);
+		return bench_nn(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "search"))
-		return cli_wants_help(argc - 1, argv + 1) ? (fputs(search_help, stdout), 0)
-							  : bench_search(argc - 1, argv + 1);
+		return bench_search(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "train"))
-		return cli_wants_help(argc - 1, argv + 1) ? (fputs(train_help, stdout), 0)
-							  : bench_train(argc - 1, argv + 1);
+		return bench_train(argc - 1, argv + 1);
 	return cli_usage_error("bench", "unknown benchmark '%s'", argv[1]);
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/opt.h"
 #include "data/record.h"
 #include "data/store.h"
 #include "engine/sgf.h"
@@ -32,55 +33,6 @@ static const char db_help[] =
 	"  vacuum       compact the file and empty its write-ahead log\n"
 	"\n"
 	"exit status: 0 done, 1 the database is missing or corrupt, 2 bad usage\n";
-
-static const char db_stats_help[] =
-	"usage: sente db FILE stats [--json]\n"
-	"\n"
-	"Prints the schema version, models (count and latest), games per game\n"
-	"and board size with their recorded (full-search) positions, mean game\n"
-	"length, results (Black/first player, White/second player, draws),\n"
-	"resignations, and the size of the database and its WAL.\n"
-	"\n"
-	"options:\n"
-	"  --json   one JSON object on one line instead of text\n";
-
-static const char db_games_help[] =
-	"usage: sente db FILE games [--limit N]\n"
-	"\n"
-	"A table of the most recent games, newest first: id, model, worker, game,\n"
-	"size, komi, result (B+R: Black won by resignation; W+3.5: White by 3.5\n"
-	"points; draw), length in moves, recorded positions, creation time.\n"
-	"\n"
-	"options:\n"
-	"  --limit N   games to list (default 20; 0 lists all)\n";
-
-static const char db_models_help[] =
-	"usage: sente db FILE models\n"
-	"\n"
-	"Lists the registered models, oldest first: id, parent, training step,\n"
-	"creation time, file, notes.\n";
-
-static const char db_export_help[] =
-	"usage: sente db FILE export-sgf DIR [--limit N] [--game-id ID]\n"
-	"\n"
-	"Writes games into DIR (created if missing), newest first:\n"
-	"  Go games as DIR/game-ID.sgf (FF[4]; RE from the result; each move's\n"
-	"    comment holds the search's root value for the side that played it,\n"
-	"    and whether the move was searched fully, with its visits);\n"
-	"  Connect Four games as DIR/game-ID.c4.txt: one line of the columns\n"
-	"    played, 1..7 from the left (the notation Connect Four solvers read).\n"
-	"A row whose record is corrupt is reported and skipped (exit status 1).\n"
-	"\n"
-	"options:\n"
-	"  --limit N     games to export (default 0: all)\n"
-	"  --game-id ID  only this game\n";
-
-static const char db_vacuum_help[] =
-	"usage: sente db FILE vacuum\n"
-	"\n"
-	"Rebuilds the file without free pages (VACUUM) and then empties the\n"
-	"write-ahead log (wal_checkpoint(TRUNCATE)). Needs room for a copy of the\n"
-	"database; fails, losing nothing, while another process uses it.\n";
 
 /* Options a subcommand may take (db_command.options). */
 enum {
@@ -103,11 +55,42 @@ typedef struct db_opts {
  * so a usage error never touches the file. */
 typedef struct db_command {
 	const char *name;     /* as typed after FILE */
-	const char *help;     /* its --help text */
+	const char *usage;    /* after "usage: sente db " */
+	const char *about;    /* what it does, for --help */
 	unsigned options;     /* DB_OPT_* it accepts */
 	long default_limit;   /* --limit when not given */
+	const char *limit_help; /* --limit's help line */
 	int (*run)(store *s, const db_opts *o);
 } db_command;
+
+static const char db_stats_about[] =
+	"Prints the schema version, models (count and latest), games per game\n"
+	"and board size with their recorded (full-search) positions, mean game\n"
+	"length, results (Black/first player, White/second player, draws),\n"
+	"resignations, and the size of the database and its WAL.\n";
+
+static const char db_games_about[] =
+	"A table of the most recent games, newest first: id, model, worker, game,\n"
+	"size, komi, result (B+R: Black won by resignation; W+3.5: White by 3.5\n"
+	"points; draw), length in moves, recorded positions, creation time.\n";
+
+static const char db_models_about[] =
+	"Lists the registered models, oldest first: id, parent, training step,\n"
+	"creation time, file, notes.\n";
+
+static const char db_export_about[] =
+	"Writes games into DIR (created if missing), newest first:\n"
+	"  Go games as DIR/game-ID.sgf (FF[4]; RE from the result; each move's\n"
+	"    comment holds the search's root value for the side that played it,\n"
+	"    and whether the move was searched fully, with its visits);\n"
+	"  Connect Four games as DIR/game-ID.c4.txt: one line of the columns\n"
+	"    played, 1..7 from the left (the notation Connect Four solvers read).\n"
+	"A row whose record is corrupt is reported and skipped (exit status 1).\n";
+
+static const char db_vacuum_about[] =
+	"Rebuilds the file without free pages (VACUUM) and then empties the\n"
+	"write-ahead log (wal_checkpoint(TRUNCATE)). Needs room for a copy of the\n"
+	"database; fails, losing nothing, while another process uses it.\n";
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -162,12 +145,6 @@ static void db_json_str(FILE *f, const char *s)
 			fputc(*p, f);
 	}
 	fputc('"', f);
-}
-
-/* Parses "--limit N" style values; the usage error is the caller's. */
-static bool db_int_option(const char *v, long lo, long *out)
-{
-	return v && cli_parse_int(v, lo, 0x7fffffffffffffffL, out);
 }
 
 /* ---- stats ---------------------------------------------------------------- */
@@ -489,11 +466,13 @@ static int db_vacuum(store *s, const db_opts *o)
 /* ---- dispatch ------------------------------------------------------------- */
 
 static const db_command db_commands[] = {
-	{ "stats", db_stats_help, DB_OPT_JSON, 0, db_stats },
-	{ "games", db_games_help, DB_OPT_LIMIT, 20, db_games },
-	{ "models", db_models_help, 0, 0, db_models },
-	{ "export-sgf", db_export_help, DB_OPT_LIMIT | DB_OPT_GAME_ID | DB_OPT_DIR, 0, db_export_sgf },
-	{ "vacuum", db_vacuum_help, 0, 0, db_vacuum },
+	{ "stats", "FILE stats [--json]", db_stats_about, DB_OPT_JSON, 0, NULL, db_stats },
+	{ "games", "FILE games [--limit N]", db_games_about, DB_OPT_LIMIT, 20,
+	  "games to list; 0 lists all", db_games },
+	{ "models", "FILE models", db_models_about, 0, 0, NULL, db_models },
+	{ "export-sgf", "FILE export-sgf DIR [--limit N] [--game-id ID]", db_export_about,
+	  DB_OPT_LIMIT | DB_OPT_GAME_ID | DB_OPT_DIR, 0, "games to export; 0: all", db_export_sgf },
+	{ "vacuum", "FILE vacuum", db_vacuum_about, 0, 0, NULL, db_vacuum },
 };
 #define DB_N_COMMANDS (sizeof(db_commands) / sizeof(db_commands[0]))
 
@@ -505,50 +484,57 @@ static const db_command *db_find(const char *name)
 	return NULL;
 }
 
-/* Parses the options after the subcommand's name; 0, or the usage error's
- * exit status (2). */
-static int db_parse(const db_command *cmd, int argc, char **argv, db_opts *o)
+/* Parses the subcommand's options (argv[0] is its name, or FILE when none
+ * was named) into o, or prints its help; false with the exit status in
+ * *rc when the command should not go on. */
+static bool db_parse(const db_command *cmd, int argc, char **argv, db_opts *o, int *rc)
 {
 	char who[32];
 	snprintf(who, sizeof(who), "db %s", cmd->name);
 	o->limit = cmd->default_limit;
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if ((cmd->options & DB_OPT_JSON) && !strcmp(a, "--json")) {
-			o->json = true;
-		} else if ((cmd->options & DB_OPT_LIMIT) && !strcmp(a, "--limit")) {
-			if (!db_int_option(v, 0, &o->limit))
-				return cli_usage_error(who, "--limit takes a count >= 0 (0: all), got '%s'",
-						       v ? v : "nothing");
-			i++;
-		} else if ((cmd->options & DB_OPT_GAME_ID) && !strcmp(a, "--game-id")) {
-			if (!db_int_option(v, 1, &o->game_id))
-				return cli_usage_error(who, "--game-id takes a game id >= 1, got '%s'",
-						       v ? v : "nothing");
-			i++;
-		} else if ((cmd->options & DB_OPT_DIR) && a[0] != '-' && !o->dir) {
-			o->dir = a;
-		} else if (a[0] == '-') {
-			return cli_usage_error(who, "unknown option '%s'", a);
-		} else {
-			return cli_usage_error(who, "unexpected argument '%s'", a);
-		}
+	cli_opt opts[3];
+	int n = 0;
+	if (cmd->options & DB_OPT_JSON)
+		opts[n++] = (cli_opt)CLI_OPT_FLAG("--json", NULL, &o->json,
+						  "one JSON object on one line instead of text");
+	if (cmd->options & DB_OPT_LIMIT)
+		opts[n++] = (cli_opt)CLI_OPT_INT("--limit", NULL, &o->limit, 0, INT64_MAX, "N",
+						 cmd->limit_help);
+	if (cmd->options & DB_OPT_GAME_ID)
+		opts[n++] = (cli_opt)CLI_OPT_INT("--game-id", NULL, &o->game_id, 1, INT64_MAX, "ID",
+						 "only this game", .def = "");
+	int n_pos = 0;
+	const cli_spec spec = {
+		.cmd = who, .prog = "db", .usage = cmd->usage, .about = cmd->about,
+		.opts = opts, .n_opts = n,
+		.pos = (cmd->options & DB_OPT_DIR) ? &o->dir : NULL, .pos_max = 1, .pos_n = &n_pos,
+	};
+	if (!cli_opt_parse(&spec, argc, argv, rc))
+		return false;
+	if ((cmd->options & DB_OPT_DIR) && !o->dir) {
+		*rc = cli_usage_error(who, "expected the folder to write into");
+		return false;
 	}
-	if ((cmd->options & DB_OPT_DIR) && !o->dir)
-		return cli_usage_error(who, "expected the folder to write into");
-	return 0;
+	return true;
 }
 
 int cli_db(int argc, char **argv)
 {
 	/* FILE comes first, then the subcommand (stats when none is named). */
 	const db_command *cmd = argc > 2 ? db_find(argv[2]) : NULL;
+	db_opts o = { 0 };
+	int rc;
 	if (cli_wants_help(argc, argv)) {
 		/* `sente db stats --help` names no file: look for the subcommand anywhere. */
 		for (int i = 1; i < argc && !cmd; i++)
 			cmd = db_find(argv[i]);
-		fputs(cmd ? cmd->help : db_help, stdout);
-		return 0;
+		if (!cmd) {
+			fputs(db_help, stdout);
+			return 0;
+		}
+		char *help_argv[] = { (char *)cmd->name, "--help", NULL };
+		db_parse(cmd, 2, help_argv, &o, &rc);
+		return rc;
 	}
 	if (argc < 2)
 		return cli_usage_error("db", "expected the database file");
@@ -557,17 +543,16 @@ int cli_db(int argc, char **argv)
 		return cli_usage_error("db", "unknown option '%s'", path);
 	if (argc == 2 && db_find(path))
 		return cli_usage_error("db", "expected the database file before '%s'", path);
-	int first = 3; /* argv index of the subcommand's first option */
+	int first = 2; /* argv index of the subcommand's name */
 	if (!cmd) {
 		if (argc > 2 && argv[2][0] != '-')
 			return cli_usage_error("db", "unknown subcommand '%s' (stats, games, models, "
 						     "export-sgf, vacuum)", argv[2]);
 		cmd = &db_commands[0]; /* `sente db FILE [--json]` is stats */
-		first = 2;
+		first = 1;
 	}
-	db_opts o = { .path = path };
-	int rc = db_parse(cmd, argc - first, argv + first, &o);
-	if (rc)
+	o.path = path;
+	if (!db_parse(cmd, argc - first, argv + first, &o, &rc))
 		return rc;
 	char err[600];
 	store *s = store_open_ex(path, 0, err, sizeof(err));

@@ -3,69 +3,39 @@
  * This is what `make run` shows until the training loop exists: it exercises
  * the rules end to end (moves, captures, scoring) and prints the record. It
  * plays no strong move, and says so. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/opt.h"
 #include "engine/game.h"
+#include "engine/rng.h"
 
-static const char demo_help[] =
-	"usage: sente demo [options]\n"
-	"\n"
+static const char demo_about[] =
 	"Plays one game between two players that pick uniformly random legal\n"
 	"moves, printing the board as it goes, then the result. No network and no\n"
-	"search are involved: it demonstrates the rules, not strength.\n"
-	"\n"
-	"options:\n"
-	"  --game go|connect4   which game (default connect4)\n"
-	"  --size N             Go board size 5..19 (default 9)\n"
-	"  --komi K             Go komi (default 7.5)\n"
-	"  --seed N             random seed (default 1)\n"
-	"  --quiet              print only the final position and result\n";
-
-static uint64_t demo_rand(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
+	"search are involved: it demonstrates the rules, not strength.\n";
 
 int cli_demo(int argc, char **argv)
 {
-	if (cli_wants_help(argc, argv)) {
-		fputs(demo_help, stdout);
-		return 0;
-	}
 	game_params p = game_params_default(GAME_KIND_CONNECT4);
 	long size = 9, seed = 1;
 	double komi = 7.5;
 	bool quiet = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--game") && v) {
-			if (!game_kind_from_name(v, &p.kind))
-				return cli_usage_error("demo", "unknown game '%s' (go or connect4)", v);
-			i++;
-		} else if (!strcmp(a, "--size") && v) {
-			if (!cli_parse_int(v, GO_MIN_SIZE, GO_MAX_SIZE, &size))
-				return cli_usage_error("demo", "--size takes %d..%d, got '%s'",
-						       GO_MIN_SIZE, GO_MAX_SIZE, v);
-			i++;
-		} else if (!strcmp(a, "--komi") && v) {
-			if (!cli_parse_double(v, &komi))
-				return cli_usage_error("demo", "--komi takes a number, got '%s'", v);
-			i++;
-		} else if (!strcmp(a, "--seed") && v) {
-			if (!cli_parse_int(v, 1, 0x7fffffffL, &seed))
-				return cli_usage_error("demo", "--seed takes a positive integer, got '%s'", v);
-			i++;
-		} else if (!strcmp(a, "--quiet")) {
-			quiet = true;
-		} else {
-			return cli_usage_error("demo", "unknown or incomplete option '%s'", a);
-		}
-	}
+	const cli_opt opts[] = {
+		CLI_OPT_CALL("--game", NULL, &p.kind, cli_opt_game, "go|connect4", "which game",
+			     .def = "connect4"),
+		CLI_OPT_INT("--size", NULL, &size, GO_MIN_SIZE, GO_MAX_SIZE, "N", "Go board size"),
+		CLI_OPT_REAL("--komi", NULL, &komi, -INFINITY, INFINITY, "K", "Go komi"),
+		CLI_OPT_INT("--seed", NULL, &seed, 1, 0x7fffffffL, "N", "random seed"),
+		CLI_OPT_FLAG("--quiet", NULL, &quiet, "print only the final position and result"),
+	};
+	const cli_spec spec = { .cmd = "demo", .usage = "[options]", .about = demo_about,
+				.opts = opts, .n_opts = CLI_N(opts) };
+	int rc;
+	if (!cli_opt_parse(&spec, argc, argv, &rc))
+		return rc;
 	if (p.kind == GAME_KIND_GO) {
 		p.size = (int)size;
 		p.komi = komi;
@@ -76,7 +46,7 @@ int cli_demo(int argc, char **argv)
 
 	fprintf(stderr, "sente demo: %s, two random players (no network, no search yet)\n",
 		game_kind_name(p.kind));
-	uint64_t rng = (uint64_t)seed * 0x9e3779b97f4a7c15ULL | 1;
+	uint64_t rng = (uint64_t)seed;
 	int moves[GAME_MAX_ACTIONS];
 	char board[8192], text[8];
 	int pass = game_pass_move(&g);
@@ -84,8 +54,8 @@ int cli_demo(int argc, char **argv)
 		int n = game_legal_moves(&g, moves);
 		/* Random Go players would fill their own eyes forever; pass
 		 * sometimes once the board is crowded so the demo ends. */
-		int m = moves[demo_rand(&rng) % (uint64_t)n];
-		if (p.kind == GAME_KIND_GO && n <= p.size && demo_rand(&rng) % 4 == 0)
+		int m = moves[rng_next(&rng) % (uint64_t)n];
+		if (p.kind == GAME_KIND_GO && n <= p.size && rng_next(&rng) % 4 == 0)
 			m = pass;
 		if (game_play(&g, m) != GAME_OK)
 			break;

@@ -1,11 +1,8 @@
 /* main.c: `sente <command> [options]`, dispatching through a table. */
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "cli/db.h"
@@ -30,54 +27,6 @@ static void print_help(FILE *f)
 	for (size_t i = 0; i < N_COMMANDS; i++)
 		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\noptions:\n  -h, --help     this help\n  --version      print the version\n");
-}
-
-int cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "sente %s: ", cmd);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, " (see 'sente %s --help')\n", cmd);
-	return 2;
-}
-
-bool cli_wants_help(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
-			return true;
-	return false;
-}
-
-bool cli_parse_int(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end != '\0' || v < lo || v > hi)
-		return false;
-	*out = v;
-	return true;
-}
-
-bool cli_parse_double(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end != '\0')
-		return false;
-	*out = v;
-	return true;
-}
-
-double cli_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* The network's compute threads (oneDNN on libgomp) spin after each batch

@@ -2,6 +2,7 @@
  * other, with Elo, LOS and SPRT, every game stored and resumable. */
 #include "cli/match.h"
 
+#include <assert.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,9 +13,7 @@
 #include "cli/cli.h"
 #include "data/store.h"
 
-static const char match_help[] =
-	"usage: sente match A B [options]\n"
-	"\n"
+static const char match_about[] =
 	"Plays A against B and reports the Elo difference with a 95% interval,\n"
 	"the likelihood of superiority and, with --sprt, a sequential test that\n"
 	"stops as soon as it decides. A and B are each:\n"
@@ -28,34 +27,7 @@ static const char match_help[] =
 	"Every game is stored in --db with its SGF; running the same command again\n"
 	"(same players and settings) resumes the match, playing only missing games.\n"
 	"An engine that crashes, hangs, plays an illegal move or refuses a legal\n"
-	"one loses that game (the reason is stored) and is restarted.\n"
-	"\n"
-	"options:\n"
-	"  --games N               games in the match (default 100)\n"
-	"  --parallel K            games at once (default 2)\n"
-	"  --visits V              sente visits per move (default 100)\n"
-	"  --visits-b V            B's visits when it differs from A's\n"
-	"  --time T                seconds per move instead of visits (engines get\n"
-	"                          time_settings 0 T 1)\n"
-	"  --game go|connect4      (default go)\n"
-	"  --size S, --komi K      Go board and komi (default 9, 7)\n"
-	"  --openings random:N|FILE  N random opening moves per pair (default 4 on\n"
-	"                          9x9 and up), or a book: one opening per line, moves\n"
-	"                          separated by spaces ('#' comments)\n"
-	"  --sprt elo0,elo1,alpha,beta  stop when the SPRT decides (as Leela Zero's\n"
-	"                          validation: 0,35,0.05,0.05)\n"
-	"  --db FILE               where games are stored (default sente-matches.db)\n"
-	"  --sgf-dir DIR           also write each game's SGF into DIR\n"
-	"  --resign PCT            sente resigns below PCT%% winrate; 0 never (default 5)\n"
-	"  --move-timeout S        an engine that takes longer for a move loses (default 120)\n"
-	"  --max-moves N           scored as it stands after N moves (default 3 x points)\n"
-	"  --batch N               largest network batch (default 32)\n"
-	"  --nn-threads N          network compute threads (default: all cores)\n"
-	"  --seed N                openings and searches (default 1)\n"
-	"  --new                   start a new match even when this one can be resumed\n"
-	"  -q, --quiet             no line per game\n"
-	"\n"
-	"The last line on stdout is the result as JSON.\n";
+	"one loses that game (the reason is stored) and is restarted.\n";
 
 static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig) { stop_flag = 1; (void)sig; }
@@ -66,112 +38,113 @@ void cli_match_settings_init(cli_match_settings *s)
 	s->kind = GAME_KIND_GO;
 	s->size = -1;
 	s->komi = NAN;
-	s->games = s->parallel = s->visits = s->visits_b = s->openings = s->max_moves = -1;
-	s->db = "sente-matches.db";
 	game_params gp = game_params_default(GAME_KIND_GO);
 	s->o = match_options_default(&gp);
 	s->o.book[0] = '\0';
+	s->games = s->o.games;
+	s->parallel = s->o.parallel;
+	s->visits = s->o.visits;
+	s->visits_b = 0;
+	s->openings = s->max_moves = -1;
+	s->db = "sente-matches.db";
 }
 
-int cli_match_option(const char *cmd, int argc, char **argv, int *i, cli_match_settings *s)
+/* --openings random:N|FILE (ptr: the settings). */
+static int openings_arg(const cli_opt *o, const char *v, char *err, size_t errlen)
 {
-	const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+	cli_match_settings *s = o->ptr;
 	long n;
-	double d;
-#define FLAG(x) (!strcmp(a, x) && v && (++*i, 1))
-#define INT(lo, hi) (cli_parse_int(v, lo, hi, &n) ? 1 : (cli_usage_error(cmd, "%s takes an integer %ld..%ld, got '%s'", a, (long)(lo), (long)(hi), v), 0))
-#define REAL(lo, hi) (cli_parse_double(v, &d) && d >= (lo) && d <= (hi) ? 1 : (cli_usage_error(cmd, "%s takes a number %g..%g, got '%s'", a, (double)(lo), (double)(hi), v), 0))
-	if (FLAG("--games")) {
-		if (!INT(1, 10000000)) return -1;
-		s->games = n;
-	} else if (FLAG("--parallel")) {
-		if (!INT(1, 256)) return -1;
-		s->parallel = n;
-	} else if (FLAG("--visits")) {
-		if (!INT(1, 10000000)) return -1;
-		s->visits = n;
-	} else if (FLAG("--visits-b")) {
-		if (!INT(1, 10000000)) return -1;
-		s->visits_b = n;
-	} else if (FLAG("--time")) {
-		if (!REAL(0.01, 3600)) return -1;
-		s->o.move_seconds = d;
-	} else if (FLAG("--game")) {
-		if (!game_kind_from_name(v, &s->kind)) {
-			cli_usage_error(cmd, "unknown game '%s' (go or connect4)", v);
+	if (!strncmp(v, "random:", 7)) {
+		if (!cli_parse_int(v + 7, 0, 1000, &n)) {
+			snprintf(err, errlen, "--openings random:N takes N in 0..1000, got '%s'", v);
 			return -1;
 		}
-	} else if (FLAG("--size")) {
-		if (!INT(GO_MIN_SIZE, GO_MAX_SIZE)) return -1;
-		s->size = n;
-	} else if (FLAG("--komi")) {
-		if (!REAL(-1000, 1000)) return -1;
-		if (d * 2 != floor(d * 2)) {
-			cli_usage_error(cmd, "--komi must be a multiple of 0.5, got '%s'", v);
-			return -1;
-		}
-		s->komi = d;
-	} else if (FLAG("--openings")) {
-		if (!strncmp(v, "random:", 7)) {
-			if (!cli_parse_int(v + 7, 0, 1000, &n)) {
-				cli_usage_error(cmd, "--openings random:N takes N in 0..1000, got '%s'", v);
-				return -1;
-			}
-			s->openings = n;
-			s->o.book[0] = '\0';
-		} else {
-			struct stat st;
-			if (stat(v, &st) != 0 || strlen(v) >= sizeof(s->o.book)) {
-				cli_usage_error(cmd, "--openings takes random:N or a book file; cannot read '%s'", v);
-				return -1;
-			}
-			snprintf(s->o.book, sizeof(s->o.book), "%s", v);
-		}
-	} else if (FLAG("--sprt")) {
-		if (!elo_sprt_parse(v, &s->o.sprt_params)) {
-			cli_usage_error(cmd, "--sprt takes elo0,elo1,alpha,beta with elo0 < elo1 and "
-				       "alpha, beta in (0, 0.5), e.g. 0,35,0.05,0.05; got '%s'", v);
-			return -1;
-		}
-		s->o.sprt = true;
-	} else if (FLAG("--db")) {
-		s->db = v;
-	} else if (FLAG("--sgf-dir")) {
-		struct stat st;
-		if (stat(v, &st) != 0 || !S_ISDIR(st.st_mode) || strlen(v) >= sizeof(s->o.sgf_dir)) {
-			cli_usage_error(cmd, "--sgf-dir: '%s' is not a folder", v);
-			return -1;
-		}
-		snprintf(s->o.sgf_dir, sizeof(s->o.sgf_dir), "%s", v);
-	} else if (FLAG("--resign")) {
-		if (!REAL(0, 100)) return -1;
-		s->o.resign_pct = (float)d;
-	} else if (FLAG("--move-timeout")) {
-		if (!REAL(0.1, 86400)) return -1;
-		s->o.move_timeout = d;
-	} else if (FLAG("--max-moves")) {
-		if (!INT(1, 100000)) return -1;
-		s->max_moves = n;
-	} else if (FLAG("--batch")) {
-		if (!INT(1, 4096)) return -1;
-		s->o.batch = (int)n;
-	} else if (FLAG("--nn-threads")) {
-		if (!INT(1, 1024)) return -1;
-		s->o.nn_threads = (int)n;
-	} else if (FLAG("--seed")) {
-		if (!INT(0, 0x7fffffffL)) return -1;
-		s->o.seed = (uint64_t)n;
-	} else if (!strcmp(a, "--new")) {
-		s->o.fresh = true;
-	} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-		s->quiet = true;
-	} else {
+		s->openings = n;
+		s->o.book[0] = '\0';
 		return 0;
 	}
-#undef FLAG
-#undef INT
-#undef REAL
-	return 1;
+	struct stat st;
+	if (stat(v, &st) != 0 || strlen(v) >= sizeof(s->o.book)) {
+		snprintf(err, errlen, "--openings takes random:N or a book file; cannot read '%s'", v);
+		return -1;
+	}
+	snprintf(s->o.book, sizeof(s->o.book), "%s", v);
+	return 0;
+}
+
+/* --sprt elo0,elo1,alpha,beta (ptr: the match options). */
+static int sprt_arg(const cli_opt *o, const char *v, char *err, size_t errlen)
+{
+	match_options *m = o->ptr;
+	if (!elo_sprt_parse(v, &m->sprt_params)) {
+		snprintf(err, errlen, "--sprt takes elo0,elo1,alpha,beta with elo0 < elo1 and "
+			 "alpha, beta in (0, 0.5), e.g. 0,35,0.05,0.05; got '%s'", v);
+		return -1;
+	}
+	m->sprt = true;
+	return 0;
+}
+
+/* --sgf-dir DIR, an existing folder (ptr: the match options). */
+static int sgf_dir_arg(const cli_opt *o, const char *v, char *err, size_t errlen)
+{
+	match_options *m = o->ptr;
+	struct stat st;
+	if (stat(v, &st) != 0 || !S_ISDIR(st.st_mode) || strlen(v) >= sizeof(m->sgf_dir)) {
+		snprintf(err, errlen, "--sgf-dir: '%s' is not a folder", v);
+		return -1;
+	}
+	snprintf(m->sgf_dir, sizeof(m->sgf_dir), "%s", v);
+	return 0;
+}
+
+int cli_match_opts(cli_match_settings *s, bool with_visits_b, cli_opt *opts)
+{
+	const cli_opt shared[] = {
+		CLI_OPT_INT("--games", NULL, &s->games, 1, 10000000, "N",
+			    with_visits_b ? "games in the match" : "games per pair"),
+		CLI_OPT_INT("--parallel", NULL, &s->parallel, 1, 256, "K", "games at once"),
+		CLI_OPT_INT("--visits", NULL, &s->visits, 1, 10000000, "V", "sente visits per move"),
+		CLI_OPT_INT("--visits-b", NULL, &s->visits_b, 1, 10000000, "V",
+			    "B's visits when it differs from A's", .def = "A's"),
+		CLI_OPT_REAL("--time", NULL, &s->o.move_seconds, 0.01, 3600, "T",
+			     "seconds per move instead of visits (engines get time_settings 0 T 1)",
+			     .def = ""),
+		CLI_OPT_CALL("--game", NULL, &s->kind, cli_opt_game, "go|connect4", "which game",
+			     .def = "go"),
+		CLI_OPT_INT("--size", NULL, &s->size, GO_MIN_SIZE, GO_MAX_SIZE, "S", "Go board",
+			    .def = "9"),
+		CLI_OPT_REAL("--komi", NULL, &s->komi, -1000, 1000, "K", "Go komi, a multiple of 0.5",
+			     .def = "7"),
+		CLI_OPT_CALL("--openings", NULL, s, openings_arg, "random:N|FILE",
+			     "N random opening moves per pair, or a book: one opening per line, moves "
+			     "separated by spaces ('#' comments)",
+			     .def = "random:4 on 9x9 and up, else random:2"),
+		CLI_OPT_CALL("--sprt", NULL, &s->o, sprt_arg, "elo0,elo1,alpha,beta",
+			     "stop when the SPRT decides (as Leela Zero's validation: 0,35,0.05,0.05)"),
+		CLI_OPT_STRING("--db", NULL, &s->db, "FILE", "where games are stored"),
+		CLI_OPT_CALL("--sgf-dir", NULL, &s->o, sgf_dir_arg, "DIR",
+			     "also write each game's SGF into DIR"),
+		CLI_OPT_REAL("--resign", NULL, &s->o.resign_pct, 0, 100, "PCT",
+			     "sente resigns below PCT% winrate; 0 never"),
+		CLI_OPT_REAL("--move-timeout", NULL, &s->o.move_timeout, 0.1, 86400, "S",
+			     "an engine that takes longer for a move loses"),
+		CLI_OPT_INT("--max-moves", NULL, &s->max_moves, 1, 100000, "N",
+			    "scored as it stands after N moves", .def = "3 x points; 42 for Connect Four"),
+		CLI_OPT_INT("--batch", NULL, &s->o.batch, 1, 4096, "N", "largest network batch"),
+		CLI_OPT_INT("--nn-threads", NULL, &s->o.nn_threads, 1, 1024, "N",
+			    "network compute threads", .def = "all cores"),
+		CLI_OPT_INT("--seed", NULL, &s->o.seed, 0, 0x7fffffffL, "N", "openings and searches"),
+		CLI_OPT_FLAG("--new", NULL, &s->o.fresh,
+			     "start a new match even when this one can be resumed"),
+		CLI_OPT_FLAG("--quiet", "-q", &s->quiet, "no line per game"),
+	};
+	int n = 0;
+	for (int k = 0; k < CLI_N(shared); k++)
+		if (with_visits_b || strcmp(shared[k].name, "--visits-b"))
+			opts[n++] = shared[k];
+	assert(n <= CLI_MATCH_OPTS);
+	return n;
 }
 
 bool cli_match_finish(const char *cmd, cli_match_settings *s)
@@ -180,6 +153,10 @@ bool cli_match_finish(const char *cmd, cli_match_settings *s)
 	if (s->kind == GAME_KIND_GO) {
 		gp.size = s->size > 0 ? (int)s->size : 9;
 		gp.komi = isnan(s->komi) ? 7 : s->komi;
+		if (gp.komi * 2 != floor(gp.komi * 2)) {
+			cli_usage_error(cmd, "--komi must be a multiple of 0.5, got '%g'", gp.komi);
+			return false;
+		}
 	} else if (s->size > 0 || !isnan(s->komi)) {
 		cli_usage_error(cmd, "--size and --komi are for Go");
 		return false;
@@ -187,9 +164,9 @@ bool cli_match_finish(const char *cmd, cli_match_settings *s)
 	match_options d = match_options_default(&gp);
 	match_options *o = &s->o;
 	o->game = gp;
-	o->games = s->games > 0 ? (int)s->games : d.games;
-	o->parallel = s->parallel > 0 ? (int)s->parallel : d.parallel;
-	o->visits = s->visits > 0 ? (int)s->visits : d.visits;
+	o->games = (int)s->games;
+	o->parallel = (int)s->parallel;
+	o->visits = (int)s->visits;
 	o->opening_moves = s->openings >= 0 ? (int)s->openings : d.opening_moves;
 	o->max_moves = s->max_moves > 0 ? (int)s->max_moves : d.max_moves;
 	o->stop = &stop_flag;
@@ -232,26 +209,21 @@ void cli_match_print(const match_player *a, const match_player *b, const match_s
 
 int cli_match(int argc, char **argv)
 {
-	if (cli_wants_help(argc, argv)) {
-		fputs(match_help, stdout);
-		return 0;
-	}
 	cli_match_settings s;
 	cli_match_settings_init(&s);
+	cli_opt opts[CLI_MATCH_OPTS];
 	const char *pos[2] = { NULL, NULL };
 	int npos = 0;
-	for (int i = 1; i < argc; i++) {
-		int r = cli_match_option("match", argc, argv, &i, &s);
-		if (r < 0)
-			return 2;
-		if (r > 0)
-			continue;
-		if (argv[i][0] == '-' && argv[i][1] != '\0')
-			return cli_usage_error("match", "unknown or incomplete option '%s'", argv[i]);
-		if (npos == 2)
-			return cli_usage_error("match", "two players are wanted, '%s' is a third", argv[i]);
-		pos[npos++] = argv[i];
-	}
+	const cli_spec spec = {
+		.cmd = "match", .usage = "A B [options]", .about = match_about,
+		.opts = opts, .n_opts = cli_match_opts(&s, true, opts),
+		.after = "The last line on stdout is the result as JSON.\n",
+		.pos = pos, .pos_max = 2, .pos_n = &npos,
+		.pos_extra = "two players are wanted, '%s' is a third",
+	};
+	int rc;
+	if (!cli_opt_parse(&spec, argc, argv, &rc))
+		return rc;
 	if (npos < 2)
 		return cli_usage_error("match", "give two players, A and B");
 	if (!cli_match_finish("match", &s))
@@ -262,7 +234,7 @@ int cli_match(int argc, char **argv)
 		fprintf(stderr, "sente match: %s\n", err);
 		return 1;
 	}
-	int rc = 2;
+	rc = 2;
 	match_player a, b;
 	if (match_player_parse(pos[0], db, &a, err, sizeof(err)) != 0 ||
 	    match_player_parse(pos[1], db, &b, err, sizeof(err)) != 0) {

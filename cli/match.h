@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 
+#include "cli/opt.h"
 #include "match/match.h"
 
 typedef struct cli_match_settings {
@@ -12,15 +13,21 @@ typedef struct cli_match_settings {
 	game_kind kind;         /* --game */
 	long size;              /* --size, -1 when not given */
 	double komi;            /* --komi, NAN when not given */
-	long games, parallel, visits, visits_b, openings, max_moves; /* -1 when not given */
+	long games, parallel, visits; /* --games, --parallel, --visits */
+	long visits_b;          /* --visits-b, 0 when not given */
+	long openings, max_moves; /* -1 when not given: they depend on the game */
 	const char *db;         /* --db */
 	bool quiet;             /* -q */
 } cli_match_settings;
 
 void cli_match_settings_init(cli_match_settings *s);
-/* Parses the shared option at argv[*i] (advancing *i past its value):
- * 1 taken, 0 not one of them, -1 a usage error (already reported). */
-int cli_match_option(const char *cmd, int argc, char **argv, int *i, cli_match_settings *s);
+/* The most entries cli_match_opts writes. */
+#define CLI_MATCH_OPTS 24
+/* Writes the option table both commands share, pointing into s, into opts
+ * (room for CLI_MATCH_OPTS); --visits-b only when with_visits_b. Returns
+ * the number of entries. Call after cli_match_settings_init and any change
+ * to the defaults, so that help shows them. */
+int cli_match_opts(cli_match_settings *s, bool with_visits_b, cli_opt *opts);
 /* Applies the defaults that depend on the game. false on a usage error. */
 bool cli_match_finish(const char *cmd, cli_match_settings *s);
 /* The per-game progress callback (ctx: a bool *, quiet). */

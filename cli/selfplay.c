@@ -6,50 +6,17 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/opt.h"
+#include "engine/clock.h"
 #include "data/store.h"
 #include "selfplay/selfplay.h"
 
-static const char selfplay_help[] =
-	"usage: sente selfplay --db FILE [options]\n"
-	"\n"
+static const char selfplay_about[] =
 	"Plays self-play games, many at once sharing one network evaluator, and\n"
 	"stores each finished game in the database in its own transaction. The\n"
 	"model is -w FILE, else the newest model registered in the database (a\n"
 	"newer one is taken up between games), else a uniform policy. Ctrl-C\n"
-	"stops at once; finished games are kept, unfinished ones dropped.\n"
-	"\n"
-	"options:\n"
-	"  --db FILE               the run's database (created when missing)\n"
-	"  -w, --weights FILE      model to play with (no pick-up of newer ones)\n"
-	"  --games N               stop after N games\n"
-	"  --minutes M             stop after M minutes (default: until Ctrl-C)\n"
-	"  --game go|connect4      (default: the model's game, else connect4)\n"
-	"  --size N, --komi K      Go board and komi (default 9, 7)\n"
-	"  --parallel-games K      games at once, one thread each (default 16)\n"
-	"  --visits V              full search visits, recorded (default 200)\n"
-	"  --cheap-visits V        cheap search visits, not recorded; 0: every move\n"
-	"                          gets the full search (default 40)\n"
-	"  --full-fraction F       chance of a full search per move (default 0.25)\n"
-	"  --temperature-moves N   opening moves played at temperature 1\n"
-	"  --resign PCT            resign below at most PCT% winrate; 0 never\n"
-	"                          (default 5). The threshold in use is the one\n"
-	"                          that would have resigned at most 5% of the\n"
-	"                          latest no-resign games falsely; none before 50\n"
-	"                          such games, none in the opening, and only after\n"
-	"                          three searches in a row below it\n"
-	"  --no-resign-fraction F  games that never resign, to measure false\n"
-	"                          resignations (default 0.1)\n"
-	"  -b, --batch N           largest network batch (default 16)\n"
-	"  --nn-threads N          network compute threads (default: all cores)\n"
-	"  --backend B             auto, cpu or cuda (default auto: CUDA when a\n"
-	"                          device is present, else the CPU)\n"
-	"  --gpus LIST             CUDA devices, e.g. 0,1 (default 0)\n"
-	"  --precision P           fp32/bf16/int8 on the CPU, fp16/fp32 on CUDA\n"
-	"                          (default fp32 on the CPU, fp16 on CUDA)\n"
-	"  --worker NAME           name stored with each game (default host-pid)\n"
-	"  -s, --seed N            random seed (default: from the clock)\n"
-	"  --json                  progress as JSON lines on stdout\n"
-	"  -q, --quiet             no progress on stderr\n";
+	"stops at once; finished games are kept, unfinished ones dropped.\n";
 
 static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig) { stop_flag = 1; (void)sig; }
@@ -64,13 +31,6 @@ typedef struct sp_ctx {
 	game_params game;     /* what is played */
 	int failures;         /* store writes that failed */
 } sp_ctx;
-
-static double mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Loads model `id` from the store and hands it to self-play. */
 static int take_model(sp_ctx *c, int64_t id, const char *file, char *err, size_t errlen)
@@ -94,8 +54,8 @@ static int on_game(void *ctx, const game_record *r, int64_t model_id)
 		fprintf(stderr, "sente selfplay: storing a game failed: %s\n", store_errmsg(c->db));
 		return ++c->failures >= 3; /* give up after repeated failures */
 	}
-	if (c->follow && mono() >= c->next_poll) {
-		c->next_poll = mono() + 10;
+	if (c->follow && clock_now() >= c->next_poll) {
+		c->next_poll = clock_now() + 10;
 		int64_t latest, step;
 		char file[4096], err[512];
 		if (store_latest_model(c->db, &latest, file, sizeof(file), &step) == 1 &&
@@ -113,98 +73,66 @@ static int on_game(void *ctx, const game_record *r, int64_t model_id)
 
 int cli_selfplay(int argc, char **argv)
 {
-	if (cli_wants_help(argc, argv)) {
-		fputs(selfplay_help, stdout);
-		return 0;
-	}
 	const char *db_path = NULL, *weights = NULL, *worker = NULL;
-	long games = 0, size = 9, n;
-	double minutes = 0, komi = 7, d;
-	bool game_given = false, json = false, quiet = false;
+	long games = 0, size = 9;
+	double minutes = 0, komi = 7;
+	bool game_given = false, json = false, quiet = false, temp_given = false;
 	game_params gp = game_params_default(GAME_KIND_CONNECT4);
 	selfplay_options o = selfplay_options_default(&gp);
 	o.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-	bool temp_given = false;
-	int r;
-	char berr[256];
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define FLAG(s) (!strcmp(a, s) && v && (i++, 1))
-#define INT(lo, hi) (cli_parse_int(v, lo, hi, &n) ? 1 : (cli_usage_error("selfplay", "%s takes an integer %ld..%ld, got '%s'", a, (long)(lo), (long)(hi), v), 0))
-#define REAL(lo, hi) (cli_parse_double(v, &d) && d >= (lo) && d <= (hi) ? 1 : (cli_usage_error("selfplay", "%s takes a number %g..%g, got '%s'", a, (double)(lo), (double)(hi), v), 0))
-		if (FLAG("--db")) {
-			db_path = v;
-		} else if (FLAG("-w") || FLAG("--weights")) {
-			weights = v;
-		} else if (FLAG("--games")) {
-			if (!INT(1, 1000000000)) return 2;
-			games = n;
-		} else if (FLAG("--minutes")) {
-			if (!REAL(0.001, 1e7)) return 2;
-			minutes = d;
-		} else if (FLAG("--game")) {
-			if (!game_kind_from_name(v, &gp.kind))
-				return cli_usage_error("selfplay", "unknown game '%s' (go or connect4)", v);
-			game_given = true;
-		} else if (FLAG("--size")) {
-			if (!INT(GO_MIN_SIZE, GO_MAX_SIZE)) return 2;
-			size = n;
-		} else if (FLAG("--komi")) {
-			if (!REAL(-1000, 1000)) return 2;
-			komi = d;
-		} else if (FLAG("--parallel-games")) {
-			if (!INT(1, 1024)) return 2;
-			o.parallel_games = (int)n;
-		} else if (FLAG("--visits")) {
-			if (!INT(1, 1000000)) return 2;
-			o.visits = (int)n;
-		} else if (FLAG("--cheap-visits")) {
-			if (!INT(0, 1000000)) return 2;
-			o.cheap_visits = (int)n;
-		} else if (FLAG("--full-fraction")) {
-			if (!REAL(0, 1)) return 2;
-			o.full_fraction = d;
-		} else if (FLAG("--temperature-moves")) {
-			if (!INT(0, 10000)) return 2;
-			o.temperature_moves = (int)n;
-			temp_given = true;
-		} else if (FLAG("--resign")) {
-			if (!REAL(0, 100)) return 2;
-			o.resign_pct = (float)d;
-		} else if (FLAG("--no-resign-fraction")) {
-			if (!REAL(0, 1)) return 2;
-			o.no_resign_fraction = d;
-		} else if (FLAG("-b") || FLAG("--batch")) {
-			if (!INT(1, 4096)) return 2;
-			o.batch = (int)n;
-		} else if (FLAG("--nn-threads")) {
-			if (!INT(1, 1024)) return 2;
-			o.nn.threads = (int)n;
-		} else if (v && (r = nn_backend_parse_flag(a, v, &o.nn, berr, sizeof(berr))) != 0) {
-			if (r < 0)
-				return cli_usage_error("selfplay", "%s", berr);
-			i++;
-		} else if (FLAG("--worker")) {
-			worker = v;
-		} else if (FLAG("-s") || FLAG("--seed")) {
-			if (!INT(0, 0x7fffffffL)) return 2;
-			o.seed = (uint64_t)n;
-		} else if (!strcmp(a, "--json")) {
-			json = true;
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-			quiet = true;
-		} else {
-			return cli_usage_error("selfplay", "unknown or incomplete option '%s'", a);
-		}
-#undef FLAG
-#undef INT
-#undef REAL
-	}
+	const cli_opt opts[] = {
+		CLI_OPT_STRING("--db", NULL, &db_path, "FILE", "the run's database (created when missing)"),
+		CLI_OPT_STRING("--weights", "-w", &weights, "FILE",
+			       "model to play with (no pick-up of newer ones)"),
+		CLI_OPT_INT("--games", NULL, &games, 1, 1000000000, "N", "stop after N games", .def = ""),
+		CLI_OPT_REAL("--minutes", NULL, &minutes, 0.001, 1e7, "M", "stop after M minutes",
+			     .def = "until Ctrl-C"),
+		CLI_OPT_CALL("--game", NULL, &gp.kind, cli_opt_game, "go|connect4", "which game",
+			     .given = &game_given, .def = "the model's game, else connect4"),
+		CLI_OPT_INT("--size", NULL, &size, GO_MIN_SIZE, GO_MAX_SIZE, "N", "Go board"),
+		CLI_OPT_REAL("--komi", NULL, &komi, -1000, 1000, "K", "Go komi"),
+		CLI_OPT_INT("--parallel-games", NULL, &o.parallel_games, 1, 1024, "K",
+			    "games at once, one thread each"),
+		CLI_OPT_INT("--visits", NULL, &o.visits, 1, 1000000, "V", "full search visits, recorded"),
+		CLI_OPT_INT("--cheap-visits", NULL, &o.cheap_visits, 0, 1000000, "V",
+			    "cheap search visits, not recorded; 0: every move gets the full search"),
+		CLI_OPT_REAL("--full-fraction", NULL, &o.full_fraction, 0, 1, "F",
+			     "chance of a full search per move"),
+		CLI_OPT_INT("--temperature-moves", NULL, &o.temperature_moves, 0, 10000, "N",
+			    "opening moves played at temperature 1", .given = &temp_given,
+			    .def = "8 for Connect Four, the board size for Go"),
+		CLI_OPT_REAL("--resign", NULL, &o.resign_pct, 0, 100, "PCT",
+			     "resign below at most PCT% winrate; 0 never. The threshold in use is the "
+			     "one that would have resigned at most 5% of the latest no-resign games "
+			     "falsely; none before 50 such games, none in the opening, and only after "
+			     "three searches in a row below it"),
+		CLI_OPT_REAL("--no-resign-fraction", NULL, &o.no_resign_fraction, 0, 1, "F",
+			     "games that never resign, to measure false resignations"),
+		CLI_OPT_INT("--batch", "-b", &o.batch, 1, 4096, "N", "largest network batch"),
+		CLI_OPT_INT("--nn-threads", NULL, &o.nn.threads, 1, 1024, "N", "network compute threads",
+			    .def = "all cores"),
+		CLI_OPT_NN_BACKEND(&o.nn, "auto: CUDA when a device is present, else the CPU",
+				   "auto, cpu or cuda"),
+		CLI_OPT_NN_GPUS(&o.nn, "0", "CUDA devices, e.g. 0,1"),
+		CLI_OPT_NN_PRECISION(&o.nn, "fp32 on the CPU, fp16 on CUDA",
+				     "fp32/bf16/int8 on the CPU, fp16/fp32 on CUDA"),
+		CLI_OPT_STRING("--worker", NULL, &worker, "NAME", "name stored with each game",
+			       .def = "host-pid"),
+		CLI_OPT_INT("--seed", "-s", &o.seed, 0, 0x7fffffffL, "N", "random seed",
+			    .def = "from the clock"),
+		CLI_OPT_FLAG("--json", NULL, &json, "progress as JSON lines on stdout"),
+		CLI_OPT_FLAG("--quiet", "-q", &quiet, "no progress on stderr"),
+	};
+	const cli_spec spec = { .cmd = "selfplay", .usage = "--db FILE [options]",
+				.about = selfplay_about, .opts = opts, .n_opts = CLI_N(opts) };
+	int rc;
+	if (!cli_opt_parse(&spec, argc, argv, &rc))
+		return rc;
 	if (!db_path)
 		return cli_usage_error("selfplay", "--db FILE is required");
 
 	char err[512], file[4096];
-	int rc = 1;
+	rc = 1;
 	sp_ctx c = { 0 };
 	nn_net *net = NULL;
 	c.db = store_open(db_path, err, sizeof(err));
@@ -268,7 +196,7 @@ int cli_selfplay(int argc, char **argv)
 		goto out;
 	}
 	c.model_id = model_id;
-	c.next_poll = mono() + 10;
+	c.next_poll = clock_now() + 10;
 	if (!quiet) {
 		char what[256];
 		selfplay_backend(c.sp, what, sizeof(what));

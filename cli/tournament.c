@@ -11,9 +11,7 @@
 #include "data/store.h"
 #include "match/elo.h"
 
-static const char tournament_help[] =
-	"usage: sente tournament PLAYER PLAYER... [--gauntlet BASE] [options]\n"
-	"\n"
+static const char tournament_about[] =
 	"Plays a match between every pair of players (round-robin), or between\n"
 	"BASE and each of the others (--gauntlet), then rates everyone together\n"
 	"by maximum likelihood (Bradley-Terry, as BayesElo and Ordo do, with one\n"
@@ -22,18 +20,8 @@ static const char tournament_help[] =
 	"and a plot of Elo against training step for the models that have one\n"
 	"(the checkpoints of a run). Players are given as for `sente match`:\n"
 	"model files, model ids of --db, or gtp:\"COMMAND\". Every match is stored\n"
-	"and resumed like a `sente match`.\n"
-	"\n"
-	"options:\n"
-	"  --gauntlet BASE         BASE against each player instead of round-robin\n"
-	"  --games N               games per pair (default 20)\n"
-	"  --html FILE             the page with table and plot (default tournament.html)\n"
-	"  and every option of `sente match` except --visits-b (--parallel, --visits,\n"
-	"  --time, --game, --size, --komi, --openings, --sprt, --db, --sgf-dir,\n"
-	"  --resign, --move-timeout, --max-moves, --batch, --nn-threads, --seed,\n"
-	"  --new, -q)\n"
-	"\n"
-	"One JSON line per player on stdout, best first.\n";
+	"and resumed like a `sente match`; the options are those of `sente match`\n"
+	"except --visits-b, and --gauntlet and --html.\n";
 
 #define MAX_PLAYERS 64
 
@@ -148,41 +136,27 @@ static int write_html(const char *path, const match_player *pl, int n, const row
 
 int cli_tournament(int argc, char **argv)
 {
-	if (cli_wants_help(argc, argv)) {
-		fputs(tournament_help, stdout);
-		return 0;
-	}
 	cli_match_settings s;
 	cli_match_settings_init(&s);
+	s.games = 20;
 	const char *names[MAX_PLAYERS], *base = NULL, *html = "tournament.html";
 	int n = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--gauntlet") && v) {
-			base = v;
-			i++;
-			continue;
-		}
-		if (!strcmp(a, "--html") && v) {
-			html = v;
-			i++;
-			continue;
-		}
-		if (!strcmp(a, "--visits-b"))
-			return cli_usage_error("tournament", "--visits-b is for `sente match`");
-		int r = cli_match_option("tournament", argc, argv, &i, &s);
-		if (r < 0)
-			return 2;
-		if (r > 0)
-			continue;
-		if (a[0] == '-' && a[1] != '\0')
-			return cli_usage_error("tournament", "unknown or incomplete option '%s'", a);
-		if (n == MAX_PLAYERS - 1)
-			return cli_usage_error("tournament", "at most %d players", MAX_PLAYERS - 1);
-		names[n++] = a;
-	}
-	if (s.games < 0)
-		s.games = 20;
+	cli_opt opts[2 + CLI_MATCH_OPTS] = {
+		CLI_OPT_STRING("--gauntlet", NULL, &base, "BASE",
+			       "BASE against each player instead of round-robin"),
+		CLI_OPT_STRING("--html", NULL, &html, "FILE", "the page with table and plot"),
+	};
+	char too_many[64];
+	snprintf(too_many, sizeof(too_many), "at most %d players; '%%s' is one more", MAX_PLAYERS - 1);
+	const cli_spec spec = {
+		.cmd = "tournament", .usage = "PLAYER PLAYER... [--gauntlet BASE] [options]",
+		.about = tournament_about, .opts = opts, .n_opts = 2 + cli_match_opts(&s, false, opts + 2),
+		.after = "One JSON line per player on stdout, best first.\n",
+		.pos = names, .pos_max = MAX_PLAYERS - 1, .pos_n = &n, .pos_extra = too_many,
+	};
+	int rc;
+	if (!cli_opt_parse(&spec, argc, argv, &rc))
+		return rc;
 	if (base) {
 		/* The base is player 0. */
 		memmove(names + 1, names, sizeof(names[0]) * (size_t)n);
@@ -199,7 +173,7 @@ int cli_tournament(int argc, char **argv)
 		fprintf(stderr, "sente tournament: %s\n", err);
 		return 1;
 	}
-	int rc = 2;
+	rc = 2;
 	static match_player pl[MAX_PLAYERS];
 	for (int i = 0; i < n; i++)
 		if (match_player_parse(names[i], db, &pl[i], err, sizeof(err)) != 0) {

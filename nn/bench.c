@@ -1,45 +1,14 @@
 /* bench.c: `sente bench nn` (see bench.h). */
 #include "nn/bench.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "engine/clock.h"
+#include "engine/rng.h"
 #include "nn/cuda/cuda.h"
-
-static const char bench_nn_help[] =
-	"usage: sente bench nn [options]\n"
-	"\n"
-	"Measures network evaluations per second on a backend and prints one JSON\n"
-	"line per batch size. On CUDA the lines also carry the device, the\n"
-	"achieved TFLOP/s and tc_peak_fraction: that over the device's dense peak\n"
-	"(fp16: tensor cores; fp32: FMA units). Without a device, --backend cuda\n"
-	"says so on stderr and measures nothing.\n"
-	"\n"
-	"options:\n"
-	"  -w, --weights FILE  model to run (.sente, or Leela Zero v1 text/gzip);\n"
-	"                      without it a random network is built\n"
-	"  --blocks B          random network: residual blocks (default 6)\n"
-	"  --channels C        random network: channels (default 64)\n"
-	"  --game NAME         random network: go or connect4 (default go)\n"
-	"  --size N            random network: Go board size (default 19)\n"
-	"  --batch LIST        batch sizes, comma-separated (default 1,8,32)\n"
-	"  --threads N         compute threads (default 0: the runtime's choice)\n"
-	"  --backend B         cpu, cuda or auto (default cpu)\n"
-	"  --gpus N            CUDA device to measure (default 0)\n"
-	"  --precision P       fp32, bf16, int8 (CPU) or fp16, fp32 (CUDA; default\n"
-	"                      fp16 there); other than fp32, the lines also\n"
-	"                      carry the accuracy against an fp32 context on\n"
-	"                      --accuracy-positions positions of random play\n"
-	"  --calib N           int8: calibration positions (default 256)\n"
-	"  --accuracy-positions N  positions for the accuracy fields (default 256)\n"
-	"  --algo A            auto, direct or winograd (default auto: timed per layer)\n"
-	"  --seconds S         measuring time per batch size (default 2)\n"
-	"  --seed N            seed of the random network and inputs (default 1)\n"
-	"  -v, --verbose       describe the chosen primitives on stderr\n";
 
 nn_bench_options nn_bench_options_default(void)
 {
@@ -60,21 +29,6 @@ nn_bench_options nn_bench_options_default(void)
 	return o;
 }
 
-static double bench_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static uint64_t bench_rng(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 /* planes [n] of random legal play (0 to 2/3 of the points in moves);
  * false when the net's encoding does not fit its game. */
 static bool bench_positions(const nn_arch *a, int n, uint64_t seed, float *planes)
@@ -90,12 +44,12 @@ static bool bench_positions(const nn_arch *a, int n, uint64_t seed, float *plane
 	uint64_t s = seed | 1;
 	for (int i = 0; ok && i < n; i++) {
 		ok = game_init(g, &gp) == GAME_OK;
-		int len = (int)(bench_rng(&s) % (uint64_t)(max_moves + 1));
+		int len = (int)(rng_next(&s) % (uint64_t)(max_moves + 1));
 		for (int m = 0; ok && m < len; m++) {
 			int k = game_legal_moves(g, moves);
 			if (k == 0)
 				break;
-			int mv = moves[bench_rng(&s) % (uint64_t)k];
+			int mv = moves[rng_next(&s) % (uint64_t)k];
 			if (mv == game_pass_move(g) && k > 1)
 				mv = moves[0] == mv ? moves[1] : moves[0];
 			ok = game_play(g, mv) == GAME_OK;
@@ -232,11 +186,11 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 			goto out;
 		}
 	}
-	double t_create = bench_now();
+	double t_create = clock_now();
 	be = nn_backend_new(ops, net, max_batch, &bo, err, errlen);
 	if (!be)
 		goto out;
-	t_create = bench_now() - t_create;
+	t_create = clock_now() - t_create;
 	char dev_json[256] = "";
 	double peak = 0;
 	if (cuda) {
@@ -275,12 +229,8 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 		goto out;
 	}
 	uint64_t s = o->seed ? o->seed : 1;
-	for (size_t i = 0; i < in_n * (size_t)max_batch; i++) {
-		s ^= s << 13;
-		s ^= s >> 7;
-		s ^= s << 17;
-		planes[i] = (float)(s & 1);
-	}
+	for (size_t i = 0; i < in_n * (size_t)max_batch; i++)
+		planes[i] = (float)(rng_next(&s) & 1);
 	double flops = nn_net_flops(net);
 	/* libgomp reads it once at load: spinning workers (the default) lose
 	 * whole time slices when the two cores are shared, PASSIVE does not. */
@@ -295,12 +245,12 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 			if (nn_backend_forward(be, b, planes, policy, value, NULL) < 0)
 				goto fwd_fail;
 		long runs = 0;
-		double t0 = bench_now(), t;
+		double t0 = clock_now(), t;
 		do {
 			if (nn_backend_forward(be, b, planes, policy, value, NULL) < 0)
 				goto fwd_fail;
 			runs++;
-			t = bench_now() - t0;
+			t = clock_now() - t0;
 		} while (t < o->seconds);
 		double evals = (double)runs * b / t;
 		char tc_json[96] = "";
@@ -328,135 +278,4 @@ out:
 	free(policy);
 	free(value);
 	return rc;
-}
-
-/* Parses a whole decimal int in [lo, hi]. */
-static bool bench_int(const char *s, int lo, int hi, int *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return false;
-	*out = (int)v;
-	return true;
-}
-
-static bool bench_batches(const char *s, nn_bench_options *o)
-{
-	char buf[256];
-	if (strlen(s) >= sizeof(buf))
-		return false;
-	strcpy(buf, s);
-	o->n_batches = 0;
-	for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (o->n_batches == NN_BENCH_MAX_BATCHES ||
-		    !bench_int(tok, 1, 4096, &o->batches[o->n_batches]))
-			return false;
-		o->n_batches++;
-	}
-	return o->n_batches > 0;
-}
-
-int nn_bench_main(int argc, char **argv)
-{
-	nn_bench_options o = nn_bench_options_default();
-	char err[512];
-	int size = 19;
-	/* argv[0] is "nn". */
-	for (int i = 1; i < argc; i++) {
-		const char *f = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		bool ok = true;
-		if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
-			fputs(bench_nn_help, stdout);
-			return 0;
-		}
-		if (!strcmp(f, "-v") || !strcmp(f, "--verbose")) {
-			o.backend.verbose = 1;
-			continue;
-		}
-		static const char *const valued[] = { "-w", "--weights", "--blocks", "--channels",
-						      "--size", "--game", "--batch", "--threads",
-						      "--precision", "--algo", "--seconds", "--seed",
-						      "--calib", "--accuracy-positions", "--backend",
-						      "--gpus" };
-		bool known = false;
-		for (size_t k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
-			known |= !strcmp(f, valued[k]);
-		if (f[0] == '-' && !known) {
-			fprintf(stderr, "sente bench nn: unknown option %s (see --help)\n", f);
-			return 2;
-		}
-		if (f[0] != '-') {
-			fprintf(stderr, "sente bench nn: unexpected argument '%s' (see --help)\n", f);
-			return 2;
-		}
-		if (!v) {
-			fprintf(stderr, "sente bench nn: %s needs a value (see --help)\n", f);
-			return 2;
-		}
-		i++;
-		if (!strcmp(f, "-w") || !strcmp(f, "--weights"))
-			o.weights = v;
-		else if (!strcmp(f, "--blocks"))
-			ok = bench_int(v, 0, NN_MAX_BLOCKS, &o.blocks);
-		else if (!strcmp(f, "--channels"))
-			ok = bench_int(v, 1, NN_MAX_CHANNELS, &o.channels);
-		else if (!strcmp(f, "--size"))
-			ok = bench_int(v, GO_MIN_SIZE, GO_MAX_SIZE, &size);
-		else if (!strcmp(f, "--game")) {
-			game_kind k;
-			ok = game_kind_from_name(v, &k);
-			if (ok)
-				o.game = game_params_default(k);
-		} else if (!strcmp(f, "--batch"))
-			ok = bench_batches(v, &o);
-		else if (!strcmp(f, "--threads"))
-			ok = bench_int(v, 0, 1024, &o.backend.threads);
-		else if (!strcmp(f, "--calib"))
-			ok = bench_int(v, 1, 1000000, &o.backend.calib_positions);
-		else if (!strcmp(f, "--accuracy-positions"))
-			ok = bench_int(v, 0, 100000, &o.accuracy_positions);
-		else if (!strcmp(f, "--precision") || !strcmp(f, "--backend") || !strcmp(f, "--gpus")) {
-			char berr[256];
-			if (nn_backend_parse_flag(f, v, &o.backend, berr, sizeof(berr)) < 0) {
-				fprintf(stderr, "sente bench nn: %s\n", berr);
-				return 2;
-			}
-		}
-		else if (!strcmp(f, "--algo")) {
-			if (!strcmp(v, "auto"))
-				o.backend.algo = NN_CONV_AUTO;
-			else if (!strcmp(v, "direct"))
-				o.backend.algo = NN_CONV_DIRECT;
-			else if (!strcmp(v, "winograd"))
-				o.backend.algo = NN_CONV_WINOGRAD;
-			else
-				ok = false;
-		} else if (!strcmp(f, "--seconds")) {
-			char *end;
-			o.seconds = strtod(v, &end);
-			ok = end != v && !*end && o.seconds > 0 && o.seconds <= 3600;
-		} else if (!strcmp(f, "--seed")) {
-			char *end;
-			errno = 0;
-			o.seed = strtoull(v, &end, 10);
-			ok = !errno && end != v && !*end;
-		} else {
-			fprintf(stderr, "sente bench nn: unknown option %s (see --help)\n", f);
-			return 2;
-		}
-		if (!ok) {
-			fprintf(stderr, "sente bench nn: bad value '%s' for %s (see --help)\n", v, f);
-			return 2;
-		}
-	}
-	if (o.game.kind == GAME_KIND_GO)
-		o.game.size = size;
-	if (nn_bench_run(&o, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sente bench nn: %s\n", err);
-		return 1;
-	}
-	return 0;
 }

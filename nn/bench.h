@@ -1,4 +1,5 @@
-/* bench.h: `sente bench nn`: inference speed of a backend as JSON lines.
+/* bench.h: inference speed of a backend as JSON lines (what `sente bench
+ * nn` runs; its options are parsed in cli/bench.c).
  *
  * One line per batch size:
  *   {"bench":"nn","backend":"cpu","precision":"fp32","blocks":6,"channels":64,
@@ -53,9 +54,5 @@ nn_bench_options nn_bench_options_default(void);
 /* Runs the measurements, printing JSON lines to stdout; 0, or -1 with a
  * message (bad weights file, backend refused). */
 int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen);
-/* `sente bench nn ...` (argv[0] is "nn"): parses flags, runs, returns the
- * exit code: 0 done, 1 failure, 2 bad flags (message on stderr). --help
- * prints the usage to stdout and returns 0. */
-int nn_bench_main(int argc, char **argv);
 
 #endif
