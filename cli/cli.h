@@ -6,7 +6,6 @@
 
 #include <stdbool.h>
 
-#include "engine/clock.h"
 
 #define SENTE_VERSION "0.1.0"
 
@@ -35,8 +34,5 @@ bool cli_wants_help(int argc, char **argv);
 bool cli_parse_int(const char *s, long lo, long hi, long *out);
 /* Parses a real number; false when s is not one. */
 bool cli_parse_double(const char *s, double *out);
-/* The monotonic clock in seconds: clock_now() under its old name, kept
- * only until run.c and train.c call clock_now() themselves. */
-static inline double cli_now(void) { return clock_now(); }
 
 #endif
