@@ -19,8 +19,8 @@
 struct loop {
 	loop_options o;         /* as opened (dir copied below) */
 	char dir[4096];         /* the run's folder */
-	char ckpt[8192];        /* DIR/checkpoints/learner.ckpt */
-	store *db;              /* the run's database */
+	rundir *rd;             /* it, open and locked */
+	store *db;              /* its database (rd->db) */
 	learner *L;             /* the learner and its window */
 	nn_net *net;            /* the network the learner was made from */
 	selfplay *sp;           /* the workers */
@@ -163,7 +163,7 @@ static void loop_free(loop *r)
 	selfplay_free(r->sp);
 	learner_free(r->L);
 	nn_net_free(r->net);
-	store_close(r->db);
+	rundir_close(r->rd);
 	free(r);
 }
 
@@ -178,10 +178,11 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	snprintf(r->dir, sizeof(r->dir), "%s", o->dir);
 	r->o.dir = r->dir;
 	r->t_end = clock_now() + o->minutes * 60;
-	r->db = rundir_open(r->dir, r->ckpt, sizeof(r->ckpt), err, errlen);
-	if (!r->db)
+	r->rd = rundir_open(r->dir, err, errlen);
+	if (!r->rd)
 		goto fail;
-	r->net = rundir_learner_net(r->ckpt, &o->game, o->blocks, o->channels, o->seed, &r->resumed,
+	r->db = r->rd->db;
+	r->net = rundir_learner_net(r->rd, &o->game, o->blocks, o->channels, o->seed, &r->resumed,
 				    err, errlen);
 	if (r->net && r->resumed && r->net->arch.game != o->game.kind) {
 		snprintf(err, errlen, "%s holds a %s run, not %s", r->dir,
@@ -199,16 +200,10 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 		snprintf(err, errlen, "%s", why);
 		goto fail;
 	}
-	if (r->resumed && learner_checkpoint_load(r->L, r->ckpt, err, errlen) != 0)
+	if (r->resumed && learner_checkpoint_load(r->L, r->rd->ckpt, err, errlen) != 0)
 		goto fail;
-	char file[4096];
-	int64_t step;
-	if (store_latest_model(r->db, &r->model_id, file, sizeof(file), &step) != 1) {
-		r->model_id = rundir_export_model(r->db, learner_net(r->L), learner_steps(r->L), r->dir,
-						  0, "sente run", err, errlen);
-		if (r->model_id < 0)
-			goto fail;
-	}
+	if (rundir_first_model(r->rd, r->L, &r->model_id, "sente run", err, errlen) != 0)
+		goto fail;
 	int64_t last_id = 0;
 	int added;
 	if (learner_refill(r->L, r->db, NULL, o->window, &last_id, &added, err, errlen) != 0)
@@ -343,13 +338,11 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 	double vals[] = { it->loss, it->policy_loss, it->value_loss, it->grad_norm, it->lr,
 			  (double)g_all, (double)p_all, it->selfplay_seconds, it->train_seconds };
 	store_add_metrics(r->db, it->step, names, vals, 9);
-	/* A new model for self-play; a checkpoint to resume from. */
-	nn_net *trained = learner_net(r->L);
-	int64_t id = rundir_export_model(r->db, trained, it->step, r->dir, r->model_id, "sente run",
-					 err, errlen);
-	if (id < 0)
+	/* A checkpoint to resume from; a new model for self-play. */
+	if (rundir_save(r->rd, r->L, &r->model_id, "sente run", err, errlen) != 0)
 		return -1;
-	r->model_id = it->model_id = id;
+	it->model_id = r->model_id;
+	nn_net *trained = learner_net(r->L);
 	loop_gate gate = {
 		.games = r->o.gate_games,
 		.threshold = r->o.gate_threshold,
@@ -366,8 +359,7 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 	if (r->o.gate_games > 0)
 		store_add_metric(r->db, it->step, "selfplay_model", (double)r->play_id);
 	it->promoted = promote;
-	if ((promote && selfplay_set_model(r->sp, trained, r->model_id, err, errlen) != 0) ||
-	    learner_checkpoint_save(r->L, r->ckpt, err, errlen) != 0)
+	if (promote && selfplay_set_model(r->sp, trained, r->model_id, err, errlen) != 0)
 		return -1;
 	r->iteration = it->number;
 	if (!r->o.quiet)

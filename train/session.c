@@ -63,8 +63,8 @@ enum { SUM_LOSS, SUM_POLICY, SUM_VALUE, SUM_GRAD, SUM_DATA, SUM_COMPUTE, SUM_COM
 
 /* Rank 0: the metrics, the model and the checkpoint of an export. 0, or -1
  * with the message said. */
-static int export_now(const train_session_options *o, store *db, learner *L, const char *ckpt,
-		      int64_t *model_id, const double *sums, int since, const train_stats *ts, int K)
+static int export_now(const train_session_options *o, rundir *rd, learner *L, int64_t *model_id,
+		      const double *sums, int since, const train_stats *ts, int K)
 {
 	char err[8192];
 	int64_t step = learner_steps(L);
@@ -77,15 +77,11 @@ static int export_now(const train_session_options *o, store *db, learner *L, con
 			  sums[SUM_GRAD] / since, ts->lr, since * o->batch / tot, sums[SUM_DATA],
 			  sums[SUM_COMPUTE], sums[SUM_COMM], K, ts->loss_scale,
 			  (double)ts->skipped_steps };
-	store_add_metrics(db, step, names, vals, 12);
+	store_add_metrics(rd->db, step, names, vals, 12);
 	int rc = 0;
-	int64_t id = rundir_export_model(db, learner_net(L), step, o->dir, *model_id, "sente train",
-					 err, sizeof(err));
-	if (id < 0 || learner_checkpoint_save(L, ckpt, err, sizeof(err)) != 0) {
+	if (rundir_save(rd, L, model_id, "sente train", err, sizeof(err)) != 0) {
 		say(o, "%s", err);
 		rc = -1;
-	} else {
-		*model_id = id;
 	}
 	if (!o->quiet)
 		say(o, "step %lld: model %lld, loss %.3f (policy %.3f, value %.3f), %.0f samples/s "
@@ -96,33 +92,33 @@ static int export_now(const train_session_options *o, store *db, learner *L, con
 	return rc;
 }
 
-/* Rank 0: the database and the network (checkpoint or new) into msg. */
-static store *lead_setup(const train_session_options *o, char *ckpt, size_t ckptlen,
-			 nn_net **net, setup_msg *msg)
+/* Rank 0: the run's folder and the network (checkpoint or new) into msg. */
+static rundir *lead_setup(const train_session_options *o, nn_net **net, setup_msg *msg)
 {
 	char err[8192];
-	store *db = rundir_open(o->dir, ckpt, ckptlen, err, sizeof(err));
-	if (!db) {
+	rundir *rd = rundir_open(o->dir, err, sizeof(err));
+	if (!rd) {
 		say(o, "%s", err);
 		return NULL;
 	}
 	bool resumed;
-	*net = rundir_learner_net(ckpt, &o->game, o->blocks, o->channels, o->seed, &resumed, err,
+	*net = rundir_learner_net(rd, &o->game, o->blocks, o->channels, o->seed, &resumed, err,
 				  sizeof(err));
 	msg->resumed = resumed;
 	if (!*net) {
 		say(o, "%s", err);
-		return db;
+		return rd;
 	}
 	msg->arch = (*net)->arch;
 	msg->ok = 1;
-	return db;
+	return rd;
 }
 
 int train_session_run(const train_session_options *o, comm *c, comm *nccl)
 {
 	int rc = TRAIN_SESSION_FAILED;
-	char err[8192], ckpt[8192];
+	char err[8192];
+	rundir *rd = NULL;
 	store *db = NULL;
 	nn_net *net = NULL;
 	learner *L = NULL;
@@ -149,10 +145,9 @@ int train_session_run(const train_session_options *o, comm *c, comm *nccl)
 			    o->batch, K, share, share == 1 ? "" : "s");
 		return TRAIN_SESSION_USAGE;
 	}
-	snprintf(ckpt, sizeof(ckpt), "%s/checkpoints/learner.ckpt", o->dir);
 	together = false;
-	if (lead)
-		db = lead_setup(o, ckpt, sizeof(ckpt), &net, &msg);
+	if (lead && (rd = lead_setup(o, &net, &msg)) != NULL)
+		db = rd->db;
 	if (comm_broadcast(c, &msg, sizeof(msg), 0) != 0) {
 		say(o, "rank %d: %s", rank, comm_error(c));
 		goto out;
@@ -189,7 +184,7 @@ int train_session_run(const train_session_options *o, comm *c, comm *nccl)
 		else
 			say(o, "%s learner: %s%s", cuda ? "the GPU" : "the", err,
 			    cuda ? " (--backend cpu trains on the CPU)" : "");
-	} else if (lead && msg.resumed && learner_checkpoint_load(L, ckpt, err, sizeof(err)) != 0) {
+	} else if (lead && msg.resumed && learner_checkpoint_load(L, rd->ckpt, err, sizeof(err)) != 0) {
 		say(o, "%s", err);
 		ok = 0;
 	}
@@ -208,14 +203,8 @@ int train_session_run(const train_session_options *o, comm *c, comm *nccl)
 	}
 	int64_t model_id = 0;
 	if (lead) {
-		int64_t step0;
-		char file[4096];
-		if (store_latest_model(db, &model_id, file, sizeof(file), &step0) != 1) {
-			model_id = rundir_export_model(db, learner_net(L), learner_steps(L), o->dir, 0,
-						       "sente train", err, sizeof(err));
-			if (model_id < 0)
-				say(o, "%s", err);
-		}
+		if (rundir_first_model(rd, L, &model_id, "sente train", err, sizeof(err)) != 0)
+			say(o, "%s", err);
 		int ck_world = learner_checkpoint_world(L);
 		if (msg.resumed && ck_world != K)
 			say(o, "the checkpoint was written by %d rank%s, resuming on %d (global batch %d "
@@ -307,7 +296,7 @@ int train_session_run(const train_session_options *o, comm *c, comm *nccl)
 		}
 		/* Rank 0 writes; then everyone takes the new games. A write
 		 * that fails stops every rank at the next step. */
-		if (lead && export_now(o, db, L, ckpt, &model_id, sums, since, &ts, K) != 0)
+		if (lead && export_now(o, rd, L, &model_id, sums, since, &ts, K) != 0)
 			failed = true;
 		memset(sums, 0, sizeof(sums));
 		since = 0;
@@ -322,7 +311,7 @@ int train_session_run(const train_session_options *o, comm *c, comm *nccl)
 	if (lead)
 		say(o, "%s at step %lld; checkpoint %s",
 		    failed ? "failed" : stop_asked ? "stopped" : "done", (long long)learner_steps(L),
-		    ckpt);
+		    rd->ckpt);
 	rc = failed ? TRAIN_SESSION_FAILED : TRAIN_SESSION_OK;
 	together = true;
 out:
@@ -330,7 +319,7 @@ out:
 		comm_abort(c, rc);
 	learner_free(L);
 	nn_net_free(net);
-	store_close(db);
+	rundir_close(rd);
 	return rc;
 }
 
