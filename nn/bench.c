@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "engine/clock.h"
 #include "nn/cuda/cuda.h"
 
 static const char bench_nn_help[] =
@@ -58,13 +58,6 @@ nn_bench_options nn_bench_options_default(void)
 	o.accuracy_positions = 256;
 	o.backend.kind = NN_BACKEND_CPU;
 	return o;
-}
-
-static double bench_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static uint64_t bench_rng(uint64_t *s)
@@ -232,11 +225,11 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 			goto out;
 		}
 	}
-	double t_create = bench_now();
+	double t_create = clock_now();
 	be = nn_backend_new(ops, net, max_batch, &bo, err, errlen);
 	if (!be)
 		goto out;
-	t_create = bench_now() - t_create;
+	t_create = clock_now() - t_create;
 	char dev_json[256] = "";
 	double peak = 0;
 	if (cuda) {
@@ -295,12 +288,12 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 			if (nn_backend_forward(be, b, planes, policy, value, NULL) < 0)
 				goto fwd_fail;
 		long runs = 0;
-		double t0 = bench_now(), t;
+		double t0 = clock_now(), t;
 		do {
 			if (nn_backend_forward(be, b, planes, policy, value, NULL) < 0)
 				goto fwd_fail;
 			runs++;
-			t = bench_now() - t0;
+			t = clock_now() - t0;
 		} while (t < o->seconds);
 		double evals = (double)runs * b / t;
 		char tc_json[96] = "";

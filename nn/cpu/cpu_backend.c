@@ -57,11 +57,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <dnnl.h>
 #include <dnnl_debug.h>
 
+#include "engine/clock.h"
 #include "engine/game.h"
 #include "nn/cpu/dnnl_check.h"
 #include "nn/encode.h"
@@ -179,13 +179,6 @@ typedef struct cpu_ctx {
 #define P_POL_FC(c) ((c)->n_param - 3)
 #define P_VAL_FC1(c) ((c)->n_param - 2)
 #define P_VAL_FC2(c) ((c)->n_param - 1)
-
-static double cpu_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void cpu_apply_threads(cpu_ctx *c)
 {
@@ -407,10 +400,10 @@ static int cpu_time_conv(cpu_ctx *c, cpu_op *op, dnnl_memory_t src, dnnl_memory_
 	DNNL_CHECK(dnnl_stream_wait(c->stream));
 	double best = 1e30;
 	for (int r = 0; r < 3; r++) {
-		double t0 = cpu_now();
+		double t0 = clock_now();
 		DNNL_CHECK(cpu_exec(c, op, 4, args));
 		DNNL_CHECK(dnnl_stream_wait(c->stream));
-		double t = cpu_now() - t0;
+		double t = clock_now() - t0;
 		if (t < best)
 			best = t;
 	}
@@ -1061,10 +1054,10 @@ static int cpu_time_set(cpu_ctx *c, cpu_set *s, double *secs, char *err, size_t 
 		return -1;
 	*secs = 1e30;
 	for (int r = 0; r < 3; r++) {
-		double t0 = cpu_now();
+		double t0 = clock_now();
 		if (cpu_run_set(c, s, err, errlen) < 0)
 			return -1;
-		double t = cpu_now() - t0;
+		double t = clock_now() - t0;
 		if (t < *secs)
 			*secs = t;
 	}
@@ -1230,7 +1223,7 @@ static int cpu_calibrate(cpu_ctx *c, const nn_net *net, const nn_backend_options
 	const int C = a->channels, L = c->n_layers;
 	cpu_ctx *f = NULL;
 	float *planes = NULL;
-	double t0 = cpu_now();
+	double t0 = clock_now();
 	size_t nq = (size_t)2 * L + (size_t)3 * L * C;
 	c->qdata = calloc(nq, sizeof(float));
 	if (!c->qdata)
@@ -1302,7 +1295,7 @@ static int cpu_calibrate(cpu_ctx *c, const nn_net *net, const nn_backend_options
 		}
 		c->param[l].wq = c->wq + (size_t)l * C;
 	}
-	c->calib_secs = (float)(cpu_now() - t0);
+	c->calib_secs = (float)(clock_now() - t0);
 	rc = 0;
 	goto out;
 oom:

@@ -99,8 +99,8 @@ double gpu_train_forward_flops(const nn_arch *a)
 
 #if defined(SENTE_HAVE_CUDA) && defined(SENTE_HAVE_CUDNN)
 #include <cuda_runtime_api.h>
-#include <time.h>
 
+#include "engine/clock.h"
 #include "nn/cuda/cuda_common.h"
 #include "nn/cuda/cuda_dl.h"
 #include "nn/cuda/kernels.h"
@@ -867,20 +867,13 @@ out:
 	return rc;
 }
 
-static double gt_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The whole pass over b; with update, the optimizer step too. */
 static int gt_run(gpu_trainer *t, const gpu_batch *b, int update, train_stats *st)
 {
 	char *err = t->err;
 	size_t errlen = sizeof(t->err);
 	int rc = 0;
-	double t0 = gt_now();
+	double t0 = clock_now();
 	const train_options *o = &t->opt;
 	if (b->n != t->batch || b->hw != t->hw || b->c_pad != t->cin ||
 	    b->n_actions != t->arch.policy_outputs || (int)b->dtype != (int)t->dt) {
@@ -964,7 +957,7 @@ static int gt_run(gpu_trainer *t, const gpu_batch *b, int update, train_stats *s
 		st->loss_scale = used;
 		st->skipped = skipped;
 		st->skipped_steps = t->skipped_steps;
-		st->compute_seconds = gt_now() - t0;
+		st->compute_seconds = clock_now() - t0;
 	}
 out:
 	return rc;
@@ -1020,10 +1013,10 @@ out:
 int gpu_trainer_step_host(gpu_trainer *t, const train_batch *hb, train_stats *st)
 {
 	gpu_batch b;
-	double t0 = gt_now();
+	double t0 = clock_now();
 	if (gt_upload(t, hb, &b) < 0)
 		return -1;
-	double t1 = gt_now();
+	double t1 = clock_now();
 	if (gt_run(t, &b, 1, st) < 0)
 		return -1;
 	if (st)
