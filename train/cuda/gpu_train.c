@@ -101,6 +101,7 @@ double gpu_train_forward_flops(const nn_arch *a)
 #include <cuda_runtime_api.h>
 
 #include "engine/clock.h"
+#include "engine/rng.h"
 #include "nn/cuda/cuda_common.h"
 #include "nn/cuda/cuda_dl.h"
 #include "nn/cuda/kernels.h"
@@ -1156,10 +1157,7 @@ out:
 
 uint64_t gpu_trainer_random(gpu_trainer *t)
 {
-	uint64_t z = (t->rng += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return rng_next(&t->rng);
 }
 
 int gpu_trainer_checkpoint_save(gpu_trainer *t, const char *path, int world, const void *blob,
