@@ -462,8 +462,8 @@ int cli_run(int argc, char **argv)
 	lo.window = o.window;
 	lo.device = o.nn.n_gpus ? o.nn.gpus[0] : 0;
 	if (o.nn.precision_given)
-		lo.precision = o.nn.precision == NN_PRECISION_FP16   ? LEARNER_FP16
-			       : o.nn.precision == NN_PRECISION_BF16 ? LEARNER_BF16
+		lo.precision = o.nn.precision == NN_DTYPE_FP16   ? LEARNER_FP16
+			       : o.nn.precision == NN_DTYPE_BF16 ? LEARNER_BF16
 								     : LEARNER_FP32;
 	/* The GPU trains when self-play would use it: asked for, or (auto)
 	 * a device is there. */

@@ -172,24 +172,24 @@ __global__ void heads_finish(float *out, int stride, int np, const float *pbias,
 } // namespace
 
 
-extern "C" cudaError_t nnk_expand_packed(nnk_dtype dt, const uint32_t *packed, int batch,
+extern "C" cudaError_t nnk_expand_packed(nn_dtype dt, const uint32_t *packed, int batch,
 					 int planes, int hw, int c_pad, void *out, cudaStream_t s)
 {
 	int g = grid_for((long)batch * hw * c_pad, 256);
-	if (dt == NNK_F16)
+	if (dt == NN_DTYPE_FP16)
 		expand_packed<__half><<<g, 256, 0, s>>>(packed, batch, planes, hw, c_pad, (__half *)out);
 	else
 		expand_packed<float><<<g, 256, 0, s>>>(packed, batch, planes, hw, c_pad, (float *)out);
 	return cudaGetLastError();
 }
 
-extern "C" cudaError_t nnk_expand_float(nnk_dtype dt, const float *in, int batch, int planes,
+extern "C" cudaError_t nnk_expand_float(nn_dtype dt, const float *in, int batch, int planes,
 					int hw, int c_pad, void *out, cudaStream_t s)
 {
 	int g = grid_for((long)batch * hw * c_pad, 256);
-	if (dt == NNK_F16)
+	if (dt == NN_DTYPE_FP16)
 		expand_float<__half><<<g, 256, 0, s>>>(in, batch, planes, hw, c_pad, (__half *)out);
-	else if (dt == NNK_BF16)
+	else if (dt == NN_DTYPE_BF16)
 		expand_float<__nv_bfloat16>
 			<<<g, 256, 0, s>>>(in, batch, planes, hw, c_pad, (__nv_bfloat16 *)out);
 	else
@@ -197,23 +197,23 @@ extern "C" cudaError_t nnk_expand_float(nnk_dtype dt, const float *in, int batch
 	return cudaGetLastError();
 }
 
-extern "C" cudaError_t nnk_bias_res_act(nnk_dtype dt, void *y, const float *bias, const void *res,
+extern "C" cudaError_t nnk_bias_res_act(nn_dtype dt, void *y, const float *bias, const void *res,
 					long rows, int c, int relu, cudaStream_t s)
 {
 	int g = grid_for(rows * c, 256);
-	if (dt == NNK_F16)
+	if (dt == NN_DTYPE_FP16)
 		bias_res_act<__half><<<g, 256, 0, s>>>((__half *)y, bias, (const __half *)res, rows, c, relu);
 	else
 		bias_res_act<float><<<g, 256, 0, s>>>((float *)y, bias, (const float *)res, rows, c, relu);
 	return cudaGetLastError();
 }
 
-extern "C" cudaError_t nnk_se_gates(nnk_dtype dt, const void *x, int batch, int hw, int c_pad,
+extern "C" cudaError_t nnk_se_gates(nn_dtype dt, const void *x, int batch, int hw, int c_pad,
 				    int c, int se, const float *w1, const float *b1,
 				    const float *w2, const float *b2, float *gates, cudaStream_t s)
 {
 	size_t shmem = sizeof(float) * (size_t)(c + se);
-	if (dt == NNK_F16)
+	if (dt == NN_DTYPE_FP16)
 		se_gates<__half><<<batch, 256, shmem, s>>>((const __half *)x, hw, c_pad, c, se, w1, b1,
 							  w2, b2, gates);
 	else
@@ -222,12 +222,12 @@ extern "C" cudaError_t nnk_se_gates(nnk_dtype dt, const void *x, int batch, int 
 	return cudaGetLastError();
 }
 
-extern "C" cudaError_t nnk_se_apply(nnk_dtype dt, const void *x, const void *skip,
+extern "C" cudaError_t nnk_se_apply(nn_dtype dt, const void *x, const void *skip,
 				    const float *gates, void *out, int batch, int hw, int c_pad,
 				    int c, cudaStream_t s)
 {
 	int g = grid_for((long)batch * hw * c_pad, 256);
-	if (dt == NNK_F16)
+	if (dt == NN_DTYPE_FP16)
 		se_apply<__half><<<g, 256, 0, s>>>((const __half *)x, (const __half *)skip, gates,
 						   (__half *)out, batch, hw, c_pad, c);
 	else

@@ -57,13 +57,13 @@ learner_cuda *learner_cuda_new(const nn_net *net, const learner_options *o, char
 	l->device = o->device;
 	gpu_train_options g = gpu_train_options_default();
 	g.device = o->device;
-	g.precision = o->precision == LEARNER_FP16   ? GPU_PREC_FP16
-		      : o->precision == LEARNER_BF16 ? GPU_PREC_BF16
-						     : GPU_PREC_FP32;
+	g.precision = o->precision == LEARNER_FP16   ? NN_DTYPE_FP16
+		      : o->precision == LEARNER_BF16 ? NN_DTYPE_BF16
+						     : NN_DTYPE_FP32;
 	g.micro_batch = o->micro_batch;
-	gpu_dtype dt = o->precision == LEARNER_FP16   ? GPU_DTYPE_F16
-		       : o->precision == LEARNER_BF16 ? GPU_DTYPE_BF16
-						      : GPU_DTYPE_F32;
+	nn_dtype dt = o->precision == LEARNER_FP16   ? NN_DTYPE_FP16
+		       : o->precision == LEARNER_BF16 ? NN_DTYPE_BF16
+						      : NN_DTYPE_FP32;
 	l->t = gpu_trainer_new(net, &o->train, &g, err, errlen);
 	if (!l->t)
 		goto fail;

@@ -94,8 +94,8 @@ extern "C" cudaError_t grk_draw(uint64_t seed, uint64_t counter, int n, int64_t 
 
 extern "C" cudaError_t grk_expand(gr_dims d, const uint32_t *records, const int16_t *tables,
 				  const int64_t *slots, const int *syms, int first, int count,
-				  int dtype, void *planes, float *policy, float *value, float *wdl,
-				  cudaStream_t st)
+				  nn_dtype dtype, void *planes, float *policy, float *value,
+				  float *wdl, cudaStream_t st)
 {
 	if (count <= 0)
 		return cudaGetLastError();
@@ -103,10 +103,10 @@ extern "C" cudaError_t grk_expand(gr_dims d, const uint32_t *records, const int1
 	slots += first;
 	syms += first;
 	long np = (long)count * d.hw * d.c_pad, nt = (long)count * d.n_actions;
-	if (dtype == 1)
+	if (dtype == NN_DTYPE_FP16)
 		expand_planes<<<grid_for(np, 256), 256, 0, st>>>(d, records, pt, slots, syms, count,
 								   (__half *)planes);
-	else if (dtype == 2)
+	else if (dtype == NN_DTYPE_BF16)
 		expand_planes<<<grid_for(np, 256), 256, 0, st>>>(d, records, pt, slots, syms, count,
 								   (__nv_bfloat16 *)planes);
 	else

@@ -12,18 +12,18 @@
 
 static __device__ __forceinline__ float ld(const void *p, long i, int dt)
 {
-	if (dt == TK_F32)
+	if (dt == NN_DTYPE_FP32)
 		return ((const float *)p)[i];
-	if (dt == TK_F16)
+	if (dt == NN_DTYPE_FP16)
 		return __half2float(((const __half *)p)[i]);
 	return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
 }
 
 static __device__ __forceinline__ void st(void *p, long i, int dt, float v)
 {
-	if (dt == TK_F32)
+	if (dt == NN_DTYPE_FP32)
 		((float *)p)[i] = v;
-	else if (dt == TK_F16)
+	else if (dt == NN_DTYPE_FP16)
 		((__half *)p)[i] = __float2half_rn(v);
 	else
 		((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v);
@@ -46,7 +46,7 @@ __global__ void k_gather(const float *master, const int32_t *map, long n, int dt
 	}
 }
 
-extern "C" cudaError_t tk_gather(const float *master, const int32_t *map, long n, tk_dtype dt,
+extern "C" cudaError_t tk_gather(const float *master, const int32_t *map, long n, nn_dtype dt,
 				 void *out, cudaStream_t s)
 {
 	if (n > 0)
@@ -64,7 +64,7 @@ __global__ void k_scatter(const void *src, int dt, const int32_t *map, long n, f
 	}
 }
 
-extern "C" cudaError_t tk_scatter(const void *src, tk_dtype dt, const int32_t *map, long n,
+extern "C" cudaError_t tk_scatter(const void *src, nn_dtype dt, const int32_t *map, long n,
 				  float *grad, int acc, cudaStream_t s)
 {
 	if (n > 0)
@@ -132,7 +132,7 @@ __global__ void k_bn_fin(const float *part, long M, int cp, int creal, int mode,
 	}
 }
 
-extern "C" cudaError_t tk_bn_stats(const void *z, tk_dtype dz, long M, int cp, int creal,
+extern "C" cudaError_t tk_bn_stats(const void *z, nn_dtype dz, long M, int cp, int creal,
 				   const float *bias, float *part, float *mean, float *var,
 				   float *rstd, float *acc_mean, float *acc_var, float *acc_m2,
 				   int reset, cudaStream_t s)
@@ -166,10 +166,10 @@ __global__ void k_bn_apply(const void *z, int dz, long M, int cp, int creal, con
 	}
 }
 
-extern "C" cudaError_t tk_bn_apply(const void *z, tk_dtype dz, long M, int cp, int creal,
+extern "C" cudaError_t tk_bn_apply(const void *z, nn_dtype dz, long M, int cp, int creal,
 				   const float *bias, const float *mean, const float *rstd,
 				   const float *gamma, const float *beta, const void *skip,
-				   tk_dtype dskip, int relu, void *y, tk_dtype dy, cudaStream_t s)
+				   nn_dtype dskip, int relu, void *y, nn_dtype dy, cudaStream_t s)
 {
 	k_bn_apply<<<tk_blocks(M * cp, 256), 256, 0, s>>>(z, dz, M, cp, creal, bias, mean, rstd,
 							   gamma, beta, skip, dskip, relu, y, dy);
@@ -259,12 +259,12 @@ __global__ void k_bnb_dx(const void *g, int dg, const void *y, int dyt, int relu
 	}
 }
 
-extern "C" cudaError_t tk_bn_backward(const void *g, tk_dtype dg, const void *y, tk_dtype dyt,
-				      int relu, const void *z, tk_dtype dz, long M, int cp,
+extern "C" cudaError_t tk_bn_backward(const void *g, nn_dtype dg, const void *y, nn_dtype dyt,
+				      int relu, const void *z, nn_dtype dz, long M, int cp,
 				      int creal, const float *bias, const float *mean,
 				      const float *rstd, const float *gamma, float *part, float *loc,
 				      float *ggamma, float *gbeta, float *gbias, int acc,
-				      void *dzout, void *dskip, tk_dtype ds, cudaStream_t s)
+				      void *dzout, void *dskip, nn_dtype ds, cudaStream_t s)
 {
 	dim3 gr((cp + BN_TX - 1) / BN_TX, TK_PARTS), b(BN_TX, BN_TY);
 	k_bnb_part<<<gr, b, 0, s>>>(g, dg, y, dyt, relu, z, dz, M, cp, creal, bias, mean, rstd, part);
