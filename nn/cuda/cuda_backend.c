@@ -643,7 +643,7 @@ static int cb_create(const nn_net *net, int max_batch, const nn_backend_options 
 	CUBLAS_CHECK(cublasCreate(&c->blas));
 	CUBLAS_CHECK(cublasSetStream(c->blas, c->stream));
 	CUBLAS_CHECK(cublasSetMathMode(c->blas, c->dt == NN_DTYPE_FP16 ? CUBLAS_DEFAULT_MATH
-								 : CUBLAS_PEDANTIC_MATH));
+								       : CUBLAS_PEDANTIC_MATH));
 	CUDA_CHECK(cudaMalloc(&c->blas_ws, CB_CUBLAS_WS));
 	CUBLAS_CHECK(cublasSetWorkspace(c->blas, c->blas_ws, CB_CUBLAS_WS));
 	CUDNN_CHECK(cudnnCreateActivationDescriptor(&c->relu));
