@@ -10,6 +10,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,6 +42,27 @@ bool nn_dtype_from_name(const char *name, nn_dtype *out);
 static inline size_t nn_dtype_size(nn_dtype t)
 {
 	return t == NN_DTYPE_FP32 ? 4 : t == NN_DTYPE_INT8 ? 1 : 2;
+}
+
+/* bfloat16 bits of f, round to nearest even (as __float2bfloat16_rn); a
+ * NaN stays a quiet NaN. (IEEE half is nn_half_from_float, nn/cuda/pack.h.) */
+static inline uint16_t nn_bf16_from_float(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, sizeof(x));
+	if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN: stay quiet and non-zero */
+		return (uint16_t)((x >> 16) | 0x40u);
+	x += 0x7fffu + ((x >> 16) & 1u); /* round to nearest even */
+	return (uint16_t)(x >> 16);
+}
+
+/* The float whose bfloat16 bits are h (exact). */
+static inline float nn_float_from_bf16(uint16_t h)
+{
+	uint32_t x = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &x, sizeof(f));
+	return f;
 }
 
 #ifdef __cplusplus

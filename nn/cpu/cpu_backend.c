@@ -842,23 +842,6 @@ out:
 	return rc;
 }
 
-/* bfloat16 <-> float (round to nearest even; activations are finite). */
-static inline float cpu_bf16_load(uint16_t v)
-{
-	uint32_t u = (uint32_t)v << 16;
-	float f;
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-static inline uint16_t cpu_bf16_store(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
-	u += 0x7fffu + ((u >> 16) & 1u);
-	return (uint16_t)(u >> 16);
-}
-
 /* Squeeze-excitation of block `blk` (net.h) on set s: se_x holds conv2's
  * output (fp32); act[0] holds the skip and receives
  * relu(sigmoid(z1) * x + z2 + skip) in the tower's type. */
@@ -927,8 +910,9 @@ static int cpu_se(cpu_ctx *c, cpu_set *s, int blk, char *err, size_t errlen)
 					uint16_t *py = (uint16_t *)yh + base;
 					for (int ch = 0; ch < C; ch++) {
 						dnnl_dim_t o = L->coff[ch];
-						float v = g[ch] * px[o] + bias[ch] + cpu_bf16_load(py[o]);
-						py[o] = cpu_bf16_store(v > 0.0f ? v : 0.0f);
+						float v = g[ch] * px[o] + bias[ch] +
+							  nn_float_from_bf16(py[o]);
+						py[o] = nn_bf16_from_float(v > 0.0f ? v : 0.0f);
 					}
 				} else {
 					uint8_t *py = (uint8_t *)yh + base;

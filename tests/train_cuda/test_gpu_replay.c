@@ -447,7 +447,7 @@ static float gr_plane_float(const gpu_batch *b, size_t i)
 	if (b->dtype == NN_DTYPE_FP16)
 		return nn_float_from_half(((const uint16_t *)b->planes)[i]);
 	if (b->dtype == NN_DTYPE_BF16)
-		return gpu_float_from_bf16(((const uint16_t *)b->planes)[i]);
+		return nn_float_from_bf16(((const uint16_t *)b->planes)[i]);
 	return ((const float *)b->planes)[i];
 }
 

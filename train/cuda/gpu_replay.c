@@ -214,24 +214,6 @@ out:
 	return written;
 }
 
-uint16_t gpu_bf16_from_float(float f)
-{
-	uint32_t x;
-	memcpy(&x, &f, sizeof(x));
-	if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN: stay quiet and non-zero */
-		return (uint16_t)((x >> 16) | 0x40u);
-	x += 0x7fffu + ((x >> 16) & 1u); /* round to nearest even */
-	return (uint16_t)(x >> 16);
-}
-
-float gpu_float_from_bf16(uint16_t h)
-{
-	uint32_t x = (uint32_t)h << 16;
-	float f;
-	memcpy(&f, &x, sizeof(f));
-	return f;
-}
-
 int gpu_replay_expand_host(const gpu_replay_layout *L, const uint32_t *records,
 			   const int64_t *slots, const int *syms, int count, gpu_batch *out)
 {
@@ -254,7 +236,7 @@ int gpu_replay_expand_host(const gpu_replay_layout *L, const uint32_t *records,
 				if (out->dtype == NN_DTYPE_FP16)
 					((uint16_t *)out->planes)[k] = nn_half_from_float(v);
 				else if (out->dtype == NN_DTYPE_BF16)
-					((uint16_t *)out->planes)[k] = gpu_bf16_from_float(v);
+					((uint16_t *)out->planes)[k] = nn_bf16_from_float(v);
 				else
 					((float *)out->planes)[k] = v;
 			}

@@ -97,10 +97,6 @@ int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int s
 int gpu_replay_expand_host(const gpu_replay_layout *L, const uint32_t *records,
 			   const int64_t *slots, const int *syms, int count, gpu_batch *out);
 
-/* bf16 of a float, round to nearest even (as __float2bfloat16_rn). */
-uint16_t gpu_bf16_from_float(float f);
-float gpu_float_from_bf16(uint16_t h);
-
 /* ---- device side ------------------------------------------------------- */
 
 typedef struct gpu_replay gpu_replay;
