@@ -350,7 +350,7 @@ static int bench_search(int argc, char **argv)
 		       "\"playouts\":%llu,\"seconds\":%.3f,\"playouts_per_s\":%.1f,"
 		       "\"evals\":%llu,\"mean_batch\":%.2f,\"cache_hits\":%llu,"
 		       "\"raw_evals_per_s\":%.1f,\"search_to_raw\":%.3f}\n",
-		       bs.be[0]->ops->name, nn_precision_name(bs.precision),
+		       bs.be[0]->ops->name, nn_dtype_name(bs.precision),
 		       bs.be[0]->ops == &nn_backend_cpu ? 0 : bs.n,
 		       game_kind_name(kind), gp.size, net->arch.blocks, net->arch.channels, threads,
 		       batch, mcts_root_visits(m), (unsigned long long)st.playouts, st.seconds, pps,
@@ -429,9 +429,9 @@ static int bench_train(int argc, char **argv)
 	const char *backend = learner_names[backend_i], *prec = train_precisions[prec_i];
 	int cuda = backend_i == 1;
 	gpu_train_options g = gpu_train_options_default();
-	if (gpu_precision_parse(prec, &g.precision) < 0)
+	if (!nn_dtype_from_name(prec, &g.precision) || g.precision == NN_DTYPE_INT8)
 		return cli_usage_error("bench train", "--precision %s: fp32, fp16 or bf16", prec);
-	if (!cuda && g.precision != GPU_PREC_FP32)
+	if (!cuda && g.precision != NN_DTYPE_FP32)
 		return cli_usage_error("bench train", "the cpu learner trains in fp32 only");
 	if (cuda && nn_cuda_device_count() == 0) {
 		fprintf(stderr, "sente bench train: no CUDA device (built with CUDA: %s, GPU trainer: "
@@ -497,7 +497,7 @@ static int bench_train(int argc, char **argv)
 	       "\"loss\":%.5f", backend, prec, game_kind_name(kind), arch.board_w, blocks,
 	       channels, batch, steps, secs, sps, flops, st.loss);
 	if (gt) {
-		double peak = nn_cuda_peak_tflops(device, g.precision == GPU_PREC_FP32) * 1e12;
+		double peak = nn_cuda_peak_tflops(device, g.precision == NN_DTYPE_FP32) * 1e12;
 		double csps = compute > 0 ? (double)batch * steps / compute : 0;
 		printf(",\"micro_batch\":%d,\"compute_samples_per_s\":%.2f,\"peak_tflops\":%.1f,"
 		       "\"mfu\":%.4f", gpu_trainer_micro_batch(gt), csps, peak / 1e12,

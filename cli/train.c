@@ -72,6 +72,7 @@ static int parse_gpus(const cli_opt *opt, const char *v, char *err, size_t errle
 	return 0;
 }
 
+/* In nn_dtype's order, which the choice's index is. */
 static const char *const precisions[] = { "fp32", "fp16", "bf16", NULL };
 
 int cli_train(int argc, char **argv)

@@ -16,6 +16,7 @@
 
 #include <string.h>
 
+#include "engine/rng.h"
 #include "engine/zobrist.h"
 
 #define BORDER 2
@@ -654,15 +655,6 @@ uint64_t go_hash_recompute(const go_board *b)
 
 /* ---- playouts ----------------------------------------------------------- */
 
-static inline uint64_t xorshift64(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 /* A point whose four neighbours are c (or the edge) and that the opponent
  * cannot make false: fewer than two enemy diagonals, none on the edge. */
 static inline bool is_eye(const int8_t *cell, int c, int p)
@@ -719,7 +711,7 @@ int go_playout(go_board *b, uint64_t *rng)
 		/* Draw among the untried empty points; a refused one is
 		 * swapped behind them. */
 		while (k > 0) {
-			int i = (int)(((xorshift64(rng) >> 32) * (uint64_t)k) >> 32);
+			int i = (int)(((rng_xorshift64(rng) >> 32) * (uint64_t)k) >> 32);
 			int q = b->empty[i];
 			if (q != b->ko_point && !is_eye(b->cell, c, q) && has_life(b, c, q)) {
 				p = q;

@@ -145,7 +145,7 @@ uint64_t go_hash_recompute(const go_board *b);
  * uniformly random legal moves that do not fill the mover's own single-point
  * eyes, until two passes or 3 * size * size moves. Does not record history
  * (the board's history is left inconsistent: use a copy). Returns the
- * number of moves played. `rng` is a xorshift64 state, nonzero. */
+ * number of moves played. `rng` is an rng_xorshift64 state (engine/rng.h), nonzero. */
 int go_playout(go_board *b, uint64_t *rng);
 
 /* Checks every internal invariant (groups, liberties, hash); for tests.

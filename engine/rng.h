@@ -26,4 +26,17 @@ static inline uint64_t rng_next(uint64_t *s)
 /* Uniform in [0, 1), 53 bits. */
 static inline double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
 
+/* Marsaglia's xorshift64 on the state *s, which must be nonzero (zero
+ * stays zero). Only Go's fast playouts (go_playout) draw from it: the GTP
+ * goldens' dead-stone lists under a fixed seed follow its sequence, so it
+ * stays as it was rather than becoming rng_next. Use rng_next elsewhere. */
+static inline uint64_t rng_xorshift64(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
 #endif

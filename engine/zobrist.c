@@ -1,25 +1,19 @@
 /* zobrist.c: deterministic Zobrist keys (see zobrist.h). */
 #include "engine/zobrist.h"
 
-uint64_t zobrist_table[2][GO_PADDED];
+#include "engine/rng.h"
 
-static uint64_t splitmix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
+uint64_t zobrist_table[2][GO_PADDED];
 
 uint64_t zobrist_key(int color, int p)
 {
-	return splitmix64(ZOBRIST_SEED + (uint64_t)color * GO_PADDED + (uint64_t)p);
+	return rng_mix(ZOBRIST_SEED + (uint64_t)color * GO_PADDED + (uint64_t)p);
 }
 
 uint64_t zobrist_black_to_move(void)
 {
 	/* An index past every stone key, so it collides with none of them. */
-	return splitmix64(ZOBRIST_SEED + 2 * GO_PADDED);
+	return rng_mix(ZOBRIST_SEED + 2 * GO_PADDED);
 }
 
 /* Runs before main() and before any thread exists, so the table needs no

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/clock.h"
+
 struct gtp_client {
 	pid_t pid;            /* the engine process */
 	int to_engine;        /* its stdin */
@@ -21,13 +23,6 @@ struct gtp_client {
 	bool broken;          /* dead or timed out: no further commands */
 	char command[1024];   /* as started */
 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 gtp_client *gtp_client_start(const char *command, const char *stderr_path, char *err,
 			     size_t errlen)
@@ -146,7 +141,7 @@ gtp_client_status gtp_client_send(gtp_client *c, const char *command, double tim
 		}
 		off += (int)k;
 	}
-	double deadline = now() + timeout_s;
+	double deadline = clock_now() + timeout_s;
 	for (;;) {
 		/* Drop blank lines and chatter before the answer starts. */
 		while (c->len > 0 && c->buf[0] != '=' && c->buf[0] != '?') {
@@ -181,7 +176,7 @@ gtp_client_status gtp_client_send(gtp_client *c, const char *command, double tim
 			c->broken = true;
 			return GTP_CLIENT_PROTOCOL; /* an answer larger than we keep */
 		}
-		double left = deadline - now();
+		double left = deadline - clock_now();
 		if (left <= 0) {
 			c->broken = true;
 			return GTP_CLIENT_TIMEOUT;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/clock.h"
 #include "engine/sgf.h"
 #include "gtp/parse.h"
 #include "nn/encode.h"
@@ -64,13 +65,6 @@ static void log_info(const gtp_engine *e, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-}
-
-static double mono_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ---- input ---------------------------------------------------------------- */
@@ -577,7 +571,7 @@ static void commit_move(gtp_engine *e, int move, double started, gtp_reply *r)
 {
 	char text[8];
 	int color = game_to_move(&e->game);
-	timectl_charge(&e->time, color, mono_now() - started);
+	timectl_charge(&e->time, color, clock_now() - started);
 	if (e->game.params.kind == GAME_KIND_GO)
 		go_play_color(&e->game.u.go, color, move);
 	else
@@ -632,7 +626,7 @@ static bool genmove_common(gtp_engine *e, const gtp_command *c, gtp_reply *r, bo
 		if (!ensure_to_move(e, color, r))
 			return false;
 		if (commit)
-			commit_move(e, game_pass_move(&e->game), mono_now(), r);
+			commit_move(e, game_pass_move(&e->game), clock_now(), r);
 		else
 			reply_add(r, "pass");
 		return true;
@@ -641,7 +635,7 @@ static bool genmove_common(gtp_engine *e, const gtp_command *c, gtp_reply *r, bo
 		return fail(r, "the game is over");
 	if (!ensure_to_move(e, color, r))
 		return false;
-	double started = mono_now();
+	double started = clock_now();
 	set_limits(e, color, 0);
 	int m = think(e, commit);
 	if (m == GAME_MOVE_NONE) {
@@ -730,17 +724,17 @@ static bool genmove_analyze_common(gtp_engine *e, const gtp_command *c, gtp_repl
 	if (!ensure_to_move(e, color, r))
 		return false;
 	begin_streamed(e, c);
-	double started = mono_now();
+	double started = clock_now();
 	set_limits(e, color, 0);
 	mcts_set_position(e->search, &e->game);
 	mcts_start(e->search);
-	double next = mono_now() + a.interval_cs / 100.0;
+	double next = clock_now() + a.interval_cs / 100.0;
 	while (mcts_running(e->search)) {
 		struct timespec ts = { 0, 5 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
-		if (a.interval_cs > 0 && mono_now() >= next) {
+		if (a.interval_cs > 0 && clock_now() >= next) {
 			print_analysis(e, kata, a.max_moves);
-			next = mono_now() + a.interval_cs / 100.0;
+			next = clock_now() + a.interval_cs / 100.0;
 		}
 	}
 	mcts_stop(e->search);

@@ -112,10 +112,9 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 	lo.train.seed = o->seed;
 	lo.window = o->window;
 	lo.device = o->nn.n_gpus ? o->nn.gpus[0] : 0;
-	if (o->nn.precision_given)
-		lo.precision = o->nn.precision == NN_PRECISION_FP16   ? LEARNER_FP16
-			       : o->nn.precision == NN_PRECISION_BF16 ? LEARNER_BF16
-								      : LEARNER_FP32;
+	/* int8 is for self-play on the CPU: the learner stays at its default. */
+	if (o->nn.precision_given && o->nn.precision != NN_DTYPE_INT8)
+		lo.precision = o->nn.precision;
 	bool want_cuda = o->nn.kind == NN_BACKEND_CUDA ||
 			 (o->nn.kind == NN_BACKEND_AUTO && nn_cuda_device_count() > 0);
 	learner *L = NULL;

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "engine/clock.h"
 #include "engine/rng.h"
 #include "engine/sgf.h"
 #include "gtp/client.h"
@@ -301,13 +301,6 @@ typedef struct side {
 	gtp_client *c;      /* GTP: its engine process, NULL until started */
 	int failures;       /* consecutive start/setup failures */
 } side;
-
-static double mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void fail(match_ctx *c, const char *fmt, const char *a, const char *b)
 {
@@ -706,7 +699,7 @@ static void finish_game(match_ctx *c, const game *g, int no, const game_outcome 
 		tally(&c->sum, &row);
 		c->sum.protocol_errors += out->protocol;
 		summarise(&c->sum, c->o);
-		c->sum.seconds = mono() - c->t0;
+		c->sum.seconds = clock_now() - c->t0;
 		if (c->o->sprt && c->sum.sprt.state != ELO_SPRT_CONTINUE)
 			c->decided = true;
 		if (c->o->sgf_dir[0] && sgf) {
@@ -869,7 +862,7 @@ int match_run(store *db, const match_player *a_in, const match_player *b_in, con
 	c.db = db;
 	c.fn = fn;
 	c.fn_ctx = ctx;
-	c.t0 = mono();
+	c.t0 = clock_now();
 	pthread_mutex_init(&c.mu, NULL);
 	int rc = -1, n_threads = 0;
 	pthread_t th[256];
@@ -943,7 +936,7 @@ int match_run(store *db, const match_player *a_in, const match_player *b_in, con
 	store_set_match_status(db, c.match_id, strcmp(status, "stopped") ? status : "running");
 	rc = 0;
 out:
-	c.sum.seconds = mono() - c.t0;
+	c.sum.seconds = clock_now() - c.t0;
 	*out = c.sum;
 	out->match_id = c.match_id;
 	if (c.ev[1] == c.ev[0])

@@ -8,29 +8,11 @@
 
 #include "nn/cuda/cuda.h"
 
-static const char *const precision_names[] = { "fp32", "bf16", "int8", "fp16" };
-#define N_PRECISIONS 4
-
-const char *nn_precision_name(nn_precision p)
-{
-	return (unsigned)p < N_PRECISIONS ? precision_names[p] : "?";
-}
-
-bool nn_precision_from_name(const char *name, nn_precision *out)
-{
-	for (int i = 0; i < N_PRECISIONS; i++)
-		if (strcmp(name, precision_names[i]) == 0) {
-			*out = (nn_precision)i;
-			return true;
-		}
-	return false;
-}
-
 nn_backend_options nn_backend_options_default(void)
 {
 	nn_backend_options o;
 	memset(&o, 0, sizeof(o));
-	o.precision = NN_PRECISION_FP32;
+	o.precision = NN_DTYPE_FP32;
 	o.algo = NN_CONV_AUTO;
 	o.kind = NN_BACKEND_AUTO;
 	return o;
@@ -137,7 +119,7 @@ int nn_backend_parse_flag(const char *flag, const char *value, nn_backend_option
 	if (!strcmp(flag, "--gpus"))
 		return nn_backend_parse_gpus(value, opt, err, errlen) ? 1 : -1;
 	if (!strcmp(flag, "--precision")) {
-		if (nn_precision_from_name(value, &opt->precision)) {
+		if (nn_dtype_from_name(value, &opt->precision)) {
 			opt->precision_given = 1;
 			return 1;
 		}
@@ -161,10 +143,10 @@ static int set_open_cuda(nn_backend_set *s, const nn_net *net, int max_batch,
 		return -1;
 	}
 	nn_backend_options o = *opt;
-	o.precision = opt->precision_given ? opt->precision : NN_PRECISION_FP16;
+	o.precision = opt->precision_given ? opt->precision : NN_DTYPE_FP16;
 	int n = opt->n_gpus > 0 ? opt->n_gpus : 1;
 	size_t at = (size_t)snprintf(s->what, sizeof(s->what), "cuda %s on GPU",
-				     nn_precision_name(o.precision));
+				     nn_dtype_name(o.precision));
 	for (int i = 0; i < n; i++) {
 		o.device = opt->n_gpus > 0 ? opt->gpus[i] : 0;
 		if (o.device >= devices) {
@@ -199,10 +181,10 @@ int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
 	if (opt->kind != NN_BACKEND_CPU && set_open_cuda(s, net, max_batch, opt, why, sizeof(why)) == 0)
 		return 0;
 	nn_backend_options o = *opt;
-	o.precision = opt->precision_given ? opt->precision : NN_PRECISION_FP32;
+	o.precision = opt->precision_given ? opt->precision : NN_DTYPE_FP32;
 	const char *note = "";
-	if (o.precision == NN_PRECISION_FP16) {
-		o.precision = NN_PRECISION_FP32;
+	if (o.precision == NN_DTYPE_FP16) {
+		o.precision = NN_DTYPE_FP32;
 		note = ", fp16 is GPU-only";
 	}
 	s->be[0] = nn_backend_new(&nn_backend_cpu, net, max_batch, &o, err, errlen);
@@ -212,11 +194,11 @@ int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
 	s->precision = o.precision;
 	if (why[0])
 		snprintf(s->what, sizeof(s->what), "cpu %s (CUDA %s: %s%s)",
-			 nn_precision_name(o.precision),
+			 nn_dtype_name(o.precision),
 			 opt->kind == NN_BACKEND_CUDA ? "requested but not usable, falling back" : "not used",
 			 why, note);
 	else
-		snprintf(s->what, sizeof(s->what), "cpu %s%s", nn_precision_name(o.precision),
+		snprintf(s->what, sizeof(s->what), "cpu %s%s", nn_dtype_name(o.precision),
 			 note[0] ? " (fp16 is GPU-only)" : "");
 	return 0;
 }

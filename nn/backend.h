@@ -21,17 +21,8 @@
 
 #include <stddef.h>
 
+#include "nn/dtype.h"
 #include "nn/net.h"
-
-typedef enum nn_precision {
-	NN_PRECISION_FP32 = 0,
-	NN_PRECISION_BF16 = 1, /* tower in bfloat16 (needs AVX-512 BF16 on CPU) */
-	NN_PRECISION_INT8 = 2, /* tower in u8/s8 with per-channel weight scales and
-				* activation scales calibrated at create (CPU:
-				* needs AVX-512 VNNI or AVX-VNNI to be fast) */
-	NN_PRECISION_FP16 = 3, /* CUDA only: fp16 activations and weights on the
-				* tensor cores, fp32 accumulation */
-} nn_precision;
 
 /* Which backend a front end asks for (--backend). */
 typedef enum nn_backend_kind {
@@ -51,7 +42,7 @@ typedef enum nn_conv_algo {
 
 typedef struct nn_backend_options {
 	int threads;            /* compute threads; 0 = the runtime's default */
-	nn_precision precision; /* arithmetic of the tower */
+	nn_dtype precision;     /* arithmetic of the tower */
 	nn_conv_algo algo;      /* convolution algorithm choice */
 	int device;             /* device index (CUDA); ignored by the CPU */
 	int verbose;            /* 1: describe the chosen primitives on stderr */
@@ -93,8 +84,6 @@ extern const nn_backend_ops nn_backend_cpu;
  * cuDNN, nn/cuda/fallback.c, whose create refuses with the reason). */
 extern const nn_backend_ops nn_backend_cuda;
 
-const char *nn_precision_name(nn_precision p); /* "fp32", "bf16", "int8", "fp16" */
-bool nn_precision_from_name(const char *name, nn_precision *out);
 /* Defaults: threads 0, fp32, auto algorithm, device 0, backend auto. */
 nn_backend_options nn_backend_options_default(void);
 /* "auto", "cpu", "cuda" and back; false when unknown. */
@@ -133,7 +122,7 @@ int nn_backend_parse_flag(const char *flag, const char *value, nn_backend_option
 typedef struct nn_backend_set {
 	nn_backend *be[NN_MAX_GPUS]; /* the backends, for eval_new */
 	int n;                       /* used entries */
-	nn_precision precision;      /* what they run */
+	nn_dtype precision;          /* what they run */
 	char what[256];              /* e.g. "cuda fp16 on GPU 0 (NVIDIA H100)", or
 				      * "cpu fp32 (no CUDA device: ...)" */
 } nn_backend_set;

@@ -72,7 +72,7 @@ static int bench_accuracy(const nn_bench_options *o, const nn_backend_options *b
 	int n = o->accuracy_positions, mb = be->max_batch;
 	size_t in_n = (size_t)a->in_planes * a->board_w * a->board_h, np = (size_t)a->policy_outputs;
 	nn_backend_options fo = *bo;
-	fo.precision = NN_PRECISION_FP32;
+	fo.precision = NN_DTYPE_FP32;
 	fo.verbose = 0;
 	nn_backend *ref = nn_backend_new(be->ops, net, mb, &fo, err, errlen);
 	float *planes = malloc(sizeof(float) * in_n * (size_t)n);
@@ -176,7 +176,7 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 			cuda = 1;
 			ops = &nn_backend_cuda;
 			if (!o->backend.precision_given)
-				bo.precision = NN_PRECISION_FP16;
+				bo.precision = NN_DTYPE_FP16;
 		} else if (o->backend.kind == NN_BACKEND_CUDA) {
 			fprintf(stderr, "sente bench nn: skipped: %s\n",
 				!nn_cuda_backend_built() ? "this binary has no CUDA backend (no nvcc or cuDNN at build)"
@@ -199,7 +199,7 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 		for (char *q = name; *q; q++)
 			if (*q == '"' || *q == '\\')
 				*q = '?';
-		peak = nn_cuda_peak_tflops(bo.device, bo.precision == NN_PRECISION_FP32);
+		peak = nn_cuda_peak_tflops(bo.device, bo.precision == NN_DTYPE_FP32);
 		snprintf(dev_json, sizeof(dev_json), ",\"device\":\"%s\",\"gpu\":%d,\"peak_tflops\":%.1f",
 			 name, bo.device, peak);
 		if (bo.verbose) {
@@ -209,7 +209,7 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 		}
 	}
 	char acc_json[512] = "";
-	if (bo.precision != NN_PRECISION_FP32 && o->accuracy_positions > 0) {
+	if (bo.precision != NN_DTYPE_FP32 && o->accuracy_positions > 0) {
 		nn_bench_accuracy acc;
 		if (bench_accuracy(o, &bo, net, be, &acc, err, errlen) < 0)
 			goto out;
@@ -261,7 +261,7 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 		       "\"blocks\":%d,\"channels\":%d,\"size\":%d,\"batch\":%d,\"threads\":%d,"
 		       "\"evals_per_s\":%.1f,\"ms_per_batch\":%.3f,\"gflops\":%.2f,"
 		       "\"create_s\":%.3f,\"omp_wait_policy\":\"%s\"%s%s%s}\n",
-		       be->ops->name, nn_precision_name(bo.precision),
+		       be->ops->name, nn_dtype_name(bo.precision),
 		       game_kind_name(a->game), a->blocks, a->channels, a->board_w, b,
 		       o->backend.threads, evals, 1e3 * t / runs, evals * flops * 1e-9, t_create,
 		       wait_policy, dev_json, tc_json, acc_json);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/rng.h"
+
 nn_arch nn_arch_lz(int size, int blocks, int channels)
 {
 	nn_arch a;
@@ -230,20 +232,10 @@ nn_net *nn_net_clone(const nn_net *net)
 	return c;
 }
 
-/* splitmix64: a small, good, seedable generator. */
-static uint64_t net_rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* Uniform in [lo, hi). */
 static float net_rng_uniform(uint64_t *s, float lo, float hi)
 {
-	double u = (double)(net_rng_next(s) >> 11) * (1.0 / 9007199254740992.0);
-	return (float)(lo + (hi - lo) * u);
+	return (float)(lo + (hi - lo) * rng_uniform(s));
 }
 
 /* Uniform weights with variance 1/fan_in keep activations of order one. */

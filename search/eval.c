@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/clock.h"
 #include "engine/rng.h"
 #include "nn/encode.h"
 
@@ -212,11 +213,7 @@ static void fill_wait(evaluator *ev)
 {
 	if (ev->stop || ev->q_count >= ev->opt.max_batch || ev->n_clients <= ev->n_waiting)
 		return;
-	struct timespec dl;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_nsec += (long)ev->opt.fill_wait_us * 1000L;
-	dl.tv_sec += dl.tv_nsec / 1000000000L;
-	dl.tv_nsec %= 1000000000L;
+	struct timespec dl = clock_deadline(ev->opt.fill_wait_us * 1e-6);
 	while (!ev->stop && ev->q_count < ev->opt.max_batch && ev->n_clients > ev->n_waiting)
 		if (pthread_cond_timedwait(&ev->not_empty, &ev->mu, &dl) == ETIMEDOUT)
 			break;

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "engine/clock.h"
 #include "engine/rng.h"
 
 #define MCTS_MAX_DEPTH 2048
@@ -83,13 +83,6 @@ struct mcts {
 };
 
 /* ---- small helpers -------------------------------------------------------- */
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 
 static double rng_normal(uint64_t *s)
@@ -253,7 +246,11 @@ mcts *mcts_new(evaluator *ev, const mcts_options *opt, char *err, size_t errlen)
 	m->ev = ev;
 	m->opt = opt ? *opt : mcts_options_default();
 	pthread_mutex_init(&m->expand_mu, NULL);
-	pthread_cond_init(&m->expanded, NULL);
+	pthread_condattr_t ca; /* waits use clock_deadline, on CLOCK_MONOTONIC */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&m->expanded, &ca);
+	pthread_condattr_destroy(&ca);
 	if (m->opt.threads < 1)
 		m->opt.threads = 1;
 	if (m->opt.threads > MCTS_MAX_THREADS)
@@ -563,13 +560,7 @@ static int descend(mcts *m, mcts_leaf *leaf, float *v)
 static void wait_expansion(mcts *m)
 {
 	pthread_mutex_lock(&m->expand_mu);
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += 2 * 1000 * 1000;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	struct timespec ts = clock_deadline(0.002);
 	pthread_cond_timedwait(&m->expanded, &m->expand_mu, &ts);
 	pthread_mutex_unlock(&m->expand_mu);
 }
@@ -630,7 +621,7 @@ static void *search_main(void *arg)
 		int done = search_round(m, t, t->gather);
 		atomic_fetch_add(&m->completed, (uint64_t)done);
 		if (atomic_load_explicit(&m->pool_full, memory_order_relaxed) ||
-		    (m->deadline > 0 && now() >= m->deadline))
+		    (m->deadline > 0 && clock_now() >= m->deadline))
 			atomic_store(&m->stop, 1);
 	}
 	eval_client_leave(m->ev);
@@ -674,7 +665,7 @@ static bool prepare(mcts *m)
 	atomic_store(&m->started, 0);
 	atomic_store(&m->completed, 0);
 	atomic_store(&m->collisions, 0);
-	m->t_start = now();
+	m->t_start = clock_now();
 	m->deadline = m->opt.max_seconds > 0 ? m->t_start + m->opt.max_seconds : 0;
 	int64_t budget = INT64_MAX;
 	if (m->opt.max_playouts > 0)
@@ -718,7 +709,7 @@ void mcts_stop(mcts *m)
 	for (int i = 0; i < m->running_threads; i++)
 		pthread_join(m->threads[i].thread, NULL);
 	m->running_threads = 0;
-	m->t_end = now();
+	m->t_end = clock_now();
 }
 
 bool mcts_running(const mcts *m)
@@ -737,14 +728,14 @@ void mcts_search(mcts *m)
 		return;
 	if (m->opt.threads == 1) {
 		search_main(&m->threads[0]);
-		m->t_end = now();
+		m->t_end = clock_now();
 		return;
 	}
 	mcts_start(m);
 	for (int i = 0; i < m->running_threads; i++)
 		pthread_join(m->threads[i].thread, NULL);
 	m->running_threads = 0;
-	m->t_end = now();
+	m->t_end = clock_now();
 }
 
 /* ---- results -------------------------------------------------------------- */
@@ -883,6 +874,6 @@ void mcts_get_stats(const mcts *m, mcts_stats *out)
 		out->nodes = m->capacity;
 	out->node_capacity = m->capacity;
 	out->pool_full = atomic_load(&mm->pool_full);
-	double end = m->running_threads ? now() : m->t_end;
+	double end = m->running_threads ? clock_now() : m->t_end;
 	out->seconds = end > m->t_start ? end - m->t_start : 0;
 }

@@ -9,9 +9,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/clock.h"
+#include "engine/rng.h"
 #include "search/eval.h"
 #include "search/mcts.h"
-#include "engine/rng.h"
 
 /* A network with its backend and evaluator, shared by the games that
  * started with it; freed when the last of them lets go. */
@@ -64,13 +65,6 @@ struct selfplay {
 	float winner_min[SP_RESIGN_SAMPLES];
 	int n_winner_min, winner_min_pos;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 
 selfplay_options selfplay_options_default(const game_params *g)
@@ -242,7 +236,7 @@ void selfplay_free(selfplay *sp)
 static bool claim_game(selfplay *sp)
 {
 	if (atomic_load(&sp->stop) || (sp->ext_stop && *sp->ext_stop) ||
-	    (sp->deadline > 0 && now() >= sp->deadline))
+	    (sp->deadline > 0 && clock_now() >= sp->deadline))
 		return false;
 	pthread_mutex_lock(&sp->mu);
 	bool ok = sp->games_wanted == 0 || sp->games_started_run < sp->games_wanted;
@@ -255,7 +249,7 @@ static bool claim_game(selfplay *sp)
 static bool should_stop(selfplay *sp)
 {
 	return atomic_load(&sp->stop) || (sp->ext_stop && *sp->ext_stop) ||
-	       (sp->deadline > 0 && now() >= sp->deadline);
+	       (sp->deadline > 0 && clock_now() >= sp->deadline);
 }
 
 /* Passing, as Leela Zero plays it: a player that would lose if the game
@@ -500,7 +494,7 @@ int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_
 	sp_worker *w = calloc((size_t)n, sizeof(*w));
 	if (!w)
 		return -1;
-	double t0 = now();
+	double t0 = clock_now();
 	sp->games_wanted = games;
 	sp->games_started_run = sp->games_done_run = 0;
 	sp->deadline = seconds > 0 ? t0 + seconds : 0;
@@ -527,7 +521,7 @@ int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_
 	while (atomic_load(&sp->active) > 0) {
 		struct timespec ts = { 0, 50 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
-		double t = now();
+		double t = clock_now();
 		if (sp->opt.progress_seconds > 0 && t - t_last >= sp->opt.progress_seconds) {
 			selfplay_get_stats(sp, &cur);
 			print_progress(sp, &last, &cur, t - t_last, t - t0);
@@ -538,7 +532,7 @@ int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_
 	for (int i = 0; i < started; i++)
 		pthread_join(w[i].thread, NULL);
 	free(w);
-	sp->stats.seconds += now() - t0;
+	sp->stats.seconds += clock_now() - t0;
 	return sp->games_done_run;
 }
 

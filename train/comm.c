@@ -11,7 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "engine/clock.h"
 
 #ifndef SENTE_HAVE_MPI
 #define SENTE_HAVE_MPI 0
@@ -19,13 +20,6 @@
 #if SENTE_HAVE_MPI
 #include <mpi.h>
 #endif
-
-static double comm_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 comm *comm_alloc(const comm_ops *ops, comm_kind kind, int rank, int size)
 {
@@ -85,9 +79,9 @@ int comm_allreduce(comm *c, float *buf, size_t n, comm_op op)
 	assert(op == COMM_OP_SUM || op == COMM_OP_AVG);
 	if (n == 0)
 		return 0;
-	double t0 = comm_now();
+	double t0 = clock_now();
 	int rc = c->ops->allreduce(c, buf, n, op);
-	c->seconds += comm_now() - t0;
+	c->seconds += clock_now() - t0;
 	return rc;
 }
 
@@ -96,9 +90,9 @@ int comm_broadcast(comm *c, void *buf, size_t bytes, int root)
 	assert(root >= 0 && root < c->size);
 	if (bytes == 0)
 		return 0;
-	double t0 = comm_now();
+	double t0 = clock_now();
 	int rc = c->ops->broadcast(c, buf, bytes, root);
-	c->seconds += comm_now() - t0;
+	c->seconds += clock_now() - t0;
 	return rc;
 }
 
@@ -106,9 +100,9 @@ int comm_broadcast(comm *c, void *buf, size_t bytes, int root)
  * communicator is how the NCCL path gets tested on a single device. */
 int comm_barrier(comm *c)
 {
-	double t0 = comm_now();
+	double t0 = clock_now();
 	int rc = c->ops->barrier(c);
-	c->seconds += comm_now() - t0;
+	c->seconds += clock_now() - t0;
 	return rc;
 }
 

@@ -55,6 +55,7 @@
 #include <dnnl.h>
 #include <dnnl_debug.h>
 
+#include "engine/rng.h"
 #include "nn/cpu/dnnl_check.h"
 #include "train/comm.h"
 
@@ -1462,10 +1463,7 @@ int64_t trainer_steps(const trainer *t)
 
 uint64_t trainer_random(trainer *t)
 {
-	uint64_t z = (t->rng += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return rng_next(&t->rng);
 }
 
 const char *trainer_error(const trainer *t)

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/clock.h"
+
 extern char **environ;
 
 /* The variables a child reads; the parent's own values are not passed on. */
@@ -34,13 +36,6 @@ static void on_signal(int sig)
 		got_int = 1;
 	else
 		got_term = 1;
-}
-
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static bool is_child_var(const char *entry)
@@ -176,7 +171,7 @@ int launch_ranks(const char *exe, char *const argv[], const int *devices, int n,
 	}
 	if (failed >= 0) {
 		signal_alive(pid, alive, n, SIGTERM);
-		deadline = now_seconds() + grace;
+		deadline = clock_now() + grace;
 	}
 
 	/* Watch until every started child is reaped. */
@@ -209,12 +204,12 @@ int launch_ranks(const char *exe, char *const argv[], const int *devices, int n,
 				snprintf(why, sizeof(why), "rank %d (GPU %d) %s", r, devices[r], how);
 				failed = r;
 				signal_alive(pid, alive, n, SIGTERM);
-				deadline = now_seconds() + grace;
+				deadline = clock_now() + grace;
 			}
 		}
 		if (left == 0)
 			break;
-		if (deadline > 0 && !killed && now_seconds() >= deadline) {
+		if (deadline > 0 && !killed && clock_now() >= deadline) {
 			signal_alive(pid, alive, n, SIGKILL);
 			killed = true;
 		}

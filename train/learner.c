@@ -19,25 +19,8 @@ learner_options learner_options_default(void)
 	memset(&o, 0, sizeof(o));
 	o.train = train_options_default();
 	o.window = 100000;
-	o.precision = LEARNER_FP16;
+	o.precision = NN_DTYPE_FP16;
 	return o;
-}
-
-static const char *const precision_names[] = { "fp32", "fp16", "bf16" };
-
-const char *learner_precision_name(learner_precision p)
-{
-	return (unsigned)p < 3 ? precision_names[p] : "?";
-}
-
-bool learner_precision_from_name(const char *s, learner_precision *out)
-{
-	for (int i = 0; i < 3; i++)
-		if (!strcmp(s, precision_names[i])) {
-			*out = (learner_precision)i;
-			return true;
-		}
-	return false;
 }
 
 const learner_ops *learner_by_name(const char *name)

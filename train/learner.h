@@ -27,21 +27,18 @@
 
 #include "data/record.h"
 #include "data/store.h"
+#include "nn/dtype.h"
 #include "nn/net.h"
 #include "train/comm.h"
 #include "train/trainer.h"
-
-typedef enum learner_precision {
-	LEARNER_FP32 = 0,
-	LEARNER_FP16 = 1, /* fp16 compute, fp32 master weights, dynamic loss scale */
-	LEARNER_BF16 = 2, /* bf16 compute, fp32 master weights */
-} learner_precision;
 
 typedef struct learner_options {
 	train_options train;         /* train.batch: this rank's share */
 	int64_t window;              /* positions sampled from */
 	int device;                  /* CUDA device */
-	learner_precision precision; /* CUDA arithmetic (the CPU trains fp32) */
+	nn_dtype precision;          /* CUDA arithmetic: fp32; fp16 (fp32 master
+				      * weights, dynamic loss scale) or bf16 (fp32
+				      * master weights). The CPU trains fp32. */
 	int micro_batch;             /* CUDA: 0 = chosen from free memory */
 } learner_options;
 
@@ -89,9 +86,6 @@ typedef struct learner learner;
 /* Defaults: train_options_default, window 100000, device 0, fp16 on CUDA,
  * automatic micro-batch. */
 learner_options learner_options_default(void);
-/* "fp32", "fp16", "bf16"; parse returns false on anything else. */
-const char *learner_precision_name(learner_precision p);
-bool learner_precision_from_name(const char *s, learner_precision *out);
 /* "cpu" -> &learner_cpu, "cuda" -> &learner_cuda; NULL when unknown. */
 const learner_ops *learner_by_name(const char *name);
 

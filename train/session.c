@@ -25,7 +25,7 @@ train_session_options train_session_options_default(void)
 	o.channels = 48;
 	o.seed = 1;
 	o.learner = &learner_cpu;
-	o.precision = LEARNER_FP16;
+	o.precision = NN_DTYPE_FP16;
 	return o;
 }
 

@@ -50,7 +50,7 @@ typedef struct train_session_options {
 	int blocks, channels;          /* a new network's shape */
 	uint64_t seed;                 /* a new network's seed, and the trainer's */
 	const learner_ops *learner;    /* learner_cpu or learner_cuda */
-	learner_precision precision;   /* CUDA arithmetic */
+	nn_dtype precision;            /* CUDA arithmetic: fp32, fp16, bf16 */
 	int micro_batch;               /* CUDA: 0 automatic */
 	int gpus[NN_MAX_GPUS];         /* GPUs, one rank each */
 	int n_gpus;                    /* entries of gpus; 0: device 0 */

@@ -57,11 +57,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <dnnl.h>
 #include <dnnl_debug.h>
 
+#include "engine/clock.h"
 #include "engine/game.h"
 #include "nn/cpu/dnnl_check.h"
 #include "nn/encode.h"
@@ -139,7 +139,7 @@ typedef struct cpu_ctx {
 	nn_net *net;               /* folded copy of the weights (owned) */
 	nn_arch arch;              /* shapes */
 	int threads;               /* requested thread count, 0 = default */
-	nn_precision precision;    /* tower arithmetic */
+	nn_dtype precision;        /* tower arithmetic */
 	int n_layers;              /* tower convs: 1 + 2 * blocks */
 	int has_se;                /* some block is SE */
 	dnnl_engine_t engine;      /* CPU engine */
@@ -179,13 +179,6 @@ typedef struct cpu_ctx {
 #define P_POL_FC(c) ((c)->n_param - 3)
 #define P_VAL_FC1(c) ((c)->n_param - 2)
 #define P_VAL_FC2(c) ((c)->n_param - 1)
-
-static double cpu_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void cpu_apply_threads(cpu_ctx *c)
 {
@@ -349,7 +342,7 @@ static dnnl_status_t cpu_pd(cpu_ctx *c, int ip, dnnl_alg_kind_t alg, const dnnl_
 	dnnl_status_t s;
 	dnnl_primitive_attr_t attr = NULL;
 	dnnl_post_ops_t ops = NULL;
-	int q = layer >= 0 && c->precision == NN_PRECISION_INT8 && c->qdata;
+	int q = layer >= 0 && c->precision == NN_DTYPE_INT8 && c->qdata;
 	*pd = NULL;
 	if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success)
 		return s;
@@ -407,10 +400,10 @@ static int cpu_time_conv(cpu_ctx *c, cpu_op *op, dnnl_memory_t src, dnnl_memory_
 	DNNL_CHECK(dnnl_stream_wait(c->stream));
 	double best = 1e30;
 	for (int r = 0; r < 3; r++) {
-		double t0 = cpu_now();
+		double t0 = clock_now();
 		DNNL_CHECK(cpu_exec(c, op, 4, args));
 		DNNL_CHECK(dnnl_stream_wait(c->stream));
-		double t = cpu_now() - t0;
+		double t = clock_now() - t0;
 		if (t < best)
 			best = t;
 	}
@@ -432,8 +425,8 @@ static int cpu_make_conv(cpu_ctx *c, cpu_set *s, int layer, const nn_backend_opt
 	int kind = cpu_layer_kind(c, layer);
 	int c_in = layer == 0 ? a->in_planes : a->channels;
 	int post = kind == CPU_CONV_TOWER2 ? POST_SUM_RELU : kind == CPU_CONV_SE2 ? POST_NONE : POST_RELU;
-	int q = c->precision == NN_PRECISION_INT8;
-	dnnl_data_type_t wdt = q ? dnnl_s8 : c->precision == NN_PRECISION_BF16 ? dnnl_bf16 : dnnl_f32;
+	int q = c->precision == NN_DTYPE_INT8;
+	dnnl_data_type_t wdt = q ? dnnl_s8 : c->precision == NN_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
 	dnnl_memory_desc_t wmd, bmd;
 	dnnl_dims_t wd = { a->channels, c_in, 3, 3 }, bd = { a->channels };
 	cpu_op cand[2];
@@ -480,7 +473,7 @@ static int cpu_make_conv(cpu_ctx *c, cpu_set *s, int layer, const nn_backend_opt
 	if (!n_ok) {
 		snprintf(err, errlen, "oneDNN offers no convolution for %d -> %d channels, "
 			 "batch %d, board %dx%d, %s", c_in, a->channels, s->nb, a->board_w,
-			 a->board_h, nn_precision_name(c->precision));
+			 a->board_h, nn_dtype_name(c->precision));
 		rc = -1;
 		goto out;
 	}
@@ -548,8 +541,8 @@ static int cpu_make_set(cpu_ctx *c, cpu_set *s, int nb, int lay, const nn_backen
 	int rc = 0;
 	const nn_arch *a = &c->arch;
 	int H = a->board_h, W = a->board_w, C = a->channels;
-	int q = c->precision == NN_PRECISION_INT8;
-	dnnl_data_type_t dt = q ? dnnl_u8 : c->precision == NN_PRECISION_BF16 ? dnnl_bf16 : dnnl_f32;
+	int q = c->precision == NN_DTYPE_INT8;
+	dnnl_data_type_t dt = q ? dnnl_u8 : c->precision == NN_DTYPE_BF16 ? dnnl_bf16 : dnnl_f32;
 	dnnl_data_type_t in_dt = q ? dnnl_s8 : dt;
 	dnnl_data_type_t wdt = q ? dnnl_s8 : dt;
 	dnnl_memory_desc_t in_md, act_any, in_any, wany, bmd, head_md, pol_md, val_md, hid_md,
@@ -849,23 +842,6 @@ out:
 	return rc;
 }
 
-/* bfloat16 <-> float (round to nearest even; activations are finite). */
-static inline float cpu_bf16_load(uint16_t v)
-{
-	uint32_t u = (uint32_t)v << 16;
-	float f;
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-static inline uint16_t cpu_bf16_store(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, sizeof(u));
-	u += 0x7fffu + ((u >> 16) & 1u);
-	return (uint16_t)(u >> 16);
-}
-
 /* Squeeze-excitation of block `blk` (net.h) on set s: se_x holds conv2's
  * output (fp32); act[0] holds the skip and receives
  * relu(sigmoid(z1) * x + z2 + skip) in the tower's type. */
@@ -913,7 +889,7 @@ static int cpu_se(cpu_ctx *c, cpu_set *s, int blk, char *err, size_t errlen)
 	}
 	/* int8: skip in the block input's scale, output in the block's. */
 	float q_skip = 1.0f, q_y = 1.0f;
-	if (c->precision == NN_PRECISION_INT8) {
+	if (c->precision == NN_DTYPE_INT8) {
 		q_skip = 1.0f / c->q_out[2 * blk];
 		q_y = c->q_out[2 + 2 * blk];
 	}
@@ -923,19 +899,20 @@ static int cpu_se(cpu_ctx *c, cpu_set *s, int blk, char *err, size_t errlen)
 			for (int xx = 0; xx < W; xx++) {
 				dnnl_dim_t base = n * L->sn + y * L->sh + xx * L->sw;
 				const float *px = x + base;
-				if (c->precision == NN_PRECISION_FP32) {
+				if (c->precision == NN_DTYPE_FP32) {
 					float *py = (float *)yh + base;
 					for (int ch = 0; ch < C; ch++) {
 						dnnl_dim_t o = L->coff[ch];
 						float v = g[ch] * px[o] + bias[ch] + py[o];
 						py[o] = v > 0.0f ? v : 0.0f;
 					}
-				} else if (c->precision == NN_PRECISION_BF16) {
+				} else if (c->precision == NN_DTYPE_BF16) {
 					uint16_t *py = (uint16_t *)yh + base;
 					for (int ch = 0; ch < C; ch++) {
 						dnnl_dim_t o = L->coff[ch];
-						float v = g[ch] * px[o] + bias[ch] + cpu_bf16_load(py[o]);
-						py[o] = cpu_bf16_store(v > 0.0f ? v : 0.0f);
+						float v = g[ch] * px[o] + bias[ch] +
+							  nn_float_from_bf16(py[o]);
+						py[o] = nn_bf16_from_float(v > 0.0f ? v : 0.0f);
 					}
 				} else {
 					uint8_t *py = (uint8_t *)yh + base;
@@ -1061,10 +1038,10 @@ static int cpu_time_set(cpu_ctx *c, cpu_set *s, double *secs, char *err, size_t 
 		return -1;
 	*secs = 1e30;
 	for (int r = 0; r < 3; r++) {
-		double t0 = cpu_now();
+		double t0 = clock_now();
 		if (cpu_run_set(c, s, err, errlen) < 0)
 			return -1;
-		double t = cpu_now() - t0;
+		double t = clock_now() - t0;
 		if (t < *secs)
 			*secs = t;
 	}
@@ -1082,7 +1059,7 @@ static int cpu_make_set_best(cpu_ctx *c, cpu_set *s, int nb, const nn_backend_op
 	int r;
 	double t_s, t_alt;
 	memset(&alt, 0, sizeof(alt));
-	if (opt->algo == NN_CONV_DIRECT || c->precision == NN_PRECISION_INT8)
+	if (opt->algo == NN_CONV_DIRECT || c->precision == NN_DTYPE_INT8)
 		r = cpu_make_set(c, s, nb, 0, opt, err, errlen);
 	else if (opt->algo == NN_CONV_WINOGRAD) {
 		r = cpu_make_set(c, s, nb, 1, opt, err, errlen);
@@ -1230,7 +1207,7 @@ static int cpu_calibrate(cpu_ctx *c, const nn_net *net, const nn_backend_options
 	const int C = a->channels, L = c->n_layers;
 	cpu_ctx *f = NULL;
 	float *planes = NULL;
-	double t0 = cpu_now();
+	double t0 = clock_now();
 	size_t nq = (size_t)2 * L + (size_t)3 * L * C;
 	c->qdata = calloc(nq, sizeof(float));
 	if (!c->qdata)
@@ -1253,7 +1230,7 @@ static int cpu_calibrate(cpu_ctx *c, const nn_net *net, const nn_backend_options
 	/* The fp32 run: one set, no timing; Winograd where offered (faster
 	 * here, and as exact as direct to 1e-4). */
 	nn_backend_options fo = *opt;
-	fo.precision = NN_PRECISION_FP32;
+	fo.precision = NN_DTYPE_FP32;
 	fo.algo = NN_CONV_WINOGRAD;
 	fo.verbose = 0;
 	if (cpu_create_ctx(net, CPU_CALIB_BATCH, &fo, 1, &f, err, errlen) < 0)
@@ -1302,7 +1279,7 @@ static int cpu_calibrate(cpu_ctx *c, const nn_net *net, const nn_backend_options
 		}
 		c->param[l].wq = c->wq + (size_t)l * C;
 	}
-	c->calib_secs = (float)(cpu_now() - t0);
+	c->calib_secs = (float)(clock_now() - t0);
 	rc = 0;
 	goto out;
 oom:
@@ -1325,20 +1302,20 @@ static int cpu_create_ctx(const nn_net *net, int max_batch, const nn_backend_opt
 		snprintf(err, errlen, "max batch %d: must be 1..4096", max_batch);
 		return -1;
 	}
-	if (opt->precision == NN_PRECISION_FP16) {
+	if (opt->precision == NN_DTYPE_FP16) {
 		snprintf(err, errlen, "fp16 runs on the CUDA backend only; the CPU runs fp32, "
 			 "bf16 or int8");
 		return -1;
 	}
-	if (opt->precision == NN_PRECISION_BF16 || opt->precision == NN_PRECISION_INT8) {
+	if (opt->precision == NN_DTYPE_BF16 || opt->precision == NN_DTYPE_INT8) {
 		__builtin_cpu_init();
-		if (opt->precision == NN_PRECISION_BF16 && !__builtin_cpu_supports("avx512bf16")) {
+		if (opt->precision == NN_DTYPE_BF16 && !__builtin_cpu_supports("avx512bf16")) {
 			snprintf(err, errlen, "--precision bf16 needs a CPU with AVX-512 BF16 "
 				 "(Cooper Lake, Sapphire Rapids, Zen 4 or later); this one has "
 				 "none: use fp32");
 			return -1;
 		}
-		if (opt->precision == NN_PRECISION_INT8 && !__builtin_cpu_supports("avx2")) {
+		if (opt->precision == NN_DTYPE_INT8 && !__builtin_cpu_supports("avx2")) {
 			snprintf(err, errlen, "--precision int8 needs a CPU with AVX2 at least "
 				 "(fast with AVX-512 VNNI or AVX-VNNI); use fp32");
 			return -1;
@@ -1382,7 +1359,7 @@ static int cpu_create_ctx(const nn_net *net, int max_batch, const nn_backend_opt
 		c->param[P_CONV1(i)].w = c->net->block[i].conv1.w;
 		c->param[P_CONV2(i)].w = c->net->block[i].conv2.w;
 	}
-	if (c->precision == NN_PRECISION_INT8 && cpu_calibrate(c, net, opt, err, errlen) < 0)
+	if (c->precision == NN_DTYPE_INT8 && cpu_calibrate(c, net, opt, err, errlen) < 0)
 		goto fail;
 	cpu_apply_threads(c);
 	{
@@ -1536,8 +1513,8 @@ static void cpu_describe(void *vctx, char *buf, size_t len)
 	const dnnl_version_t *v = dnnl_version();
 #define PUT(...) (n += (size_t)snprintf(buf + n, len > n ? len - n : 0, __VA_ARGS__))
 	PUT("cpu: oneDNN %d.%d.%d, %s, threads %d", v->major, v->minor, v->patch,
-	    nn_precision_name(c->precision), c->threads);
-	if (c->precision == NN_PRECISION_INT8)
+	    nn_dtype_name(c->precision), c->threads);
+	if (c->precision == NN_DTYPE_INT8)
 		PUT(", calibrated on %d positions in %.2f s", c->calib_n, c->calib_secs);
 	PUT(", batch sets");
 	for (int i = 0; i < c->n_set && n < len; i++) {

@@ -84,7 +84,7 @@ typedef struct cb_ctx {
 	int device;             /* CUDA device index */
 	int max_batch;          /* largest forward */
 	int hw;                 /* board points */
-	nnk_dtype dt;           /* storage type of weights and activations */
+	nn_dtype dt;            /* storage type of weights and activations */
 	size_t elt;             /* its size in bytes */
 	int cin, c, creal;      /* padded input planes, padded and real tower width */
 	int pp, vp;             /* padded policy and value conv widths */
@@ -244,7 +244,7 @@ static int cb_conv_init(cb_ctx *c, cb_conv *l, int cin, int cout, int k, int in_
 	CUDNN_CHECK(cudnnSetConvolution2dDescriptor(l->cd, k / 2, k / 2, 1, 1, 1, 1,
 						    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
 	CUDNN_CHECK(cudnnSetConvolutionMathType(
-		l->cd, c->dt == NNK_F16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+		l->cd, c->dt == NN_DTYPE_FP16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
 	CUDNN_CHECK(cudnnCreateTensorDescriptor(&l->bd));
 	CUDNN_CHECK(cudnnSetTensor4dDescriptor(l->bd, CUDNN_TENSOR_NHWC, c->cdt, 1, cout, 1, 1));
 out:
@@ -305,7 +305,7 @@ static int cb_gemm(cb_ctx *c, int n, int m, int k, const void *w, const void *x,
 {
 	int rc = 0;
 	const float one = 1.0f, zero = 0.0f;
-	cudaDataType_t t = c->dt == NNK_F16 ? CUDA_R_16F : CUDA_R_32F;
+	cudaDataType_t t = c->dt == NN_DTYPE_FP16 ? CUDA_R_16F : CUDA_R_32F;
 	CUBLAS_CHECK(cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, w, t, k, x, t, k,
 				  &zero, y, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 out:
@@ -593,9 +593,9 @@ static int cb_create(const nn_net *net, int max_batch, const nn_backend_options 
 	char *stage_host = NULL;
 	cb_ctx *c = NULL;
 	*out_ctx = NULL;
-	if (opt->precision != NN_PRECISION_FP16 && opt->precision != NN_PRECISION_FP32) {
+	if (opt->precision != NN_DTYPE_FP16 && opt->precision != NN_DTYPE_FP32) {
 		snprintf(err, errlen, "the CUDA backend runs fp16 or fp32, not %s",
-			 nn_precision_name(opt->precision));
+			 nn_dtype_name(opt->precision));
 		return -1;
 	}
 	if (max_batch < 1 || max_batch > 4096) {
@@ -619,9 +619,9 @@ static int cb_create(const nn_net *net, int max_batch, const nn_backend_options 
 	c->device = opt->device;
 	c->max_batch = max_batch;
 	c->hw = a->board_w * a->board_h;
-	c->dt = opt->precision == NN_PRECISION_FP16 ? NNK_F16 : NNK_F32;
-	c->elt = c->dt == NNK_F16 ? 2 : 4;
-	c->cdt = c->dt == NNK_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+	c->dt = opt->precision; /* fp16 or fp32: checked above */
+	c->elt = nn_dtype_size(c->dt);
+	c->cdt = c->dt == NN_DTYPE_FP16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
 	c->cin = nn_pad8(a->in_planes);
 	c->creal = a->channels;
 	c->c = nn_pad8(a->channels);
@@ -642,8 +642,8 @@ static int cb_create(const nn_net *net, int max_batch, const nn_backend_options 
 	CUDNN_CHECK(cudnnSetStream(c->dnn, c->stream));
 	CUBLAS_CHECK(cublasCreate(&c->blas));
 	CUBLAS_CHECK(cublasSetStream(c->blas, c->stream));
-	CUBLAS_CHECK(cublasSetMathMode(c->blas, c->dt == NNK_F16 ? CUBLAS_DEFAULT_MATH
-								 : CUBLAS_PEDANTIC_MATH));
+	CUBLAS_CHECK(cublasSetMathMode(c->blas, c->dt == NN_DTYPE_FP16 ? CUBLAS_DEFAULT_MATH
+								       : CUBLAS_PEDANTIC_MATH));
 	CUDA_CHECK(cudaMalloc(&c->blas_ws, CB_CUBLAS_WS));
 	CUBLAS_CHECK(cublasSetWorkspace(c->blas, c->blas_ws, CB_CUBLAS_WS));
 	CUDNN_CHECK(cudnnCreateActivationDescriptor(&c->relu));
@@ -784,7 +784,7 @@ static void cb_describe(void *ctx, char *buf, size_t len)
 	snprintf(buf, len,
 		 "cuda %s on GPU %d (%s): NHWC, channels %d->%d, %d batch buckets up to %d, "
 		 "fused conv+bias+act on %d of %d convs, cuDNN workspace %zu KiB, graphs %s",
-		 c->dt == NNK_F16 ? "fp16" : "fp32", c->device, name, c->creal, c->c, c->n_buckets,
+		 nn_dtype_name(c->dt), c->device, name, c->creal, c->c, c->n_buckets,
 		 c->max_batch, c->n_fused, 3 + 2 * c->arch.blocks, c->ws_bytes >> 10,
 		 graphs ? "on" : c->graph_note[0] ? c->graph_note : "off");
 }
@@ -816,7 +816,7 @@ int nn_cuda_expand_check(int device, int batch, int planes, int hw, int c_pad,
 	CUDA_CHECK(cudaMalloc((void **)&dp, in * sizeof(uint32_t)));
 	CUDA_CHECK(cudaMalloc((void **)&dout, on * sizeof(float)));
 	CUDA_CHECK(cudaMemcpy(dp, packed, in * sizeof(uint32_t), cudaMemcpyHostToDevice));
-	CUDA_CHECK(nnk_expand_packed(NNK_F32, dp, batch, planes, hw, c_pad, dout, 0));
+	CUDA_CHECK(nnk_expand_packed(NN_DTYPE_FP32, dp, batch, planes, hw, c_pad, dout, 0));
 	CUDA_CHECK(cudaMemcpy(out, dout, on * sizeof(float), cudaMemcpyDeviceToHost));
 out:
 	cudaFree(dp);

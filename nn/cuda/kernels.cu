@@ -4,25 +4,9 @@
 // Everything accumulates in fp32; half is only the storage type.
 #include "nn/cuda/kernels.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+#include "nn/cuda/cuda_common.h"
 
 namespace {
-
-__device__ __forceinline__ float ld(const float *p, long i) { return p[i]; }
-__device__ __forceinline__ float ld(const __half *p, long i) { return __half2float(p[i]); }
-__device__ __forceinline__ void st(float *p, long i, float v) { p[i] = v; }
-__device__ __forceinline__ void st(__half *p, long i, float v) { p[i] = __float2half_rn(v); }
-__device__ __forceinline__ void st(__nv_bfloat16 *p, long i, float v)
-{
-	p[i] = __float2bfloat16_rn(v);
-}
-
-int grid_for(long n, int threads)
-{
-	long g = (n + threads - 1) / threads;
-	return (int)(g < 65535L * 32 ? (g > 0 ? g : 1) : 65535L * 32);
-}
 
 template <typename T>
 __global__ void expand_packed(const uint32_t *packed, int batch, int planes, int hw, int c_pad,
@@ -43,7 +27,7 @@ __global__ void expand_packed(const uint32_t *packed, int batch, int planes, int
 			if (rec[planes + (long)c * words + (p >> 5)] >> (p & 31) & 1u)
 				v = __uint_as_float(rec[c]);
 		}
-		st(out, i, v);
+		cuda_st(out, i, v);
 	}
 }
 
@@ -57,7 +41,7 @@ __global__ void expand_float(const float *in, int batch, int planes, int hw, int
 		long np = i / c_pad;
 		int p = (int)(np % hw);
 		long n = np / hw;
-		st(out, i, c < planes ? in[(n * planes + c) * hw + p] : 0.0f);
+		cuda_st(out, i, c < planes ? in[(n * planes + c) * hw + p] : 0.0f);
 	}
 }
 
@@ -67,12 +51,12 @@ __global__ void bias_res_act(T *y, const float *bias, const T *res, long rows, i
 	long total = rows * c;
 	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total;
 	     i += (long)gridDim.x * blockDim.x) {
-		float v = ld(y, i) + bias[i % c];
+		float v = cuda_ld(y, i) + bias[i % c];
 		if (res)
-			v += ld(res, i);
+			v += cuda_ld(res, i);
 		if (relu && v < 0.0f)
 			v = 0.0f;
-		st(y, i, v);
+		cuda_st(y, i, v);
 	}
 }
 
@@ -88,7 +72,7 @@ __global__ void se_gates(const T *x, int hw, int c_pad, int c, int se, const flo
 	for (int ch = threadIdx.x; ch < c; ch += blockDim.x) {
 		float s = 0.0f;
 		for (int p = 0; p < hw; p++)
-			s += ld(xn, (long)p * c_pad + ch);
+			s += cuda_ld(xn, (long)p * c_pad + ch);
 		pool[ch] = s / hw;
 	}
 	__syncthreads();
@@ -120,11 +104,11 @@ __global__ void se_apply(const T *x, const T *skip, const float *gates, T *out, 
 		if (ch < c) {
 			const float *g = gates + n * 2 * c;
 			float s = 1.0f / (1.0f + expf(-g[ch]));
-			v = s * ld(x, i) + g[c + ch] + ld(skip, i);
+			v = s * cuda_ld(x, i) + g[c + ch] + cuda_ld(skip, i);
 			if (v < 0.0f)
 				v = 0.0f;
 		}
-		st(out, i, v);
+		cuda_st(out, i, v);
 	}
 }
 
@@ -172,24 +156,24 @@ __global__ void heads_finish(float *out, int stride, int np, const float *pbias,
 } // namespace
 
 
-extern "C" cudaError_t nnk_expand_packed(nnk_dtype dt, const uint32_t *packed, int batch,
+extern "C" cudaError_t nnk_expand_packed(nn_dtype dt, const uint32_t *packed, int batch,
 					 int planes, int hw, int c_pad, void *out, cudaStream_t s)
 {
-	int g = grid_for((long)batch * hw * c_pad, 256);
-	if (dt == NNK_F16)
+	int g = cuda_grid((long)batch * hw * c_pad, 256);
+	if (dt == NN_DTYPE_FP16)
 		expand_packed<__half><<<g, 256, 0, s>>>(packed, batch, planes, hw, c_pad, (__half *)out);
 	else
 		expand_packed<float><<<g, 256, 0, s>>>(packed, batch, planes, hw, c_pad, (float *)out);
 	return cudaGetLastError();
 }
 
-extern "C" cudaError_t nnk_expand_float(nnk_dtype dt, const float *in, int batch, int planes,
+extern "C" cudaError_t nnk_expand_float(nn_dtype dt, const float *in, int batch, int planes,
 					int hw, int c_pad, void *out, cudaStream_t s)
 {
-	int g = grid_for((long)batch * hw * c_pad, 256);
-	if (dt == NNK_F16)
+	int g = cuda_grid((long)batch * hw * c_pad, 256);
+	if (dt == NN_DTYPE_FP16)
 		expand_float<__half><<<g, 256, 0, s>>>(in, batch, planes, hw, c_pad, (__half *)out);
-	else if (dt == NNK_BF16)
+	else if (dt == NN_DTYPE_BF16)
 		expand_float<__nv_bfloat16>
 			<<<g, 256, 0, s>>>(in, batch, planes, hw, c_pad, (__nv_bfloat16 *)out);
 	else
@@ -197,23 +181,23 @@ extern "C" cudaError_t nnk_expand_float(nnk_dtype dt, const float *in, int batch
 	return cudaGetLastError();
 }
 
-extern "C" cudaError_t nnk_bias_res_act(nnk_dtype dt, void *y, const float *bias, const void *res,
+extern "C" cudaError_t nnk_bias_res_act(nn_dtype dt, void *y, const float *bias, const void *res,
 					long rows, int c, int relu, cudaStream_t s)
 {
-	int g = grid_for(rows * c, 256);
-	if (dt == NNK_F16)
+	int g = cuda_grid(rows * c, 256);
+	if (dt == NN_DTYPE_FP16)
 		bias_res_act<__half><<<g, 256, 0, s>>>((__half *)y, bias, (const __half *)res, rows, c, relu);
 	else
 		bias_res_act<float><<<g, 256, 0, s>>>((float *)y, bias, (const float *)res, rows, c, relu);
 	return cudaGetLastError();
 }
 
-extern "C" cudaError_t nnk_se_gates(nnk_dtype dt, const void *x, int batch, int hw, int c_pad,
+extern "C" cudaError_t nnk_se_gates(nn_dtype dt, const void *x, int batch, int hw, int c_pad,
 				    int c, int se, const float *w1, const float *b1,
 				    const float *w2, const float *b2, float *gates, cudaStream_t s)
 {
 	size_t shmem = sizeof(float) * (size_t)(c + se);
-	if (dt == NNK_F16)
+	if (dt == NN_DTYPE_FP16)
 		se_gates<__half><<<batch, 256, shmem, s>>>((const __half *)x, hw, c_pad, c, se, w1, b1,
 							  w2, b2, gates);
 	else
@@ -222,12 +206,12 @@ extern "C" cudaError_t nnk_se_gates(nnk_dtype dt, const void *x, int batch, int 
 	return cudaGetLastError();
 }
 
-extern "C" cudaError_t nnk_se_apply(nnk_dtype dt, const void *x, const void *skip,
+extern "C" cudaError_t nnk_se_apply(nn_dtype dt, const void *x, const void *skip,
 				    const float *gates, void *out, int batch, int hw, int c_pad,
 				    int c, cudaStream_t s)
 {
-	int g = grid_for((long)batch * hw * c_pad, 256);
-	if (dt == NNK_F16)
+	int g = cuda_grid((long)batch * hw * c_pad, 256);
+	if (dt == NN_DTYPE_FP16)
 		se_apply<__half><<<g, 256, 0, s>>>((const __half *)x, (const __half *)skip, gates,
 						   (__half *)out, batch, hw, c_pad, c);
 	else

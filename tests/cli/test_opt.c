@@ -167,7 +167,7 @@ Test(cli_opt, choices_and_callbacks)
 	cr_assert_eq(fx.nn.kind, NN_BACKEND_CPU);
 	cr_assert_eq(fx.nn.n_gpus, 2);
 	cr_assert_eq(fx.nn.gpus[1], 2);
-	cr_assert_eq(fx.nn.precision, NN_PRECISION_BF16);
+	cr_assert_eq(fx.nn.precision, NN_DTYPE_BF16);
 	cr_assert(fx.nn.precision_given);
 	cr_assert_eq(parse("--backend tpu"), 2);
 	cr_assert_eq(parse("--gpus 0,0"), 2);

@@ -6,17 +6,9 @@
 #include <string.h>
 
 #include "engine/go.h"
+#include "engine/rng.h"
 
 static go_board board, saved, scratch;
-
-static uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
 
 /* Everything that decides play and the network's input, compared. */
 static void expect_same(const go_board *a, const go_board *b, const char *what, int move_no)
@@ -62,7 +54,7 @@ static void random_games(int size, int games, int undo_every, uint64_t seed)
 			cr_assert_eq(go_set_handicap(&board, pts, n), 0);
 		} else if (g % 5 == 2) {
 			for (int i = 0; i < 4; i++)
-				go_place_stone(&board, i % 2, (int)(xorshift(&rng) % (uint64_t)(size * size)));
+				go_place_stone(&board, i % 2, (int)(rng_xorshift64(&rng) % (uint64_t)(size * size)));
 		}
 		cr_assert(go_check(&board));
 		for (int m = 0; !go_is_over(&board); m++) {
@@ -70,10 +62,10 @@ static void random_games(int size, int games, int undo_every, uint64_t seed)
 			cr_assert_gt(n, 0, "pass is always legal");
 			cr_assert_eq(moves[n - 1], go_pass_move(&board));
 			int move;
-			if (n == 1 || xorshift(&rng) % 40 == 0)
+			if (n == 1 || rng_xorshift64(&rng) % 40 == 0)
 				move = go_pass_move(&board);
 			else
-				move = moves[xorshift(&rng) % (uint64_t)(n - 1)];
+				move = moves[rng_xorshift64(&rng) % (uint64_t)(n - 1)];
 			bool check_undo = undo_every && m % undo_every == undo_every - 1;
 			if (check_undo)
 				saved = board;
@@ -127,8 +119,8 @@ Test(go_property, no_position_repeats)
 		cr_assert_eq(go_init(&board, 5, 0.5), 0);
 		while (!go_is_over(&board)) {
 			int n = go_legal_moves(&board, moves);
-			int move = n == 1 || xorshift(&rng) % 50 == 0 ? moves[n - 1]
-								    : moves[xorshift(&rng) % (uint64_t)(n - 1)];
+			int move = n == 1 || rng_xorshift64(&rng) % 50 == 0 ? moves[n - 1]
+								    : moves[rng_xorshift64(&rng) % (uint64_t)(n - 1)];
 			cr_assert_eq(go_play(&board, move), 0);
 		}
 		for (int i = 0; i < board.n_history; i++) {
@@ -154,15 +146,15 @@ Test(go_property, playouts_on_copies)
 			/* A random opening of up to size * 2 moves, then playouts
 			 * from copies of it. */
 			cr_assert_eq(go_init(&start, size, 7.5), 0);
-			int opening = (int)(xorshift(&rng) % (uint64_t)(2 * size));
+			int opening = (int)(rng_xorshift64(&rng) % (uint64_t)(2 * size));
 			for (int m = 0; m < opening && !go_is_over(&start); m++) {
 				int n = go_legal_moves(&start, moves);
-				cr_assert_eq(go_play(&start, moves[xorshift(&rng) % (uint64_t)(n - 1)]), 0);
+				cr_assert_eq(go_play(&start, moves[rng_xorshift64(&rng) % (uint64_t)(n - 1)]), 0);
 			}
 			saved = start;
 			for (int k = 0; k < 5; k++) {
 				board = start;
-				uint64_t seed = xorshift(&rng);
+				uint64_t seed = rng_xorshift64(&rng);
 				uint64_t r1 = seed;
 				int played = go_playout(&board, &r1);
 				cr_assert_gt(played, 0, "size %d", size);

@@ -56,7 +56,7 @@ static void assert_close(const float *got, const float *want, size_t n, double t
  * positions are independent, so that is enough to catch batch mixing.
  * se > 0: blocks 0, 2, 4, ... are squeeze-excitation blocks of width se. */
 static void check_backend(const game_params *gp, nn_encoding enc, int value_outputs, int blocks,
-			  int channels, int se, nn_precision prec, double tol, uint64_t seed)
+			  int channels, int se, nn_dtype prec, double tol, uint64_t seed)
 {
 	enum { MAXB = 32 };
 	char err[512];
@@ -89,8 +89,8 @@ static void check_backend(const game_params *gp, nn_encoding enc, int value_outp
 	 * create) is covered by the LZ test and costs time here. */
 	opt.algo = seed % 2 ? NN_CONV_WINOGRAD : NN_CONV_DIRECT;
 	nn_backend *be = nn_backend_new(&nn_backend_cpu, net, MAXB, &opt, err, sizeof(err));
-	if (!be && prec != NN_PRECISION_FP32) {
-		cr_log_warn("skipping %s: %s", nn_precision_name(prec), err);
+	if (!be && prec != NN_DTYPE_FP32) {
+		cr_log_warn("skipping %s: %s", nn_dtype_name(prec), err);
 		goto out;
 	}
 	cr_assert(be, "%s", err);
@@ -121,37 +121,37 @@ out:
 Test(nn_cpu, go9_2x16_matches_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
-	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 16, 0, NN_PRECISION_FP32, 1e-4, 1);
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 16, 0, NN_DTYPE_FP32, 1e-4, 1);
 }
 
 Test(nn_cpu, go19_3x32_matches_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 19, .komi = 7.5 };
-	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 3, 32, 0, NN_PRECISION_FP32, 1e-4, 2);
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 3, 32, 0, NN_DTYPE_FP32, 1e-4, 2);
 }
 
 Test(nn_cpu, go19_lz18_1x8_matches_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 19, .komi = 7.5 };
-	check_backend(&gp, NN_ENC_LZ18, 1, 1, 8, 0, NN_PRECISION_FP32, 1e-4, 3);
+	check_backend(&gp, NN_ENC_LZ18, 1, 1, 8, 0, NN_DTYPE_FP32, 1e-4, 3);
 }
 
 Test(nn_cpu, go9_wdl_and_no_blocks_matches_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
-	check_backend(&gp, NN_ENC_GO_NATIVE, 3, 0, 24, 0, NN_PRECISION_FP32, 1e-4, 4);
+	check_backend(&gp, NN_ENC_GO_NATIVE, 3, 0, 24, 0, NN_DTYPE_FP32, 1e-4, 4);
 }
 
 Test(nn_cpu, connect4_2x16_wdl_matches_reference)
 {
 	game_params gp = game_params_default(GAME_KIND_CONNECT4);
-	check_backend(&gp, NN_ENC_C4, 3, 2, 16, 0, NN_PRECISION_FP32, 1e-4, 5);
+	check_backend(&gp, NN_ENC_C4, 3, 2, 16, 0, NN_DTYPE_FP32, 1e-4, 5);
 }
 
 Test(nn_cpu, connect4_3x32_tanh_matches_reference)
 {
 	game_params gp = game_params_default(GAME_KIND_CONNECT4);
-	check_backend(&gp, NN_ENC_C4, 1, 3, 32, 0, NN_PRECISION_FP32, 1e-4, 6);
+	check_backend(&gp, NN_ENC_C4, 1, 3, 32, 0, NN_DTYPE_FP32, 1e-4, 6);
 }
 
 /* bf16 keeps 8 bits of mantissa: only a loose agreement is expected. Skips
@@ -159,7 +159,7 @@ Test(nn_cpu, connect4_3x32_tanh_matches_reference)
 Test(nn_cpu, bf16_roughly_matches_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
-	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 32, 0, NN_PRECISION_BF16, 0.1, 7);
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 32, 0, NN_DTYPE_BF16, 0.1, 7);
 }
 
 Test(nn_cpu, direct_and_winograd_choices_agree)
@@ -192,31 +192,31 @@ Test(nn_cpu, direct_and_winograd_choices_agree)
 Test(nn_cpu, se_go9_3x16_matches_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
-	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 3, 16, 8, NN_PRECISION_FP32, 1e-4, 31);
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 3, 16, 8, NN_DTYPE_FP32, 1e-4, 31);
 }
 
 Test(nn_cpu, se_go19_2x32_matches_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 19, .komi = 7.5 };
-	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 32, 16, NN_PRECISION_FP32, 1e-4, 32);
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 32, 16, NN_DTYPE_FP32, 1e-4, 32);
 }
 
 Test(nn_cpu, se_go19_lz18_1x16_winograd_matches_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 19, .komi = 7.5 };
-	check_backend(&gp, NN_ENC_LZ18, 1, 1, 16, 4, NN_PRECISION_FP32, 1e-4, 35);
+	check_backend(&gp, NN_ENC_LZ18, 1, 1, 16, 4, NN_DTYPE_FP32, 1e-4, 35);
 }
 
 Test(nn_cpu, se_connect4_3x24_wdl_matches_reference)
 {
 	game_params gp = game_params_default(GAME_KIND_CONNECT4);
-	check_backend(&gp, NN_ENC_C4, 3, 3, 24, 8, NN_PRECISION_FP32, 1e-4, 34);
+	check_backend(&gp, NN_ENC_C4, 3, 3, 24, 8, NN_DTYPE_FP32, 1e-4, 34);
 }
 
 Test(nn_cpu, se_bf16_roughly_matches_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
-	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 32, 8, NN_PRECISION_BF16, 0.1, 36);
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 32, 8, NN_DTYPE_BF16, 0.1, 36);
 }
 
 Test(nn_cpu, bn_folding_keeps_the_outputs)

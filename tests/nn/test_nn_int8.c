@@ -91,7 +91,7 @@ static i8_stats i8_check(const game_params *gp, int value_outputs, int blocks, i
 		     seed * 11 + 3, planes);
 	nn_backend_options opt = nn_backend_options_default();
 	opt.threads = 2;
-	opt.precision = NN_PRECISION_INT8;
+	opt.precision = NN_DTYPE_INT8;
 	opt.algo = NN_CONV_DIRECT;
 	opt.calib_positions = 128; /* fewer than the default: tests stay fast */
 	nn_backend *be = nn_backend_new(&nn_backend_cpu, net, MAXB, &opt, err, sizeof(err));
@@ -198,7 +198,7 @@ Test(nn_int8, batch_does_not_change_results)
 	float v7[7], v1[1];
 	i8_positions(&gp, a.encoding, 7, 40, 47, planes);
 	nn_backend_options opt = nn_backend_options_default();
-	opt.precision = NN_PRECISION_INT8;
+	opt.precision = NN_DTYPE_INT8;
 	opt.calib_positions = 64;
 	nn_backend *be = nn_backend_new(&nn_backend_cpu, net, 8, &opt, err, sizeof(err));
 	cr_assert(be, "%s", err);
@@ -223,7 +223,7 @@ Test(nn_int8, bad_calibration_count_is_refused)
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
 	nn_backend_options opt = nn_backend_options_default();
-	opt.precision = NN_PRECISION_INT8;
+	opt.precision = NN_DTYPE_INT8;
 	opt.calib_positions = -5;
 	cr_assert_null(nn_backend_new(&nn_backend_cpu, net, 4, &opt, err, sizeof(err)));
 	cr_assert(strstr(err, "calibration"), "message: %s", err);

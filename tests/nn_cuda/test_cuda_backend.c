@@ -81,7 +81,7 @@ typedef struct cu_case {
 	nn_encoding enc;
 	int blocks, channels, se; /* se > 0: even blocks are SE */
 	int value_outputs;
-	nn_precision prec;
+	nn_dtype prec;
 	int no_fusion, no_graphs;
 	int float_planes;    /* 1: planes that cannot be packed */
 } cu_case;
@@ -127,7 +127,7 @@ static void cu_check(const cu_case *k)
 	o.cuda_no_graphs = k->no_graphs;
 	nn_backend *gpu = nn_backend_new(&nn_backend_cuda, net, MAXB, &o, err, sizeof(err));
 	cr_assert(gpu, "cuda create: %s", err);
-	double tol = k->prec == NN_PRECISION_FP32 ? 1e-4 : 32 * CU_FP16_EPS;
+	double tol = k->prec == NN_DTYPE_FP32 ? 1e-4 : 32 * CU_FP16_EPS;
 	static const int batches[] = { 1, 7, 64, 256 };
 	for (int bi = 0; bi < 4; bi++) {
 		int b = batches[bi];
@@ -153,8 +153,8 @@ static void cu_check(const cu_case *k)
 #define GO9 GAME_KIND_GO, 9, NN_ENC_GO_NATIVE
 #define LZ19 GAME_KIND_GO, 19, NN_ENC_LZ18
 #define C4 GAME_KIND_CONNECT4, 0, NN_ENC_C4
-#define F32 NN_PRECISION_FP32
-#define F16 NN_PRECISION_FP16
+#define F32 NN_DTYPE_FP32
+#define F16 NN_DTYPE_FP16
 
 Test(nn_cuda, expand_kernel_matches_host)
 {

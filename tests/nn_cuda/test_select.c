@@ -16,9 +16,9 @@ Test(nn_select, backend_names)
 	cr_assert_not(nn_backend_kind_from_name("gpu", &k));
 	cr_assert_not(nn_backend_kind_from_name("", &k));
 	cr_assert_str_eq(nn_backend_kind_name(NN_BACKEND_CUDA), "cuda");
-	nn_precision p;
-	cr_assert(nn_precision_from_name("fp16", &p) && p == NN_PRECISION_FP16);
-	cr_assert_str_eq(nn_precision_name(NN_PRECISION_FP16), "fp16");
+	nn_dtype p;
+	cr_assert(nn_dtype_from_name("fp16", &p) && p == NN_DTYPE_FP16);
+	cr_assert_str_eq(nn_dtype_name(NN_DTYPE_FP16), "fp16");
 	cr_assert_eq(nn_backend_options_default().kind, NN_BACKEND_AUTO);
 }
 
@@ -68,7 +68,7 @@ Test(nn_select, cuda_without_device_falls_back_to_cpu)
 		cr_assert_eq(nn_backend_set_open(&s, net, 4, &o, err, sizeof(err)), 0, "%s", err);
 		cr_assert_eq(s.n, 1);
 		cr_assert_eq(s.be[0]->ops, &nn_backend_cpu);
-		cr_assert_eq(s.precision, NN_PRECISION_FP32);
+		cr_assert_eq(s.precision, NN_DTYPE_FP32);
 		cr_assert(strncmp(s.what, "cpu fp32 (CUDA ", 15) == 0, "says why: %s", s.what);
 		if (kinds[i] == NN_BACKEND_CUDA)
 			cr_assert(strstr(s.what, "falling back"), "%s", s.what);
@@ -79,11 +79,11 @@ Test(nn_select, cuda_without_device_falls_back_to_cpu)
 	}
 	/* fp16 asked for, CPU given: fp32, and it says so. */
 	o.kind = NN_BACKEND_CUDA;
-	o.precision = NN_PRECISION_FP16;
+	o.precision = NN_DTYPE_FP16;
 	o.precision_given = 1;
 	nn_backend_set s;
 	cr_assert_eq(nn_backend_set_open(&s, net, 4, &o, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(s.precision, NN_PRECISION_FP32);
+	cr_assert_eq(s.precision, NN_DTYPE_FP32);
 	cr_assert(strstr(s.what, "fp16 is GPU-only"), "%s", s.what);
 	nn_backend_set_close(&s);
 	nn_net_free(net);
@@ -108,7 +108,7 @@ Test(nn_select, cpu_backend_refuses_fp16)
 	nn_net *net = sel_net();
 	char err[256] = "";
 	nn_backend_options o = nn_backend_options_default();
-	o.precision = NN_PRECISION_FP16;
+	o.precision = NN_DTYPE_FP16;
 	cr_assert_null(nn_backend_new(&nn_backend_cpu, net, 2, &o, err, sizeof(err)));
 	cr_assert(strstr(err, "CUDA"), "%s", err);
 	nn_net_free(net);
@@ -121,7 +121,7 @@ Test(nn_select, cuda_create_without_device_is_refused)
 	nn_net *net = sel_net();
 	char err[256] = "";
 	nn_backend_options o = nn_backend_options_default();
-	o.precision = NN_PRECISION_FP16;
+	o.precision = NN_DTYPE_FP16;
 	cr_assert_null(nn_backend_new(&nn_backend_cuda, net, 2, &o, err, sizeof(err)));
 	cr_assert(err[0], "says why");
 	nn_net_free(net);

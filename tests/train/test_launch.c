@@ -11,17 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/clock.h"
 #include "engine/rng.h"
 #include "nn/cuda/cuda.h"
 #include "train/comm.h"
 #include "train/launch.h"
-
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void make_dir(char *dir, size_t len)
 {
@@ -100,9 +94,9 @@ Test(launch, a_failing_rank_stops_the_others)
 	char err[512] = "";
 	const char *script = "if [ $SENTE_RANK = 1 ]; then sleep 0.2; exit 3; fi; exec sleep 60";
 	int devices[3] = { 10, 11, 12 };
-	double t0 = now_seconds();
+	double t0 = clock_now();
 	cr_assert_eq(launch_sh(script, devices, 3, NULL, err, sizeof(err)), -1);
-	double took = now_seconds() - t0;
+	double took = clock_now() - t0;
 	cr_assert(strstr(err, "rank 1 (GPU 11) exited with status 3"), "%s", err);
 	cr_assert(took < 5, "the sleeping ranks were stopped after %.1f s", took);
 }
@@ -116,9 +110,9 @@ Test(launch, a_killed_rank_and_sigkill_after_the_grace)
 			     "trap '' TERM; exec sleep 60";
 	int devices[2] = { 0, 1 };
 	launch_opts o = { .grace_seconds = 0.3 };
-	double t0 = now_seconds();
+	double t0 = clock_now();
 	cr_assert_eq(launch_sh(script, devices, 2, &o, err, sizeof(err)), -1);
-	double took = now_seconds() - t0;
+	double took = clock_now() - t0;
 	cr_assert(strstr(err, "rank 0 (GPU 0) was killed by signal 9"), "%s", err);
 	cr_assert(strstr(err, "SIGKILL"), "%s", err);
 	cr_assert(took < 5, "%.1f s", took);
@@ -182,12 +176,12 @@ Test(launch, sigint_is_passed_on)
 	interrupter it = { .dir = dir, .n = 3 };
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, interrupt_when_ready, &it), 0);
-	double t0 = now_seconds();
+	double t0 = clock_now();
 	int rc = launch_sh(script, devices, 3, NULL, err, sizeof(err));
 	pthread_join(th, NULL);
 	cr_assert(it.sent, "the ranks never became ready");
 	cr_assert_eq(rc, 0, "%s", err);
-	cr_assert(now_seconds() - t0 < 10);
+	cr_assert(clock_now() - t0 < 10);
 	for (int r = 0; r < 3; r++) {
 		char got[64];
 		cr_assert_eq(read_file(dir, "int", r, got, sizeof(got)), 0, "rank %d saw no SIGINT", r);

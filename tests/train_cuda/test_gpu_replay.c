@@ -97,7 +97,7 @@ static void gr_game(const gr_case *k, uint64_t *s, int max_moves, game_record *r
 }
 
 /* Host arrays shaped as a gpu_batch of cap positions. */
-static void gr_host_batch(gpu_batch *b, const gpu_replay_layout *L, int cap, gpu_dtype dt)
+static void gr_host_batch(gpu_batch *b, const gpu_replay_layout *L, int cap, nn_dtype dt)
 {
 	memset(b, 0, sizeof(*b));
 	b->cap = cap;
@@ -105,7 +105,7 @@ static void gr_host_batch(gpu_batch *b, const gpu_replay_layout *L, int cap, gpu
 	b->c_pad = L->d.c_pad;
 	b->n_actions = L->d.n_actions;
 	b->dtype = dt;
-	b->planes = calloc((size_t)cap * b->hw * b->c_pad, gpu_dtype_size(dt));
+	b->planes = calloc((size_t)cap * b->hw * b->c_pad, nn_dtype_size(dt));
 	b->policy = calloc((size_t)cap * b->n_actions, sizeof(float));
 	b->value = calloc((size_t)cap, sizeof(float));
 	b->wdl = calloc((size_t)cap * 3, sizeof(float));
@@ -144,7 +144,7 @@ static void gr_check_parity(const gr_case *k, int games, int max_moves)
 	train_batch *tb = train_batch_new(&a, 1, 1);
 	cr_assert(tb);
 	gpu_batch hb;
-	gr_host_batch(&hb, &L, 1, GPU_DTYPE_F32);
+	gr_host_batch(&hb, &L, 1, NN_DTYPE_FP32);
 	game *g = malloc(sizeof(*g));
 	cr_assert(g);
 	int16_t moves[GAME_MAX_ACTIONS];
@@ -444,16 +444,16 @@ static gpu_replay *gr_filled(const gr_case *k, int64_t window, int games, int ma
 
 static float gr_plane_float(const gpu_batch *b, size_t i)
 {
-	if (b->dtype == GPU_DTYPE_F16)
+	if (b->dtype == NN_DTYPE_FP16)
 		return nn_float_from_half(((const uint16_t *)b->planes)[i]);
-	if (b->dtype == GPU_DTYPE_BF16)
-		return gpu_float_from_bf16(((const uint16_t *)b->planes)[i]);
+	if (b->dtype == NN_DTYPE_BF16)
+		return nn_float_from_bf16(((const uint16_t *)b->planes)[i]);
 	return ((const float *)b->planes)[i];
 }
 
 /* Samples n into a device batch and compares it with the host expansion
  * of the downloaded ring under the downloaded draws. */
-static void gr_check_device_expansion(const gr_case *k, gpu_dtype dt)
+static void gr_check_device_expansion(const gr_case *k, nn_dtype dt)
 {
 	char err[256];
 	enum { N = 256 };
@@ -482,7 +482,7 @@ static void gr_check_device_expansion(const gr_case *k, gpu_dtype dt)
 		cr_assert_eq(gpu_replay_expand_host(L, ring, slots, syms, N, &want), 0);
 		/* Both sides round the same float to nearest even: the
 		 * bound only allows for a different tie rule. */
-		double tol = dt == GPU_DTYPE_F32 ? 0 : dt == GPU_DTYPE_F16 ? 0x1p-11 : 0x1p-8;
+		double tol = dt == NN_DTYPE_FP32 ? 0 : dt == NN_DTYPE_FP16 ? 0x1p-11 : 0x1p-8;
 		size_t np = (size_t)N * L->d.hw * L->d.c_pad;
 		for (size_t i = 0; i < np; i++) {
 			float g = gr_plane_float(&hb, i), w = gr_plane_float(&want, i);
@@ -511,8 +511,8 @@ Test(gpu_replay, device_expansion_matches_host)
 		{ GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0 },
 	};
 	for (int c = 0; c < 3; c++)
-		for (int dt = GPU_DTYPE_F32; dt <= GPU_DTYPE_BF16; dt++)
-			gr_check_device_expansion(&cases[c], (gpu_dtype)dt);
+		for (int dt = NN_DTYPE_FP32; dt <= NN_DTYPE_BF16; dt++)
+			gr_check_device_expansion(&cases[c], (nn_dtype)dt);
 }
 
 /* Wilson-Hilferty: the chi-square quantile for dof k at normal quantile z. */
@@ -606,9 +606,12 @@ Test(gpu_replay, shares_reassemble_the_batch)
 	const gpu_replay_layout *L = gpu_replay_get_layout(gr);
 	nn_arch a = gr_arch(&k);
 	gpu_batch whole, r0, r1;
-	cr_assert_eq(gpu_batch_alloc(&whole, N, &a, GPU_DTYPE_F16, 1, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(gpu_batch_alloc(&r0, N, &a, GPU_DTYPE_F16, 1, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(gpu_batch_alloc(&r1, N, &a, GPU_DTYPE_F16, 1, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_batch_alloc(&whole, N, &a, NN_DTYPE_FP16, 1, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(gpu_batch_alloc(&r0, N, &a, NN_DTYPE_FP16, 1, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(gpu_batch_alloc(&r1, N, &a, NN_DTYPE_FP16, 1, err, sizeof(err)), 0, "%s",
+		     err);
 	cr_assert_eq(gpu_replay_sample(gr, 3, 9, N, 0, N, &whole, NULL, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(gpu_replay_sample(gr, 3, 9, N, 0, H, &r0, NULL, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(gpu_replay_sample(gr, 3, 9, N, H, N - H, &r1, NULL, err, sizeof(err)), 0, "%s",
@@ -685,9 +688,9 @@ Test(gpu_replay, appends_while_sampling_stay_valid)
 	pthread_t th;
 	cr_assert_eq(pthread_create(&th, NULL, gr_add_thread, &ad), 0);
 	gpu_batch db, hb, want;
-	cr_assert_eq(gpu_batch_alloc(&db, N, &a, GPU_DTYPE_F32, 1, err, sizeof(err)), 0, "%s", err);
-	gr_host_batch(&hb, L, N, GPU_DTYPE_F32);
-	gr_host_batch(&want, L, 1, GPU_DTYPE_F32);
+	cr_assert_eq(gpu_batch_alloc(&db, N, &a, NN_DTYPE_FP32, 1, err, sizeof(err)), 0, "%s", err);
+	gr_host_batch(&hb, L, N, NN_DTYPE_FP32);
+	gr_host_batch(&want, L, 1, NN_DTYPE_FP32);
 	size_t pe = (size_t)L->d.hw * L->d.c_pad, na = (size_t)L->d.n_actions;
 	int64_t total = st.first[st.n_games];
 	int64_t slots[N];

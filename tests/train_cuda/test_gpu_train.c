@@ -50,21 +50,21 @@ Test(gpu_train, options_defaults_parse_and_check)
 {
 	char err[256];
 	gpu_train_options g = gpu_train_options_default();
-	cr_assert_eq(g.precision, GPU_PREC_FP32);
+	cr_assert_eq(g.precision, NN_DTYPE_FP32);
 	cr_assert_eq(g.micro_batch, 0);
 	cr_assert_float_eq(g.loss_scale, 32768.0, 0);
 	cr_assert_eq(g.growth_interval, 2000);
 	cr_assert_float_eq(g.backoff, 0.5, 0);
 	cr_assert_eq(gpu_train_options_check(&g, 64, err, sizeof(err)), 0, "%s", err);
-	gpu_precision p;
+	nn_dtype p;
 	const char *names[] = { "fp32", "fp16", "bf16" };
 	for (int i = 0; i < 3; i++) {
-		cr_assert_eq(gpu_precision_parse(names[i], &p), 0);
+		cr_assert(nn_dtype_from_name(names[i], &p));
 		cr_assert_eq((int)p, i);
-		cr_assert_str_eq(gpu_precision_name(p), names[i]);
+		cr_assert_str_eq(nn_dtype_name(p), names[i]);
 	}
-	cr_assert_eq(gpu_precision_parse("fp8", &p), -1);
-	cr_assert_eq(gpu_precision_parse(NULL, &p), -1);
+	cr_assert(!nn_dtype_from_name("fp8", &p));
+	cr_assert(!nn_dtype_from_name(NULL, &p));
 
 	gpu_train_options b = g;
 	b.micro_batch = 24; /* does not divide 64 */
@@ -80,7 +80,9 @@ Test(gpu_train, options_defaults_parse_and_check)
 	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
 	b = g, b.loss_scale = 0.5;
 	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
-	b = g, b.precision = (gpu_precision)7;
+	b = g, b.precision = (nn_dtype)7;
+	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
+	b = g, b.precision = NN_DTYPE_INT8; /* inference only */
 	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
 	b = g, b.device = -1;
 	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
@@ -307,7 +309,7 @@ Test(gpu_train, bench_train_cpu_prints_json)
 
 /* ---- device tests ---------------------------------------------------------- */
 
-static gpu_trainer *gpu_for(const nn_net *net, const trainer *ct, gpu_precision p, int micro)
+static gpu_trainer *gpu_for(const nn_net *net, const trainer *ct, nn_dtype p, int micro)
 {
 	char err[512];
 	gpu_train_options g = gpu_train_options_default();
@@ -332,7 +334,7 @@ static void check_step(game_kind kind, int size, train_optimizer opt, int wdl)
 	nn_net *net = tu_net(kind, size, 2, 16, 11);
 	train_batch *b = tu_batch(net, 16, 12, 0, wdl);
 	trainer *ct = cpu_trainer(net, opt, 16);
-	gpu_trainer *gt = gpu_for(net, ct, GPU_PREC_FP32, 0);
+	gpu_trainer *gt = gpu_for(net, ct, NN_DTYPE_FP32, 0);
 	size_t nf = net->n_floats;
 	train_stats cs, gs;
 	cr_assert_eq(trainer_gradient(ct, b, &cs), 0, "%s", trainer_error(ct));
@@ -411,7 +413,7 @@ Test(gpu_train, mixed_precision_tracks_fp32, .timeout = 120)
 	for (int i = 0; i < NB; i++)
 		b[i] = tu_batch(net, 32, 30 + i, 0, 0);
 	trainer *ct = cpu_trainer(net, TRAIN_OPTIMIZER_SGD, 32);
-	gpu_precision ps[3] = { GPU_PREC_FP32, GPU_PREC_FP16, GPU_PREC_BF16 };
+	nn_dtype ps[3] = { NN_DTYPE_FP32, NN_DTYPE_FP16, NN_DTYPE_BF16 };
 	double loss[3][STEPS];
 	for (int p = 0; p < 3; p++) {
 		gpu_trainer *gt = gpu_for(net, ct, ps[p], 0);
@@ -422,7 +424,7 @@ Test(gpu_train, mixed_precision_tracks_fp32, .timeout = 120)
 			loss[p][s] = st.loss;
 		}
 		cr_assert_gt(gpu_trainer_steps(gt), STEPS - 3, "%s skipped too many steps",
-			     gpu_precision_name(ps[p]));
+			     nn_dtype_name(ps[p]));
 		gpu_trainer_free(gt);
 	}
 	/* Losses averaged over the last 20 steps within a few percent. */
@@ -433,7 +435,7 @@ Test(gpu_train, mixed_precision_tracks_fp32, .timeout = 120)
 	cr_assert_lt(mean[0], loss[0][0], "fp32 did not learn: %g -> %g", loss[0][0], mean[0]);
 	for (int p = 1; p < 3; p++)
 		cr_assert(fabs(mean[p] - mean[0]) <= 0.05 * mean[0], "%s loss %g, fp32 %g",
-			  gpu_precision_name(ps[p]), mean[p], mean[0]);
+			  nn_dtype_name(ps[p]), mean[p], mean[0]);
 	trainer_free(ct);
 	for (int i = 0; i < NB; i++)
 		train_batch_free(b[i]);
@@ -446,7 +448,7 @@ Test(gpu_train, overflow_skips_step_and_halves_scale)
 	nn_net *net = tu_net(GAME_KIND_GO, 9, 1, 16, 31);
 	train_batch *b = tu_batch(net, 16, 32, 0, 0);
 	trainer *ct = cpu_trainer(net, TRAIN_OPTIMIZER_SGD, 16);
-	gpu_trainer *gt = gpu_for(net, ct, GPU_PREC_FP16, 0);
+	gpu_trainer *gt = gpu_for(net, ct, NN_DTYPE_FP16, 0);
 	nn_net *before = nn_net_clone(gpu_trainer_net(gt));
 	gpu_trainer_set_loss_scale(gt, 1e30); /* every fp16 gradient overflows */
 	train_stats st;
@@ -492,7 +494,7 @@ Test(gpu_train, micro_batches_average_half_batch_gradients)
 	train_batch *b = tu_batch(net, 16, 42, 0, 1);
 	trainer *half = cpu_trainer(net, TRAIN_OPTIMIZER_SGD, 8);
 	trainer *full = cpu_trainer(net, TRAIN_OPTIMIZER_SGD, 16);
-	gpu_trainer *gt = gpu_for(net, full, GPU_PREC_FP32, 8);
+	gpu_trainer *gt = gpu_for(net, full, NN_DTYPE_FP32, 8);
 	cr_assert_eq(gpu_trainer_micro_batch(gt), 8);
 	size_t nf = net->n_floats;
 	double *avg = calloc(nf, sizeof(double));
@@ -529,7 +531,7 @@ Test(gpu_train, gpu_checkpoint_loads_into_cpu_trainer)
 	nn_net *net = tu_net(GAME_KIND_GO, 9, 1, 16, 51);
 	train_batch *b = tu_batch(net, 16, 52, 0, 0);
 	trainer *ct = cpu_trainer(net, TRAIN_OPTIMIZER_ADAMW, 16);
-	gpu_trainer *gt = gpu_for(net, ct, GPU_PREC_FP16, 0);
+	gpu_trainer *gt = gpu_for(net, ct, NN_DTYPE_FP16, 0);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(gpu_trainer_step_host(gt, b, NULL), 0, "%s", gpu_trainer_error(gt));
 	gpu_trainer_random(gt);
@@ -542,7 +544,7 @@ Test(gpu_train, gpu_checkpoint_loads_into_cpu_trainer)
 	cr_assert_eq(trainer_steps(ct), gpu_trainer_steps(gt));
 	cr_assert_eq(trainer_random(ct), gpu_trainer_random(gt));
 	/* And back: a fresh GPU trainer resumes with the scale. */
-	gpu_trainer *g2 = gpu_for(net, ct, GPU_PREC_FP16, 0);
+	gpu_trainer *g2 = gpu_for(net, ct, NN_DTYPE_FP16, 0);
 	int world = 0;
 	cr_assert_eq(gpu_trainer_checkpoint_load(g2, path, NULL, NULL, &world, err, sizeof(err)), 0,
 		     "%s", err);

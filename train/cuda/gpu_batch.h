@@ -12,15 +12,11 @@
 #ifndef SENTE_TRAIN_CUDA_GPU_BATCH_H
 #define SENTE_TRAIN_CUDA_GPU_BATCH_H
 
+#include "nn/dtype.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum gpu_dtype {
-	GPU_DTYPE_F32 = 0,
-	GPU_DTYPE_F16 = 1,
-	GPU_DTYPE_BF16 = 2,
-} gpu_dtype;
 
 typedef struct gpu_batch {
 	int n;          /* positions filled */
@@ -28,7 +24,7 @@ typedef struct gpu_batch {
 	int hw;         /* board points (H * W) */
 	int c_pad;      /* channels of the planes (in_planes rounded up to 8) */
 	int n_actions;  /* policy targets per position */
-	gpu_dtype dtype; /* type of planes */
+	nn_dtype dtype; /* type of planes: fp32, fp16 or bf16 */
 	void *planes;   /* device [cap][hw][c_pad] */
 	float *policy;  /* device [cap][n_actions] */
 	float *value;   /* device [cap] */

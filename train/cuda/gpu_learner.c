@@ -52,13 +52,9 @@ static void *gpu_create(const nn_net *net, const learner_options *o, char *what,
 	l->device = o->device;
 	gpu_train_options g = gpu_train_options_default();
 	g.device = o->device;
-	g.precision = o->precision == LEARNER_FP16   ? GPU_PREC_FP16
-		      : o->precision == LEARNER_BF16 ? GPU_PREC_BF16
-						     : GPU_PREC_FP32;
+	g.precision = o->precision;
 	g.micro_batch = o->micro_batch;
-	gpu_dtype dt = o->precision == LEARNER_FP16   ? GPU_DTYPE_F16
-		       : o->precision == LEARNER_BF16 ? GPU_DTYPE_BF16
-						      : GPU_DTYPE_F32;
+	nn_dtype dt = o->precision;
 	l->t = gpu_trainer_new(net, &o->train, &g, err, errlen);
 	if (!l->t)
 		goto fail;
@@ -76,7 +72,7 @@ static void *gpu_create(const nn_net *net, const learner_options *o, char *what,
 	char name[128];
 	nn_cuda_device_name(o->device, name, sizeof(name));
 	snprintf(what, whatlen, "cuda %s on GPU %d (%s), micro-batch %d, window %.0f MB on the device",
-		 learner_precision_name(o->precision), o->device, name,
+		 nn_dtype_name(o->precision), o->device, name,
 		 gpu_trainer_micro_batch(l->t), gpu_replay_device_bytes(l->gr) / 1e6);
 	return l;
 fail:

@@ -214,26 +214,6 @@ out:
 	return written;
 }
 
-uint16_t gpu_bf16_from_float(float f)
-{
-	uint32_t x;
-	memcpy(&x, &f, sizeof(x));
-	if ((x & 0x7fffffffu) > 0x7f800000u) /* NaN: stay quiet and non-zero */
-		return (uint16_t)((x >> 16) | 0x40u);
-	x += 0x7fffu + ((x >> 16) & 1u); /* round to nearest even */
-	return (uint16_t)(x >> 16);
-}
-
-float gpu_float_from_bf16(uint16_t h)
-{
-	uint32_t x = (uint32_t)h << 16;
-	float f;
-	memcpy(&f, &x, sizeof(f));
-	return f;
-}
-
-size_t gpu_dtype_size(gpu_dtype dtype) { return dtype == GPU_DTYPE_F32 ? 4 : 2; }
-
 int gpu_replay_expand_host(const gpu_replay_layout *L, const uint32_t *records,
 			   const int64_t *slots, const int *syms, int count, gpu_batch *out)
 {
@@ -253,10 +233,10 @@ int gpu_replay_expand_host(const gpu_replay_layout *L, const uint32_t *records,
 			for (int c = 0; c < d->c_pad; c++) {
 				float v = gr_plane_elem(rec, d, pt, q, c);
 				size_t k = base + (size_t)q * d->c_pad + c;
-				if (out->dtype == GPU_DTYPE_F16)
+				if (out->dtype == NN_DTYPE_FP16)
 					((uint16_t *)out->planes)[k] = nn_half_from_float(v);
-				else if (out->dtype == GPU_DTYPE_BF16)
-					((uint16_t *)out->planes)[k] = gpu_bf16_from_float(v);
+				else if (out->dtype == NN_DTYPE_BF16)
+					((uint16_t *)out->planes)[k] = nn_bf16_from_float(v);
 				else
 					((float *)out->planes)[k] = v;
 			}
@@ -729,7 +709,7 @@ int gpu_replay_sample(gpu_replay *gr, uint64_t seed, uint64_t counter, int n, in
 	CUDA_CHECK(grk_draw(seed, counter, n, held, d->n_sym, gr->slots, gr->syms, st));
 	if (count > 0)
 		CUDA_CHECK(grk_expand(*d, gr->records, gr->tables, gr->slots, gr->syms, first, count,
-				      (int)out->dtype, out->planes, out->policy, out->value,
+				      out->dtype, out->planes, out->policy, out->value,
 				      out->wdl, st));
 	/* Later uploads wait for this expansion (and these draws). */
 	CUDA_CHECK(cudaEventRecord(gr->expanded, st));
@@ -764,7 +744,7 @@ out:
 	return rc;
 }
 
-int gpu_batch_alloc(gpu_batch *b, int cap, const nn_arch *a, gpu_dtype dtype, int wdl, char *err,
+int gpu_batch_alloc(gpu_batch *b, int cap, const nn_arch *a, nn_dtype dtype, int wdl, char *err,
 		    size_t errlen)
 {
 	int rc = 0;
@@ -779,7 +759,7 @@ int gpu_batch_alloc(gpu_batch *b, int cap, const nn_arch *a, gpu_dtype dtype, in
 	b->c_pad = nn_pad8(a->in_planes);
 	b->n_actions = a->policy_outputs;
 	b->dtype = dtype;
-	size_t np = (size_t)cap * b->hw * b->c_pad * gpu_dtype_size(dtype);
+	size_t np = (size_t)cap * b->hw * b->c_pad * nn_dtype_size(dtype);
 	CUDA_CHECK(cudaMalloc(&b->planes, np));
 	CUDA_CHECK(cudaMalloc((void **)&b->policy, sizeof(float) * (size_t)cap * b->n_actions));
 	CUDA_CHECK(cudaMalloc((void **)&b->value, sizeof(float) * (size_t)cap));
@@ -816,7 +796,7 @@ int gpu_batch_download(const gpu_batch *b, void *planes, float *policy, float *v
 	CUDA_CHECK(cudaDeviceSynchronize());
 	if (planes)
 		CUDA_CHECK(cudaMemcpy(planes, b->planes,
-				      n * b->hw * b->c_pad * gpu_dtype_size(b->dtype),
+				      n * b->hw * b->c_pad * nn_dtype_size(b->dtype),
 				      cudaMemcpyDeviceToHost));
 	if (policy)
 		CUDA_CHECK(cudaMemcpy(policy, b->policy, sizeof(float) * n * b->n_actions,
@@ -845,7 +825,7 @@ int gpu_replay_last_draws(gpu_replay *gr, int n, int64_t *slots, int *syms, char
 	return -1;
 }
 
-int gpu_batch_alloc(gpu_batch *b, int cap, const nn_arch *a, gpu_dtype dtype, int wdl, char *err,
+int gpu_batch_alloc(gpu_batch *b, int cap, const nn_arch *a, nn_dtype dtype, int wdl, char *err,
 		    size_t errlen)
 {
 	memset(b, 0, sizeof(*b));

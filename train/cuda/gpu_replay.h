@@ -97,10 +97,6 @@ int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int s
 int gpu_replay_expand_host(const gpu_replay_layout *L, const uint32_t *records,
 			   const int64_t *slots, const int *syms, int count, gpu_batch *out);
 
-/* bf16 of a float, round to nearest even (as __float2bfloat16_rn). */
-uint16_t gpu_bf16_from_float(float f);
-float gpu_float_from_bf16(uint16_t h);
-
 /* ---- device side ------------------------------------------------------- */
 
 typedef struct gpu_replay gpu_replay;
@@ -174,12 +170,10 @@ int gpu_replay_download(gpu_replay *gr, int64_t first, int64_t count, uint32_t *
 /* Allocates b on the current device for cap positions of architecture a
  * with planes of dtype, with WDL targets when wdl. 0, or -1 with a
  * message (b is then empty). */
-int gpu_batch_alloc(gpu_batch *b, int cap, const nn_arch *a, gpu_dtype dtype, int wdl, char *err,
+int gpu_batch_alloc(gpu_batch *b, int cap, const nn_arch *a, nn_dtype dtype, int wdl, char *err,
 		    size_t errlen);
 /* Frees b's device arrays and zeroes it; accepts NULL. */
 void gpu_batch_free(gpu_batch *b);
-/* Bytes of one plane element of dtype. */
-size_t gpu_dtype_size(gpu_dtype dtype);
 /* Copies b's first b->n positions to host arrays (any may be NULL; wdl is
  * skipped when b has none). Waits for the device. 0, or -1 with a message. */
 int gpu_batch_download(const gpu_batch *b, void *planes, float *policy, float *value, float *wdl,

@@ -28,7 +28,7 @@ gpu_train_options gpu_train_options_default(void)
 	gpu_train_options g;
 	memset(&g, 0, sizeof(g));
 	g.device = 0;
-	g.precision = GPU_PREC_FP32;
+	g.precision = NN_DTYPE_FP32;
 	g.micro_batch = 0;
 	g.loss_scale = 32768.0;
 	g.growth_interval = 2000;
@@ -36,27 +36,12 @@ gpu_train_options gpu_train_options_default(void)
 	return g;
 }
 
-static const char *const gt_prec_names[] = { "fp32", "fp16", "bf16" };
-
-int gpu_precision_parse(const char *s, gpu_precision *p)
-{
-	for (int i = 0; i < 3; i++)
-		if (s && !strcmp(s, gt_prec_names[i])) {
-			*p = (gpu_precision)i;
-			return 0;
-		}
-	return -1;
-}
-
-const char *gpu_precision_name(gpu_precision p)
-{
-	return (unsigned)p < 3 ? gt_prec_names[p] : "?";
-}
-
 int gpu_train_options_check(const gpu_train_options *g, int batch, char *err, size_t errlen)
 {
-	if ((unsigned)g->precision > GPU_PREC_BF16) {
-		snprintf(err, errlen, "unknown precision %d (fp32, fp16 or bf16)", (int)g->precision);
+	if (g->precision != NN_DTYPE_FP32 && g->precision != NN_DTYPE_FP16 &&
+	    g->precision != NN_DTYPE_BF16) {
+		snprintf(err, errlen, "precision %s: the GPU trainer takes fp32, fp16 or bf16",
+			 nn_dtype_name(g->precision));
 		return -1;
 	}
 	if (g->device < 0) {
@@ -99,17 +84,14 @@ double gpu_train_forward_flops(const nn_arch *a)
 
 #if defined(SENTE_HAVE_CUDA) && defined(SENTE_HAVE_CUDNN)
 #include <cuda_runtime_api.h>
-#include <time.h>
 
+#include "engine/clock.h"
+#include "engine/rng.h"
 #include "nn/cuda/cuda_common.h"
 #include "nn/cuda/cuda_dl.h"
 #include "nn/cuda/kernels.h"
 #include "nn/cuda/pack.h"
 #include "train/cuda/train_kernels.h"
-
-_Static_assert((int)TK_F32 == (int)NNK_F32 && (int)TK_F16 == (int)NNK_F16 &&
-		       (int)TK_BF16 == (int)NNK_BF16,
-	       "the input expansion takes the trainer's dtype as an nnk_dtype");
 
 int gpu_train_built(void) { return 1; }
 
@@ -133,7 +115,7 @@ typedef struct gt_layer {
 	cudnnConvolutionDescriptor_t cd;
 	void *z;                 /* conv output [m][hw][cout], compute type */
 	void *a;                 /* layer output, type adt */
-	tk_dtype adt;            /* compute type; fp32 for the head convs */
+	nn_dtype adt;            /* compute type; fp32 for the head convs */
 	float *mean, *var, *rstd; /* batch statistics [cout] */
 	float *loc;              /* [2][cout] dbeta, dgamma of the micro-batch */
 } gt_layer;
@@ -147,7 +129,7 @@ struct gpu_trainer {
 	size_t nf;               /* net->n_floats */
 	int batch, micro, hw;
 	int cin, c, pp, vp;      /* padded widths */
-	tk_dtype dt;             /* compute type */
+	nn_dtype dt;             /* compute type */
 	size_t esz;              /* its bytes */
 	cudnnDataType_t cdt;
 	int L;                   /* layers: 2 B + 3 */
@@ -206,7 +188,6 @@ static void *gt_carve(char *base, size_t *off, size_t bytes)
 	return p;
 }
 
-static size_t gt_dsize(tk_dtype d) { return d == TK_F32 ? 4 : 2; }
 
 /* Activations for micro-batch m (base NULL: count only). */
 static size_t gt_carve_acts(gpu_trainer *t, char *base, int m)
@@ -217,7 +198,7 @@ static size_t gt_carve_acts(gpu_trainer *t, char *base, int m)
 	for (int l = 0; l < t->L; l++) {
 		gt_layer *y = &t->layer[l];
 		void *z = gt_carve(base, &off, rows * y->cout * t->esz);
-		void *ac = gt_carve(base, &off, rows * y->cout * gt_dsize(y->adt));
+		void *ac = gt_carve(base, &off, rows * y->cout * nn_dtype_size(y->adt));
 		float *st = gt_carve(base, &off, sizeof(float) * 5 * y->cout);
 		if (base) {
 			y->z = z, y->a = ac;
@@ -267,7 +248,7 @@ static size_t gt_carve_acts(gpu_trainer *t, char *base, int m)
 }
 
 static void gt_layer_init(gpu_trainer *t, gt_layer *y, const nn_conv *cv, int cin_pad, int slot_in,
-			  int slot_out, int shape, tk_dtype adt)
+			  int slot_out, int shape, nn_dtype adt)
 {
 	const float *d = t->host->data;
 	y->cin = cin_pad;
@@ -349,7 +330,7 @@ static void gt_roles(gpu_trainer *t)
 static int gt_algos(gpu_trainer *t, char *err, size_t errlen)
 {
 	int rc = 0;
-	int fp32 = t->dt == TK_F32;
+	int fp32 = t->dt == NN_DTYPE_FP32;
 	cudnnMathType_t want = fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
 	t->ws_bytes = 0;
 	for (int s = 0; s < N_SHAPES; s++) {
@@ -447,7 +428,7 @@ static int gt_upload_weights(gpu_trainer *t, const float *data, char *err, size_
 	CUDA_CHECK(cudaMemcpyAsync(t->w, data, t->nf * sizeof(float), cudaMemcpyHostToDevice,
 				   t->stream));
 	CUDA_CHECK(tk_gather(t->w, t->map_conv, t->nwc, t->dt, t->wc, t->stream));
-	CUDA_CHECK(tk_gather(t->w, t->map_fc, t->nfc, TK_F32, t->wfc, t->stream));
+	CUDA_CHECK(tk_gather(t->w, t->map_fc, t->nfc, NN_DTYPE_FP32, t->wfc, t->stream));
 	CUDA_CHECK(cudaStreamSynchronize(t->stream));
 out:
 	return rc;
@@ -503,13 +484,13 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 	t->hw = a->board_w * a->board_h;
 	t->cin = nn_pad8(a->in_planes), t->c = nn_pad8(a->channels);
 	t->pp = nn_pad8(a->policy_channels), t->vp = nn_pad8(a->value_channels);
-	t->dt = g->precision == GPU_PREC_FP16 ? TK_F16 : g->precision == GPU_PREC_BF16 ? TK_BF16
-										      : TK_F32;
-	t->esz = gt_dsize(t->dt);
-	t->cdt = t->dt == TK_F16 ? CUDNN_DATA_HALF : t->dt == TK_BF16 ? CUDNN_DATA_BFLOAT16
-								       : CUDNN_DATA_FLOAT;
+	t->dt = g->precision; /* fp32, fp16 or bf16: checked above */
+	t->esz = nn_dtype_size(t->dt);
+	t->cdt = t->dt == NN_DTYPE_FP16 ? CUDNN_DATA_HALF
+	       : t->dt == NN_DTYPE_BF16 ? CUDNN_DATA_BFLOAT16
+					: CUDNN_DATA_FLOAT;
 	t->rng = o->seed;
-	t->scale = g->precision == GPU_PREC_FP16 ? g->loss_scale : 1.0;
+	t->scale = g->precision == NN_DTYPE_FP16 ? g->loss_scale : 1.0;
 	t->last_scale = t->scale;
 	t->L = 2 * a->blocks + 3;
 	t->layer = calloc((size_t)t->L, sizeof(*t->layer));
@@ -527,9 +508,9 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 			      SHAPE_TOWER, t->dt);
 	}
 	gt_layer_init(t, &t->layer[t->L - 2], &h->policy_conv, t->c, SLOT_TOWER, SLOT_POL, SHAPE_POL,
-		      TK_F32);
+		      NN_DTYPE_FP32);
 	gt_layer_init(t, &t->layer[t->L - 1], &h->value_conv, t->c, SLOT_TOWER, SLOT_VAL, SHAPE_VAL,
-		      TK_F32);
+		      NN_DTYPE_FP32);
 	long kp = (long)t->hw * t->pp, kv = (long)t->hw * t->vp;
 	t->fc1_off = ((long)a->policy_outputs * kp + 63) / 64 * 64;
 	t->nfc = t->fc1_off + (long)a->value_hidden * kv;
@@ -558,8 +539,8 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 		CUDNN_CHECK(cudnnSetConvolution2dDescriptor(y->cd, y->k / 2, y->k / 2, 1, 1, 1, 1,
 							    CUDNN_CROSS_CORRELATION,
 							    CUDNN_DATA_FLOAT));
-		CUDNN_CHECK(cudnnSetConvolutionMathType(y->cd, t->dt == TK_F32 ? CUDNN_FMA_MATH
-									      : CUDNN_TENSOR_OP_MATH));
+		CUDNN_CHECK(cudnnSetConvolutionMathType(
+			y->cd, t->dt == NN_DTYPE_FP32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
 	}
 
 	/* Weights: one allocation. */
@@ -716,7 +697,7 @@ out:
  * gradient into dz (compute type); dskip (or NULL); weight gradients
  * scattered into grad; the input gradient into dx (NULL: none) with
  * accumulate (beta 1) when dx_acc. */
-static int gt_layer_bwd(gpu_trainer *t, gt_layer *y, const void *x, const void *g, tk_dtype gdt,
+static int gt_layer_bwd(gpu_trainer *t, gt_layer *y, const void *x, const void *g, nn_dtype gdt,
 			void *dz, void *dskip, void *dx, int dx_acc, long rows, char *err,
 			size_t errlen)
 {
@@ -826,12 +807,13 @@ static int gt_micro(gpu_trainer *t, const gpu_batch *b, int mi, int hooks)
 	    gt_gemm(t, CUBLAS_OP_N, CUBLAS_OP_N, kv, m, vhid, t->wfc + t->fc1_off, kv, t->dvh, vhid,
 		    0.0f, t->dav, kv, err, errlen) < 0)
 		return -1;
-	CUDA_CHECK(tk_scatter(t->dwfc, TK_F32, t->map_fc + t->fc1_off, (long)vhid * kv, gr, 1,
-			      t->stream));
+	CUDA_CHECK(tk_scatter(t->dwfc, NN_DTYPE_FP32, t->map_fc + t->fc1_off, (long)vhid * kv, gr,
+			      1, t->stream));
 	if (gt_ready(t, hooks, o_v1w, &frontier) < 0)
 		return -1;
 	void *gA = t->gbuf[0], *gZ = t->gbuf[1], *gX = t->gbuf[2], *sw;
-	if (gt_layer_bwd(t, lv, top, t->dav, TK_F32, t->dzv, NULL, gA, 0, rows, err, errlen) < 0 ||
+	if (gt_layer_bwd(t, lv, top, t->dav, NN_DTYPE_FP32, t->dzv, NULL, gA, 0, rows, err,
+			 errlen) < 0 ||
 	    gt_ready(t, hooks, lv->o_w, &frontier) < 0)
 		return -1;
 	CUDA_CHECK(tk_colsum(t->dlogits, m, np, gr + o_pb, 1, t->stream));
@@ -840,10 +822,11 @@ static int gt_micro(gpu_trainer *t, const gpu_batch *b, int mi, int hooks)
 	    gt_gemm(t, CUBLAS_OP_N, CUBLAS_OP_N, kp, m, np, t->wfc, kp, t->dlogits, np, 0.0f, t->dap,
 		    kp, err, errlen) < 0)
 		return -1;
-	CUDA_CHECK(tk_scatter(t->dwfc, TK_F32, t->map_fc, (long)np * kp, gr, 1, t->stream));
+	CUDA_CHECK(tk_scatter(t->dwfc, NN_DTYPE_FP32, t->map_fc, (long)np * kp, gr, 1, t->stream));
 	if (gt_ready(t, hooks, o_pw, &frontier) < 0)
 		return -1;
-	if (gt_layer_bwd(t, lp, top, t->dap, TK_F32, t->dzp, NULL, gA, 1, rows, err, errlen) < 0 ||
+	if (gt_layer_bwd(t, lp, top, t->dap, NN_DTYPE_FP32, t->dzp, NULL, gA, 1, rows, err,
+			 errlen) < 0 ||
 	    gt_ready(t, hooks, lp->o_w, &frontier) < 0)
 		return -1;
 
@@ -867,27 +850,20 @@ out:
 	return rc;
 }
 
-static double gt_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The whole pass over b; with update, the optimizer step too. */
 static int gt_run(gpu_trainer *t, const gpu_batch *b, int update, train_stats *st)
 {
 	char *err = t->err;
 	size_t errlen = sizeof(t->err);
 	int rc = 0;
-	double t0 = gt_now();
+	double t0 = clock_now();
 	const train_options *o = &t->opt;
 	if (b->n != t->batch || b->hw != t->hw || b->c_pad != t->cin ||
-	    b->n_actions != t->arch.policy_outputs || (int)b->dtype != (int)t->dt) {
-		snprintf(err, errlen, "batch of %d x %d points x %d planes (%d actions, dtype %d) "
-			 "does not fit the trainer (%d x %d x %d, %d, dtype %d)", b->n, b->hw,
-			 b->c_pad, b->n_actions, (int)b->dtype, t->batch, t->hw, t->cin,
-			 t->arch.policy_outputs, (int)t->dt);
+	    b->n_actions != t->arch.policy_outputs || b->dtype != t->dt) {
+		snprintf(err, errlen, "batch of %d x %d points x %d planes (%d actions, %s) "
+			 "does not fit the trainer (%d x %d x %d, %d, %s)", b->n, b->hw,
+			 b->c_pad, b->n_actions, nn_dtype_name(b->dtype), t->batch, t->hw, t->cin,
+			 t->arch.policy_outputs, nn_dtype_name(t->dt));
 		return -1;
 	}
 	int hooks = update && t->has_hooks, k = t->batch / t->micro;
@@ -926,7 +902,7 @@ static int gt_run(gpu_trainer *t, const gpu_batch *b, int update, train_stats *s
 				      t->J, 1.0f / (float)k, (float)o->bn_momentum,
 				      (float)(M / (M - 1.0)), t->res, t->stream));
 		CUDA_CHECK(tk_gather(t->w, t->map_conv, t->nwc, t->dt, t->wc, t->stream));
-		CUDA_CHECK(tk_gather(t->w, t->map_fc, t->nfc, TK_F32, t->wfc, t->stream));
+		CUDA_CHECK(tk_gather(t->w, t->map_fc, t->nfc, NN_DTYPE_FP32, t->wfc, t->stream));
 	}
 	tk_step_result r;
 	float tail[4];
@@ -941,11 +917,11 @@ static int gt_run(gpu_trainer *t, const gpu_batch *b, int update, train_stats *s
 			skipped = 1;
 			t->skipped_steps++;
 			t->good = 0;
-			if (t->g.precision == GPU_PREC_FP16)
+			if (t->g.precision == NN_DTYPE_FP16)
 				t->scale = fmax(1.0, t->scale * t->g.backoff);
 		} else {
 			t->step++;
-			if (t->g.precision == GPU_PREC_FP16 && ++t->good >= t->g.growth_interval) {
+			if (t->g.precision == NN_DTYPE_FP16 && ++t->good >= t->g.growth_interval) {
 				t->good = 0;
 				t->scale = fmin(16777216.0, t->scale * 2.0);
 			}
@@ -964,7 +940,7 @@ static int gt_run(gpu_trainer *t, const gpu_batch *b, int update, train_stats *s
 		st->loss_scale = used;
 		st->skipped = skipped;
 		st->skipped_steps = t->skipped_steps;
-		st->compute_seconds = gt_now() - t0;
+		st->compute_seconds = clock_now() - t0;
 	}
 out:
 	return rc;
@@ -1000,15 +976,15 @@ static int gt_upload(gpu_trainer *t, const train_batch *hb, gpu_batch *b)
 	if (hb->wdl)
 		CUDA_CHECK(cudaMemcpyAsync(t->hb_wdl, hb->wdl, sizeof(float) * 3 * n,
 					   cudaMemcpyHostToDevice, t->stream));
-	/* The inference backend's expansion (tk_dtype and nnk_dtype agree). */
-	CUDA_CHECK(nnk_expand_float((nnk_dtype)t->dt, t->hb_planes, n, a->in_planes, t->hw, t->cin,
+	/* The inference backend's expansion. */
+	CUDA_CHECK(nnk_expand_float(t->dt, t->hb_planes, n, a->in_planes, t->hw, t->cin,
 				    t->hb_x, t->stream));
 	memset(b, 0, sizeof(*b));
 	b->n = b->cap = n;
 	b->hw = t->hw;
 	b->c_pad = t->cin;
 	b->n_actions = np;
-	b->dtype = (gpu_dtype)t->dt;
+	b->dtype = t->dt;
 	b->planes = t->hb_x;
 	b->policy = t->hb_policy;
 	b->value = t->hb_value;
@@ -1020,10 +996,10 @@ out:
 int gpu_trainer_step_host(gpu_trainer *t, const train_batch *hb, train_stats *st)
 {
 	gpu_batch b;
-	double t0 = gt_now();
+	double t0 = clock_now();
 	if (gt_upload(t, hb, &b) < 0)
 		return -1;
-	double t1 = gt_now();
+	double t1 = clock_now();
 	if (gt_run(t, &b, 1, st) < 0)
 		return -1;
 	if (st)
@@ -1163,10 +1139,7 @@ out:
 
 uint64_t gpu_trainer_random(gpu_trainer *t)
 {
-	uint64_t z = (t->rng += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return rng_next(&t->rng);
 }
 
 int gpu_trainer_checkpoint_save(gpu_trainer *t, const char *path, int world, const void *blob,
@@ -1243,7 +1216,7 @@ int gpu_trainer_checkpoint_load(gpu_trainer *t, const char *path, void **blob, s
 	 * (they do not scale); fp16 then keeps its initial scale rather than
 	 * start at 1 and underflow until 2,000 clean steps double it. An fp16
 	 * run that really fell to 1 loses a few skipped steps on the way back. */
-	if (s.loss_scale > 1 && t->g.precision == GPU_PREC_FP16)
+	if (s.loss_scale > 1 && t->g.precision == NN_DTYPE_FP16)
 		t->scale = s.loss_scale;
 	t->good = 0;
 	if (world)

@@ -49,15 +49,9 @@
 extern "C" {
 #endif
 
-typedef enum gpu_precision {
-	GPU_PREC_FP32 = 0, /* fp32 throughout, no TF32 */
-	GPU_PREC_FP16 = 1, /* fp16 activations and compute weights, loss scaling */
-	GPU_PREC_BF16 = 2, /* bf16 activations and compute weights */
-} gpu_precision;
-
 typedef struct gpu_train_options {
 	int device;             /* CUDA device index */
-	gpu_precision precision; /* compute type */
+	nn_dtype precision;     /* compute type: fp32, fp16 or bf16 */
 	int micro_batch;        /* positions per forward/backward; 0: the largest
 				 * divisor of the batch whose activations fit */
 	double loss_scale;      /* initial loss scale (fp16; others use 1) */
@@ -67,9 +61,6 @@ typedef struct gpu_train_options {
 
 /* device 0, fp32, micro-batch automatic, scale 2^15, growth 2000, backoff 0.5. */
 gpu_train_options gpu_train_options_default(void);
-/* "fp32", "fp16", "bf16" -> *p: 0, or -1 for anything else. */
-int gpu_precision_parse(const char *s, gpu_precision *p);
-const char *gpu_precision_name(gpu_precision p);
 /* 0, or -1 with a message when g does not suit a batch of `batch`. */
 int gpu_train_options_check(const gpu_train_options *g, int batch, char *err, size_t errlen);
 /* Forward FLOPs of one position of a plain-block net: 2 x the

@@ -8,7 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "engine/clock.h"
 
 #ifndef SENTE_HAVE_NCCL
 #define SENTE_HAVE_NCCL 0
@@ -53,13 +54,6 @@ struct grad_reducer {
 #endif
 	char err[256];          /* last failure */
 };
-
-static double now_seconds(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Bucket k in launch order covers [j * bsize, min((j + 1) * bsize, n)) with
  * j = nb - 1 - k: cut from the start, launched from the end. */
@@ -308,9 +302,9 @@ static int launch_host(grad_reducer *r, int upto)
 	for (; r->next < upto; r->next++) {
 		size_t off, cnt;
 		grad_reducer_bucket_range(r, r->next, &off, &cnt);
-		double t0 = now_seconds();
+		double t0 = clock_now();
 		int rc = comm_allreduce(r->c, r->grad + off, cnt, COMM_OP_AVG);
-		r->host_seconds += now_seconds() - t0;
+		r->host_seconds += clock_now() - t0;
 		if (rc != 0) {
 			snprintf(r->err, sizeof(r->err), "all-reduce of gradient bucket %d: %s",
 				 r->next, comm_error(r->c));

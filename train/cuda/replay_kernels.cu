@@ -3,24 +3,11 @@
 // host reference, so the device can only differ in the fp16/bf16 rounding.
 #include "train/cuda/replay_kernels.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <curand_kernel.h>
 
+#include "nn/cuda/cuda_common.h"
+
 namespace {
-
-__device__ __forceinline__ void st(float *p, long i, float v) { p[i] = v; }
-__device__ __forceinline__ void st(__half *p, long i, float v) { p[i] = __float2half_rn(v); }
-__device__ __forceinline__ void st(__nv_bfloat16 *p, long i, float v)
-{
-	p[i] = __float2bfloat16_rn(v);
-}
-
-int grid_for(long n, int threads)
-{
-	long g = (n + threads - 1) / threads;
-	return (int)(g < 65535L * 32 ? (g > 0 ? g : 1) : 65535L * 32);
-}
 
 // One thread per draw. Philox's skip-ahead is arithmetic, so a state per
 // draw costs a few multiplies; 4 * counter keeps one counter's four words
@@ -55,7 +42,7 @@ __global__ void expand_planes(gr_dims d, const uint32_t *records, const int16_t 
 		int n = (int)(nq / d.hw);
 		const uint32_t *rec = records + slots[n] * (long)d.rec_words;
 		const int16_t *pt = pt_all + (long)syms[n] * d.hw;
-		st(out, i, gr_plane_elem(rec, &d, pt, q, c));
+		cuda_st(out, i, gr_plane_elem(rec, &d, pt, q, c));
 	}
 }
 
@@ -94,8 +81,8 @@ extern "C" cudaError_t grk_draw(uint64_t seed, uint64_t counter, int n, int64_t 
 
 extern "C" cudaError_t grk_expand(gr_dims d, const uint32_t *records, const int16_t *tables,
 				  const int64_t *slots, const int *syms, int first, int count,
-				  int dtype, void *planes, float *policy, float *value, float *wdl,
-				  cudaStream_t st)
+				  nn_dtype dtype, void *planes, float *policy, float *value,
+				  float *wdl, cudaStream_t st)
 {
 	if (count <= 0)
 		return cudaGetLastError();
@@ -103,19 +90,19 @@ extern "C" cudaError_t grk_expand(gr_dims d, const uint32_t *records, const int1
 	slots += first;
 	syms += first;
 	long np = (long)count * d.hw * d.c_pad, nt = (long)count * d.n_actions;
-	if (dtype == 1)
-		expand_planes<<<grid_for(np, 256), 256, 0, st>>>(d, records, pt, slots, syms, count,
-								   (__half *)planes);
-	else if (dtype == 2)
-		expand_planes<<<grid_for(np, 256), 256, 0, st>>>(d, records, pt, slots, syms, count,
-								   (__nv_bfloat16 *)planes);
+	if (dtype == NN_DTYPE_FP16)
+		expand_planes<<<cuda_grid(np, 256), 256, 0, st>>>(d, records, pt, slots, syms, count,
+								    (__half *)planes);
+	else if (dtype == NN_DTYPE_BF16)
+		expand_planes<<<cuda_grid(np, 256), 256, 0, st>>>(d, records, pt, slots, syms, count,
+								    (__nv_bfloat16 *)planes);
 	else
-		expand_planes<<<grid_for(np, 256), 256, 0, st>>>(d, records, pt, slots, syms, count,
-								   (float *)planes);
+		expand_planes<<<cuda_grid(np, 256), 256, 0, st>>>(d, records, pt, slots, syms, count,
+								    (float *)planes);
 	cudaError_t e = cudaGetLastError();
 	if (e != cudaSuccess)
 		return e;
-	expand_targets<<<grid_for(nt, 256), 256, 0, st>>>(d, records, at, slots, syms, count, policy,
-							   value, wdl);
+	expand_targets<<<cuda_grid(nt, 256), 256, 0, st>>>(d, records, at, slots, syms, count,
+							    policy, value, wdl);
 	return cudaGetLastError();
 }

@@ -4,36 +4,11 @@
  * not by the branch. */
 #include "train/cuda/train_kernels.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <math.h>
 
+#include "nn/cuda/cuda_common.h"
+
 #define TK_EPS 1e-5f /* NN_BN_EPS */
-
-static __device__ __forceinline__ float ld(const void *p, long i, int dt)
-{
-	if (dt == TK_F32)
-		return ((const float *)p)[i];
-	if (dt == TK_F16)
-		return __half2float(((const __half *)p)[i]);
-	return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
-}
-
-static __device__ __forceinline__ void st(void *p, long i, int dt, float v)
-{
-	if (dt == TK_F32)
-		((float *)p)[i] = v;
-	else if (dt == TK_F16)
-		((__half *)p)[i] = __float2half_rn(v);
-	else
-		((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v);
-}
-
-static int tk_blocks(long n, int threads)
-{
-	long b = (n + threads - 1) / threads;
-	return (int)(b < 1 ? 1 : b > 65535L * 32 ? 65535L * 32 : b);
-}
 
 /* ---- layout and weights ----------------------------------------------- */
 
@@ -42,15 +17,15 @@ __global__ void k_gather(const float *master, const int32_t *map, long n, int dt
 	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
 	     i += (long)gridDim.x * blockDim.x) {
 		int32_t j = map[i];
-		st(out, i, dt, j >= 0 ? master[j] : 0.0f);
+		cuda_st(out, i, dt, j >= 0 ? master[j] : 0.0f);
 	}
 }
 
-extern "C" cudaError_t tk_gather(const float *master, const int32_t *map, long n, tk_dtype dt,
+extern "C" cudaError_t tk_gather(const float *master, const int32_t *map, long n, nn_dtype dt,
 				 void *out, cudaStream_t s)
 {
 	if (n > 0)
-		k_gather<<<tk_blocks(n, 256), 256, 0, s>>>(master, map, n, dt, out);
+		k_gather<<<cuda_grid(n, 256), 256, 0, s>>>(master, map, n, dt, out);
 	return cudaGetLastError();
 }
 
@@ -60,15 +35,15 @@ __global__ void k_scatter(const void *src, int dt, const int32_t *map, long n, f
 	     i += (long)gridDim.x * blockDim.x) {
 		int32_t j = map[i];
 		if (j >= 0)
-			grad[j] = (acc ? grad[j] : 0.0f) + ld(src, i, dt);
+			grad[j] = (acc ? grad[j] : 0.0f) + cuda_ld(src, i, dt);
 	}
 }
 
-extern "C" cudaError_t tk_scatter(const void *src, tk_dtype dt, const int32_t *map, long n,
+extern "C" cudaError_t tk_scatter(const void *src, nn_dtype dt, const int32_t *map, long n,
 				  float *grad, int acc, cudaStream_t s)
 {
 	if (n > 0)
-		k_scatter<<<tk_blocks(n, 256), 256, 0, s>>>(src, dt, map, n, grad, acc);
+		k_scatter<<<cuda_grid(n, 256), 256, 0, s>>>(src, dt, map, n, grad, acc);
 	return cudaGetLastError();
 }
 
@@ -89,7 +64,7 @@ __global__ void k_bn_part(const void *z, int dz, long M, int cp, int creal, cons
 	if (c < creal) {
 		float b = bias[c], mu = mode ? mean[c] : 0.0f;
 		for (long r = blockIdx.y * BN_TY + threadIdx.y; r < M; r += (long)TK_PARTS * BN_TY) {
-			float v = ld(z, r * cp + c, dz) + b;
+			float v = cuda_ld(z, r * cp + c, dz) + b;
 			if (mode) {
 				v -= mu;
 				v *= v;
@@ -132,7 +107,7 @@ __global__ void k_bn_fin(const float *part, long M, int cp, int creal, int mode,
 	}
 }
 
-extern "C" cudaError_t tk_bn_stats(const void *z, tk_dtype dz, long M, int cp, int creal,
+extern "C" cudaError_t tk_bn_stats(const void *z, nn_dtype dz, long M, int cp, int creal,
 				   const float *bias, float *part, float *mean, float *var,
 				   float *rstd, float *acc_mean, float *acc_var, float *acc_m2,
 				   int reset, cudaStream_t s)
@@ -156,22 +131,22 @@ __global__ void k_bn_apply(const void *z, int dz, long M, int cp, int creal, con
 		int c = (int)(i % cp);
 		float v = 0.0f;
 		if (c < creal) {
-			v = gamma[c] * (ld(z, i, dz) + bias[c] - mean[c]) * rstd[c] + beta[c];
+			v = gamma[c] * (cuda_ld(z, i, dz) + bias[c] - mean[c]) * rstd[c] + beta[c];
 			if (skip)
-				v += ld(skip, i, dskip);
+				v += cuda_ld(skip, i, dskip);
 			if (relu && v < 0.0f)
 				v = 0.0f;
 		}
-		st(y, i, dy, v);
+		cuda_st(y, i, dy, v);
 	}
 }
 
-extern "C" cudaError_t tk_bn_apply(const void *z, tk_dtype dz, long M, int cp, int creal,
+extern "C" cudaError_t tk_bn_apply(const void *z, nn_dtype dz, long M, int cp, int creal,
 				   const float *bias, const float *mean, const float *rstd,
 				   const float *gamma, const float *beta, const void *skip,
-				   tk_dtype dskip, int relu, void *y, tk_dtype dy, cudaStream_t s)
+				   nn_dtype dskip, int relu, void *y, nn_dtype dy, cudaStream_t s)
 {
-	k_bn_apply<<<tk_blocks(M * cp, 256), 256, 0, s>>>(z, dz, M, cp, creal, bias, mean, rstd,
+	k_bn_apply<<<cuda_grid(M * cp, 256), 256, 0, s>>>(z, dz, M, cp, creal, bias, mean, rstd,
 							   gamma, beta, skip, dskip, relu, y, dy);
 	return cudaGetLastError();
 }
@@ -188,10 +163,10 @@ __global__ void k_bnb_part(const void *g, int dg, const void *y, int dyt, int re
 		float b = bias[c], mu = mean[c], rs = rstd[c];
 		for (long r = blockIdx.y * BN_TY + threadIdx.y; r < M; r += (long)TK_PARTS * BN_TY) {
 			long i = r * cp + c;
-			float d = ld(g, i, dg);
-			if (relu && !(ld(y, i, dyt) > 0.0f))
+			float d = cuda_ld(g, i, dg);
+			if (relu && !(cuda_ld(y, i, dyt) > 0.0f))
 				d = 0.0f;
-			float xh = (ld(z, i, dz) + b - mu) * rs;
+			float xh = (cuda_ld(z, i, dz) + b - mu) * rs;
 			s0 += d;
 			s1 += d * xh;
 			s2 += xh;
@@ -247,30 +222,30 @@ __global__ void k_bnb_dx(const void *g, int dg, const void *y, int dyt, int relu
 		int c = (int)(i % cp);
 		float d = 0.0f, dx = 0.0f;
 		if (c < creal) {
-			d = ld(g, i, dg);
-			if (relu && !(ld(y, i, dyt) > 0.0f))
+			d = cuda_ld(g, i, dg);
+			if (relu && !(cuda_ld(y, i, dyt) > 0.0f))
 				d = 0.0f;
-			float xh = (ld(z, i, dz) + bias[c] - mean[c]) * rstd[c];
+			float xh = (cuda_ld(z, i, dz) + bias[c] - mean[c]) * rstd[c];
 			dx = gamma[c] * rstd[c] * (d - loc[c] * invM - xh * loc[cp + c] * invM);
 		}
-		st(dzout, i, dz, dx);
+		cuda_st(dzout, i, dz, dx);
 		if (dskip)
-			st(dskip, i, ds, d);
+			cuda_st(dskip, i, ds, d);
 	}
 }
 
-extern "C" cudaError_t tk_bn_backward(const void *g, tk_dtype dg, const void *y, tk_dtype dyt,
-				      int relu, const void *z, tk_dtype dz, long M, int cp,
+extern "C" cudaError_t tk_bn_backward(const void *g, nn_dtype dg, const void *y, nn_dtype dyt,
+				      int relu, const void *z, nn_dtype dz, long M, int cp,
 				      int creal, const float *bias, const float *mean,
 				      const float *rstd, const float *gamma, float *part, float *loc,
 				      float *ggamma, float *gbeta, float *gbias, int acc,
-				      void *dzout, void *dskip, tk_dtype ds, cudaStream_t s)
+				      void *dzout, void *dskip, nn_dtype ds, cudaStream_t s)
 {
 	dim3 gr((cp + BN_TX - 1) / BN_TX, TK_PARTS), b(BN_TX, BN_TY);
 	k_bnb_part<<<gr, b, 0, s>>>(g, dg, y, dyt, relu, z, dz, M, cp, creal, bias, mean, rstd, part);
 	k_bnb_fin<<<(cp + 127) / 128, 128, 0, s>>>(part, M, cp, creal, gamma, rstd, loc, ggamma,
 						   gbeta, gbias, acc);
-	k_bnb_dx<<<tk_blocks(M * cp, 256), 256, 0, s>>>(g, dg, y, dyt, relu, z, dz, M, cp, creal,
+	k_bnb_dx<<<cuda_grid(M * cp, 256), 256, 0, s>>>(g, dg, y, dyt, relu, z, dz, M, cp, creal,
 							 bias, mean, rstd, gamma, loc, dzout,
 							 dskip, ds);
 	return cudaGetLastError();
@@ -291,7 +266,7 @@ __global__ void k_bias_act(float *y, const float *b, int rows, int n, int relu)
 extern "C" cudaError_t tk_bias_act(float *y, const float *b, int rows, int n, int relu,
 				   cudaStream_t s)
 {
-	k_bias_act<<<tk_blocks((long)rows * n, 256), 256, 0, s>>>(y, b, rows, n, relu);
+	k_bias_act<<<cuda_grid((long)rows * n, 256), 256, 0, s>>>(y, b, rows, n, relu);
 	return cudaGetLastError();
 }
 
@@ -305,7 +280,7 @@ __global__ void k_relu_bwd(float *dy, const float *y, long n)
 
 extern "C" cudaError_t tk_relu_backward(float *dy, const float *y, long n, cudaStream_t s)
 {
-	k_relu_bwd<<<tk_blocks(n, 256), 256, 0, s>>>(dy, y, n);
+	k_relu_bwd<<<cuda_grid(n, 256), 256, 0, s>>>(dy, y, n);
 	return cudaGetLastError();
 }
 
@@ -344,7 +319,7 @@ __global__ void k_fc_small(const float *x, int rows, int nin, const float *w, co
 extern "C" cudaError_t tk_fc_small(const float *x, int rows, int nin, const float *w,
 				   const float *b, int nout, float *y, cudaStream_t s)
 {
-	k_fc_small<<<tk_blocks((long)rows * nout, 128), 128, 0, s>>>(x, rows, nin, w, b, nout, y);
+	k_fc_small<<<cuda_grid((long)rows * nout, 128), 128, 0, s>>>(x, rows, nin, w, b, nout, y);
 	return cudaGetLastError();
 }
 
@@ -384,8 +359,8 @@ extern "C" cudaError_t tk_fc_small_backward(const float *x, int rows, int nin, c
 					    int nout, const float *dy, float *dx, float *gw,
 					    float *gb, int acc, cudaStream_t s)
 {
-	k_fc_small_dx<<<tk_blocks((long)rows * nin, 128), 128, 0, s>>>(rows, nin, w, nout, dy, dx);
-	k_fc_small_dw<<<tk_blocks((long)nout * (nin + 1), 128), 128, 0, s>>>(x, rows, nin, nout, dy,
+	k_fc_small_dx<<<cuda_grid((long)rows * nin, 128), 128, 0, s>>>(rows, nin, w, nout, dy, dx);
+	k_fc_small_dw<<<cuda_grid((long)nout * (nin + 1), 128), 128, 0, s>>>(x, rows, nin, nout, dy,
 									      gw, gb, acc);
 	return cudaGetLastError();
 }
@@ -617,7 +592,7 @@ extern "C" cudaError_t tk_optimizer(float *w, const float *grad, const uint8_t *
 				    float *m1, long n, tk_opt_params p, const tk_step_result *r,
 				    cudaStream_t s)
 {
-	k_optimizer<<<tk_blocks(n, 256) > 4096 ? 4096 : tk_blocks(n, 256), 256, 0, s>>>(
+	k_optimizer<<<cuda_grid(n, 256) > 4096 ? 4096 : cuda_grid(n, 256), 256, 0, s>>>(
 		w, grad, role, m0, m1, n, p, r);
 	return cudaGetLastError();
 }

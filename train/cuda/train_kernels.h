@@ -1,20 +1,20 @@
 /* train_kernels.h: the GPU trainer's own kernels (train_kernels.cu),
  * launched from C on a stream. Tensors are NHWC rows of `cp` channels
  * (a multiple of 8, of which the first `creal` are real) in one of three
- * element types (tk_dtype) given per pointer; reductions accumulate in
- * fp32 within a thread and in double across them, in a fixed order, so a
- * step is deterministic. Every launcher returns cudaGetLastError(). */
+ * element types (nn_dtype fp32, fp16 or bf16) given per pointer; reductions
+ * accumulate in fp32 within a thread and in double across them, in a fixed
+ * order, so a step is deterministic. Every launcher returns cudaGetLastError(). */
 #ifndef SENTE_TRAIN_CUDA_TRAIN_KERNELS_H
 #define SENTE_TRAIN_CUDA_TRAIN_KERNELS_H
 
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
+#include "nn/dtype.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum tk_dtype { TK_F32 = 0, TK_F16 = 1, TK_BF16 = 2 } tk_dtype;
 
 /* Row-chunks of the two-stage column reductions (partials are [TK_PARTS][cp]). */
 #define TK_PARTS 64
@@ -22,35 +22,35 @@ typedef enum tk_dtype { TK_F32 = 0, TK_F16 = 1, TK_BF16 = 2 } tk_dtype;
 #define TK_NORM_PARTS 256
 
 /* out[i] = map[i] >= 0 ? master[map[i]] : 0, as dt (weights' compute copies). */
-cudaError_t tk_gather(const float *master, const int32_t *map, long n, tk_dtype dt, void *out,
+cudaError_t tk_gather(const float *master, const int32_t *map, long n, nn_dtype dt, void *out,
 		      cudaStream_t st);
 /* grad[map[i]] = (acc ? grad[map[i]] : 0) + src[i] for map[i] >= 0 (weight
  * gradients from compute layout back to the net's order). */
-cudaError_t tk_scatter(const void *src, tk_dtype dt, const int32_t *map, long n, float *grad,
+cudaError_t tk_scatter(const void *src, nn_dtype dt, const int32_t *map, long n, float *grad,
 		       int acc, cudaStream_t st);
 
 /* Training batch norm statistics of z + bias over M rows: mean, biased var,
  * rstd = 1/sqrt(var + eps) [cp] (0 past creal); acc_mean/acc_var/acc_m2
  * [creal] get (reset ? = : +=) mean, var and mean^2 (the running update).
  * part: [TK_PARTS][cp] scratch. */
-cudaError_t tk_bn_stats(const void *z, tk_dtype dz, long M, int cp, int creal, const float *bias,
+cudaError_t tk_bn_stats(const void *z, nn_dtype dz, long M, int cp, int creal, const float *bias,
 			float *part, float *mean, float *var, float *rstd, float *acc_mean,
 			float *acc_var, float *acc_m2, int reset, cudaStream_t st);
 /* y = act(gamma (z + b - mean) rstd + beta [+ skip]), 0 past creal. */
-cudaError_t tk_bn_apply(const void *z, tk_dtype dz, long M, int cp, int creal, const float *bias,
+cudaError_t tk_bn_apply(const void *z, nn_dtype dz, long M, int cp, int creal, const float *bias,
 			const float *mean, const float *rstd, const float *gamma, const float *beta,
-			const void *skip, tk_dtype dskip, int relu, void *y, tk_dtype dy,
+			const void *skip, nn_dtype dskip, int relu, void *y, nn_dtype dy,
 			cudaStream_t st);
 /* Backward of tk_bn_apply given g = dL/dy (and y for the ReLU mask):
  * gamma/beta/bias gradients into ggamma/gbeta/gbias ((acc ? += : =)), the
  * conv-output gradient into dzout (type dz), and dL/dskip into dskip when
  * not NULL (type ds). part: [3][TK_PARTS][cp] scratch, loc: [2][cp]. */
-cudaError_t tk_bn_backward(const void *g, tk_dtype dg, const void *y, tk_dtype dyt, int relu,
-			   const void *z, tk_dtype dz, long M, int cp, int creal,
+cudaError_t tk_bn_backward(const void *g, nn_dtype dg, const void *y, nn_dtype dyt, int relu,
+			   const void *z, nn_dtype dz, long M, int cp, int creal,
 			   const float *bias, const float *mean, const float *rstd,
 			   const float *gamma, float *part, float *loc, float *ggamma,
 			   float *gbeta, float *gbias, int acc, void *dzout, void *dskip,
-			   tk_dtype ds, cudaStream_t st);
+			   nn_dtype ds, cudaStream_t st);
 
 /* y[rows][n] = act(y + b). */
 cudaError_t tk_bias_act(float *y, const float *b, int rows, int n, int relu, cudaStream_t st);
