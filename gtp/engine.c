@@ -260,7 +260,8 @@ static bool cmd_boardsize(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 		return fail(r, "boardsize not an integer");
 	game_params p = e->game.params;
 	p.size = size;
-	if (size < GO_MIN_SIZE || size > GO_MAX_SIZE || (e->net && size != e->net->arch.board_w) ||
+	const game_desc *d = game_desc_of(&e->game);
+	if (size < d->min_size || size > d->max_size || (e->net && size != e->net->arch.board_w) ||
 	    game_init(&e->game, &p) != GAME_OK)
 		return fail(r, "unacceptable size");
 	return true;
