@@ -41,7 +41,8 @@ typedef struct game_desc {
 	const char *title;          /* for people: "Go", "Connect Four" */
 	const char *const *aliases; /* other names accepted on input, NULL-terminated */
 	game_params defaults;       /* what game_params_default gives */
-	bool has_size;              /* the board size is a parameter (else fixed: defaults.size) */
+	bool has_size;              /* the board is size x size, size a parameter (else
+				     * params.size is fixed at defaults.size) */
 	int min_size, max_size;     /* bounds of params.size (both defaults.size when fixed) */
 	bool has_komi;              /* komi is a parameter; the score is an area count */
 	bool has_pass;              /* a pass move exists (the last action) */
