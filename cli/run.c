@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/opt.h"
+#include "engine/game_desc.h"
 #include "loop/loop.h"
 
 static const char run_about[] =
@@ -26,7 +27,7 @@ static void on_signal(int sig) { stop_flag = 1; (void)sig; }
 
 int cli_run(int argc, char **argv)
 {
-	game_params gp = game_params_default(GAME_KIND_CONNECT4);
+	game_params gp = game_desc_by_name("connect4")->defaults;
 	loop_options o = loop_options_default(&gp);
 	long size = 9;
 	double komi = 7.5;
@@ -40,8 +41,8 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_INT("--size", NULL, &size, GO_MIN_SIZE, GO_MAX_SIZE, "N", "Go board"),
 		CLI_OPT_REAL("--komi", NULL, &komi, -1000, 1000, "K",
 			     "Go komi, a multiple of 0.5 (7.5: no draws)"),
-		CLI_OPT_STRING("--dir", NULL, &o.dir, "DIR", "the run's folder", .given = &dir_given,
-			       .def = "runs/GAME"),
+		CLI_OPT_BUF("--dir", NULL, o.dir, "DIR", "the run's folder", .given = &dir_given,
+			    .def = "runs/GAME"),
 		CLI_OPT_REAL("--minutes", NULL, &o.minutes, 0.01, 1e7, "M",
 			     "stop after M minutes of this session"),
 		CLI_OPT_INT("--blocks", NULL, &o.blocks, 1, 40, "B", "residual blocks of a new network",
@@ -92,8 +93,10 @@ int cli_run(int argc, char **argv)
 	int rc;
 	if (!cli_opt_parse(&spec, argc, argv, &rc))
 		return rc;
-	if (gp.kind != GAME_KIND_CONNECT4) {
+	gp = game_desc_by_kind(gp.kind)->defaults;
+	if (game_desc_by_kind(gp.kind)->has_size)
 		gp.size = (int)size;
+	if (game_desc_by_kind(gp.kind)->has_komi) {
 		gp.komi = komi;
 		if (komi * 2 != floor(komi * 2))
 			return cli_usage_error("run", "--komi must be a multiple of 0.5");
@@ -101,7 +104,7 @@ int cli_run(int argc, char **argv)
 	const loop_options d = loop_options_default(&gp);
 	o.game = gp;
 	if (!dir_given)
-		o.dir = d.dir;
+		snprintf(o.dir, sizeof(o.dir), "%s", d.dir);
 	if (!blocks_given)
 		o.blocks = d.blocks;
 	if (!channels_given)

@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/opt.h"
+#include "engine/game_desc.h"
 #include "train/session.h"
 
 static const char train_about[] =
@@ -126,15 +127,15 @@ int cli_train(int argc, char **argv)
 	int rc;
 	if (!cli_opt_parse(&spec, argc, argv, &rc))
 		return rc;
-	if (o.game.kind == GAME_KIND_GO) {
+	const game_desc *desc = game_desc_by_kind(o.game.kind);
+	o.game = desc->defaults;
+	if (desc->has_size)
 		o.game.size = (int)size;
-		o.game.komi = 7.5;
-	}
-	bool small = o.game.kind == GAME_KIND_CONNECT4 || o.game.size <= 9;
+	game_run_defaults d = game_run_defaults_of(&o.game);
 	if (!blocks_given)
-		o.blocks = small ? 4 : 6;
+		o.blocks = d.blocks;
 	if (!channels_given)
-		o.channels = small ? 48 : 64;
+		o.channels = d.channels;
 	o.json = json ? stdout : NULL;
 	o.log = stderr;
 	o.stop = &stop_flag;

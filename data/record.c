@@ -8,6 +8,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "engine/game_desc.h"
+
 /* Largest move count a record may hold: Go ends after 3 * size * size
  * moves (1083 on 19x19) and the board's history holds GO_MAX_HISTORY. */
 #define RECORD_MAX_MOVES GO_MAX_HISTORY
@@ -16,9 +18,10 @@
 /* The quantised root value that stands for "unknown". */
 #define RECORD_VALUE_UNKNOWN (-128)
 
+/* The policy size of p's game; 0 (no move fits) for an unknown kind. */
 static int record_num_actions(const game_params *p)
 {
-	return p->kind == GAME_KIND_GO ? p->size * p->size + 1 : C4_WIDTH;
+	return game_desc_by_kind(p->kind) ? game_numbers_of(p).actions : 0;
 }
 
 void record_init(game_record *r, const game_params *p)
@@ -123,13 +126,12 @@ int record_add_move(game_record *r, int move, bool full, float root_value,
 void record_set_outcome(game_record *r, const game *g)
 {
 	r->result = game_result(g);
-	if (g->params.kind == GAME_KIND_GO) {
-		r->resigned = g->u.go.resigned;
+	r->resigned = game_resigned(g);
+	/* An area count, unless someone resigned; else the result. */
+	if (game_desc_of(g)->has_komi)
 		r->score = r->resigned >= 0 ? 0 : game_score(g);
-	} else {
-		r->resigned = g->u.c4.resigned;
+	else
 		r->score = r->result;
-	}
 }
 
 int record_full_count(const game_record *r)
@@ -283,11 +285,18 @@ int record_encode(const game_record *r, uint8_t **blob, size_t *len)
 {
 	*blob = NULL;
 	*len = 0;
-	game_params c4 = game_params_default(GAME_KIND_CONNECT4);
-	/* Connect Four ignores size and komi: write its canonical ones. */
-	const game_params *p = r->params.kind == GAME_KIND_CONNECT4 ? &c4 : &r->params;
+	const game_desc *d = game_desc_by_kind(r->params.kind);
+	if (!d)
+		return -1;
+	/* A game without a size or komi choice ignores them: write its own. */
+	game_params canon = r->params;
+	if (!d->has_size)
+		canon.size = d->defaults.size;
+	if (!d->has_komi)
+		canon.komi = d->defaults.komi;
+	const game_params *p = &canon;
 	double komi2 = p->komi * 2;
-	if ((p->kind != GAME_KIND_GO && p->kind != GAME_KIND_CONNECT4) || p->size < 0 || p->size > 255 ||
+	if (p->size < 0 || p->size > 255 ||
 	    komi2 != floor(komi2) || fabs(komi2) > 1e6 || r->result < -1 || r->result > 1 ||
 	    r->resigned < -1 || r->resigned > 1 || r->n_moves < 0 || r->n_moves > RECORD_MAX_MOVES)
 		return -1;
@@ -408,8 +417,7 @@ static void record_err(char *err, size_t errlen, const char *fmt, ...)
 
 int record_decode(const uint8_t *blob, size_t len, game_record *out, char *err, size_t errlen)
 {
-	game_params none = game_params_default(GAME_KIND_CONNECT4);
-	record_init(out, &none);
+	record_init(out, &game_descs[0]->defaults);
 	if (err && errlen)
 		err[0] = '\0';
 	int rc = -1;
@@ -450,7 +458,8 @@ int record_decode(const uint8_t *blob, size_t len, game_record *out, char *err, 
 	RD(rd_u8(&rd, &kind), "game kind");
 	RD(rd_u8(&rd, &size), "board size");
 	RD(rd_varint(&rd, &u), "komi");
-	if (kind != GAME_KIND_GO && kind != GAME_KIND_CONNECT4) {
+	const game_desc *d = game_desc_by_kind((int)kind);
+	if (!d) {
 		record_err(err, errlen, "unknown game kind %u", kind);
 		goto out;
 	}
@@ -462,8 +471,8 @@ int record_decode(const uint8_t *blob, size_t len, game_record *out, char *err, 
 		record_err(err, errlen, "out of memory");
 		goto out;
 	}
-	if (game_init(g, &p) != GAME_OK ||
-	    (p.kind == GAME_KIND_CONNECT4 && (p.size != C4_WIDTH || p.komi != 0))) {
+	if (game_init(g, &p) != GAME_OK || (!d->has_size && p.size != d->defaults.size) ||
+	    (!d->has_komi && p.komi != d->defaults.komi)) {
 		record_err(err, errlen, "bad game parameters (%s, size %d, komi %.1f)",
 			   game_kind_name(p.kind), p.size, p.komi);
 		goto out;

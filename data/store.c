@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/game_desc.h"
+
 /* ---- schema ---------------------------------------------------------------- */
 
 /* Step i takes the schema from version i to i + 1. Never edit a step that
@@ -89,6 +91,33 @@ const char *const store_migrations[STORE_SCHEMA_VERSION] = {
 	"ALTER TABLE match_games ADD COLUMN score REAL NOT NULL DEFAULT 0;\n"
 	"ALTER TABLE match_games ADD COLUMN moves INTEGER NOT NULL DEFAULT 0;\n"
 	"CREATE INDEX matches_players ON matches(player_a, player_b);\n",
+
+	/* 3 -> 4: the schema stops naming games (a game is whatever
+	 * engine/game_desc.h lists), so the games table is rebuilt without
+	 * its CHECK on the game column, as SQLite's ALTER TABLE cannot drop
+	 * a constraint: same columns, same rows and ids, same index. Nothing
+	 * references games, so dropping it under foreign_keys is safe. */
+	"CREATE TABLE games_v4 (\n"
+	"	id INTEGER PRIMARY KEY,\n"
+	"	model_id INTEGER REFERENCES models(id),\n"
+	"	worker TEXT NOT NULL DEFAULT '',\n"
+	"	game TEXT NOT NULL,\n"
+	"	size INTEGER NOT NULL,\n"
+	"	komi REAL NOT NULL,\n"
+	"	result INTEGER NOT NULL CHECK (result BETWEEN -1 AND 1),\n"
+	"	score REAL NOT NULL,\n"
+	"	resigned INTEGER NOT NULL DEFAULT -1,\n"
+	"	length INTEGER NOT NULL,\n"
+	"	n_positions INTEGER NOT NULL,\n"
+	"	created REAL NOT NULL,\n"
+	"	record BLOB NOT NULL\n"
+	");\n"
+	"INSERT INTO games_v4 (id, model_id, worker, game, size, komi, result, score, resigned, "
+	"length, n_positions, created, record) SELECT id, model_id, worker, game, size, komi, "
+	"result, score, resigned, length, n_positions, created, record FROM games;\n"
+	"DROP TABLE games;\n"
+	"ALTER TABLE games_v4 RENAME TO games;\n"
+	"CREATE INDEX games_model ON games(model_id);\n",
 };
 
 /* ---- statements ------------------------------------------------------------ */
@@ -648,15 +677,16 @@ int store_add_game(store *s, int64_t model_id, const char *worker, const game_re
 	st = store_stmt(s, STORE_SQL_ADD_GAME);
 	if (!st)
 		goto out;
-	bool c4 = r->params.kind == GAME_KIND_CONNECT4;
+	/* A game without a size or komi choice stores its own. */
+	const game_desc *d = game_desc_from_params(&r->params);
 	if (model_id > 0)
 		SQLITE_CHECK(s, sqlite3_bind_int64(st, 1, model_id));
 	else
 		SQLITE_CHECK(s, sqlite3_bind_null(st, 1));
 	SQLITE_CHECK(s, sqlite3_bind_text(st, 2, worker ? worker : "", -1, SQLITE_TRANSIENT));
-	SQLITE_CHECK(s, sqlite3_bind_text(st, 3, game_kind_name(r->params.kind), -1, SQLITE_STATIC));
-	SQLITE_CHECK(s, sqlite3_bind_int(st, 4, c4 ? C4_WIDTH : r->params.size));
-	SQLITE_CHECK(s, sqlite3_bind_double(st, 5, c4 ? 0 : r->params.komi));
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 3, d->name, -1, SQLITE_STATIC));
+	SQLITE_CHECK(s, sqlite3_bind_int(st, 4, d->has_size ? r->params.size : d->defaults.size));
+	SQLITE_CHECK(s, sqlite3_bind_double(st, 5, d->has_komi ? r->params.komi : d->defaults.komi));
 	SQLITE_CHECK(s, sqlite3_bind_int(st, 6, r->result));
 	SQLITE_CHECK(s, sqlite3_bind_double(st, 7, r->score));
 	SQLITE_CHECK(s, sqlite3_bind_int(st, 8, r->resigned));

@@ -27,7 +27,7 @@
 #include "data/record.h"
 
 /* The schema this sente writes; store_migrations has this many steps. */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 /* How long one statement waits for another process's write lock. */
 #define STORE_BUSY_TIMEOUT_MS 10000
 /* Times a write transaction is retried when the lock stays busy past it. */

@@ -1,5 +1,6 @@
 /* connect4.c: Connect Four on bitboards (see connect4.h for the layout). */
 #include "engine/connect4.h"
+#include "engine/game_desc.h"
 #include "engine/rng.h"
 
 #include <assert.h>
@@ -113,3 +114,50 @@ uint64_t c4_hash(const c4_board *b)
 {
 	return rng_mix(b->stones[0] ^ rng_mix(b->stones[1] + 0x51ed27u));
 }
+
+/* ---- the descriptor ------------------------------------------------------- */
+
+static void c4_numbers(const game_params *p, game_numbers *out)
+{
+	out->width = C4_WIDTH;
+	out->height = C4_HEIGHT;
+	out->actions = C4_WIDTH;
+	out->typical_length = 22;
+	out->temperature_moves = 8;
+	out->opening_moves = 2;
+	out->max_moves = C4_CELLS;
+	out->resign_after = 8;
+}
+
+static void c4_run_defaults(const game_params *p, game_run_defaults *out)
+{
+	out->blocks = 4;
+	out->channels = 48;
+	out->visits = 200;
+	out->cheap_visits = 40;
+	out->parallel_games = 32;
+	out->window = 60000;
+	out->positions_per_game = 0.25 * 22;
+}
+
+const game_desc game_connect4 = {
+	.kind = GAME_KIND_CONNECT4,
+	.name = "connect4",
+	.title = "Connect Four",
+	.aliases = (const char *const[]){ "c4", NULL },
+	.defaults = { .kind = GAME_KIND_CONNECT4, .size = C4_WIDTH, .komi = 0 },
+	.has_size = false,
+	.min_size = C4_WIDTH,
+	.max_size = C4_WIDTH,
+	.has_komi = false,
+	.has_pass = false,
+	.has_go_board = false,
+	.num_symmetries = 2,
+	.encoding = "c4",
+	.net_encoding = "c4",
+	.value_hidden = 64,
+	.value_outputs = 3,
+	.solved_positions = true,
+	.numbers = c4_numbers,
+	.run_defaults = c4_run_defaults,
+};

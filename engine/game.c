@@ -1,5 +1,6 @@
 /* game.c: the generic game interface, dispatching to Go and Connect Four. */
 #include "engine/game.h"
+#include "engine/game_desc.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -12,30 +13,21 @@ static const char go_columns[] = "ABCDEFGHJKLMNOPQRST";
 
 game_params game_params_default(game_kind kind)
 {
-	game_params p = { .kind = kind, .size = 19, .komi = 7.5 };
-	if (kind == GAME_KIND_CONNECT4) {
-		p.size = C4_WIDTH;
-		p.komi = 0;
-	}
-	return p;
+	return game_desc_from_params(&(game_params){ .kind = kind })->defaults;
 }
 
 bool game_kind_from_name(const char *name, game_kind *out)
 {
-	if (!strcasecmp(name, "go")) {
-		*out = GAME_KIND_GO;
-		return true;
-	}
-	if (!strcasecmp(name, "connect4") || !strcasecmp(name, "c4")) {
-		*out = GAME_KIND_CONNECT4;
-		return true;
-	}
-	return false;
+	const game_desc *d = game_desc_by_name(name);
+	if (d)
+		*out = d->kind;
+	return d != NULL;
 }
 
 const char *game_kind_name(game_kind kind)
 {
-	return kind == GAME_KIND_GO ? "go" : "connect4";
+	const game_desc *d = game_desc_by_kind(kind);
+	return d ? d->name : "?";
 }
 
 game_status game_init(game *g, const game_params *p)
@@ -164,6 +156,18 @@ void game_resign(game *g, int player)
 		go_resign(&g->u.go, player);
 	else
 		c4_resign(&g->u.c4, player);
+}
+
+double game_komi(const game *g)
+{
+	return g->params.kind == GAME_KIND_GO ? g->u.go.komi : 0;
+}
+
+int game_resigned(const game *g)
+{
+	if (g->params.kind == GAME_KIND_GO)
+		return g->u.go.resigned;
+	return g->u.c4.resigned;
 }
 
 bool game_is_over(const game *g)

@@ -25,6 +25,7 @@ typedef enum game_kind {
 	GAME_KIND_GO = 0,
 	GAME_KIND_CONNECT4 = 1,
 } game_kind;
+#define GAME_KIND_COUNT 2 /* game kinds: the entries of game_descs[] (game_desc.h) */
 
 enum { GAME_BLACK = 0, GAME_WHITE = 1 };
 
@@ -55,9 +56,12 @@ typedef enum game_status {
 	GAME_ERR_FULL = -4,    /* history full */
 } game_status;
 
-/* Default parameters for a kind: Go 19x19 komi 7.5; Connect Four 7x6. */
+/* Default parameters for a kind: Go 19x19 komi 7.5; Connect Four 7x6.
+ * What a game is (names, sizes, numbers, capabilities) is its descriptor:
+ * engine/game_desc.h; these three read it. */
 game_params game_params_default(game_kind kind);
-/* "go" / "connect4" -> kind; returns false when the name is unknown. */
+/* A game's name or alias ("go", "connect4", "c4") -> kind; returns false
+ * when the name is unknown. */
 bool game_kind_from_name(const char *name, game_kind *out);
 const char *game_kind_name(game_kind kind);
 
@@ -90,6 +94,10 @@ bool game_undo(game *g);
 
 /* The side `player` resigns: the game is over and the other side has won. */
 void game_resign(game *g, int player);
+/* The komi in force (a GTP `komi` may have changed it); 0 without komi. */
+double game_komi(const game *g);
+/* The player who resigned, or -1 when nobody has. */
+int game_resigned(const game *g);
 bool game_is_over(const game *g);
 /* Final result for Black: +1 Black won, -1 White won, 0 draw. Valid when over;
  * when not over, Go gives the result of scoring the board as it stands. */

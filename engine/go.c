@@ -16,6 +16,7 @@
 
 #include <string.h>
 
+#include "engine/game_desc.h"
 #include "engine/rng.h"
 #include "engine/zobrist.h"
 
@@ -819,3 +820,54 @@ bool go_check(const go_board *b)
 		return false;
 	return b->hash == go_hash_recompute(b);
 }
+
+/* ---- the descriptor ------------------------------------------------------- */
+
+static void go_numbers(const game_params *p, game_numbers *out)
+{
+	int n = p->size;
+	out->width = out->height = n;
+	out->actions = n * n + 1;
+	out->typical_length = n * n;
+	out->temperature_moves = n;
+	/* Random match openings: 4 plies from 9x9 up, 2 on the small boards. */
+	out->opening_moves = n >= 9 ? 4 : 2;
+	out->max_moves = 3 * n * n;
+	/* A quarter of the board: 20 moves on 9x9, 90 on 19x19. */
+	out->resign_after = n * n / 4;
+}
+
+static void go_run_defaults(const game_params *p, game_run_defaults *out)
+{
+	/* Up to 9x9 a small network learns to count in the first hour on
+	 * two cores; larger boards get a wider one. */
+	bool small = p->size <= 9;
+	out->blocks = small ? 4 : 6;
+	out->channels = small ? 48 : 64;
+	out->visits = 100;
+	out->cheap_visits = 25;
+	out->parallel_games = 64;
+	out->window = 100000;
+	out->positions_per_game = 0.25 * p->size * p->size;
+}
+
+const game_desc game_go = {
+	.kind = GAME_KIND_GO,
+	.name = "go",
+	.title = "Go",
+	.aliases = (const char *const[]){ NULL },
+	.defaults = { .kind = GAME_KIND_GO, .size = 19, .komi = 7.5 },
+	.has_size = true,
+	.min_size = GO_MIN_SIZE,
+	.max_size = GO_MAX_SIZE,
+	.has_komi = true,
+	.has_pass = true,
+	.has_go_board = true,
+	.num_symmetries = 8,
+	.encoding = "lz18",
+	.net_encoding = "go_native",
+	.value_hidden = 256,
+	.value_outputs = 1,
+	.numbers = go_numbers,
+	.run_defaults = go_run_defaults,
+};

@@ -1,19 +1,20 @@
 /* fuzz_gtp.c: libFuzzer target for the GTP parser and engine. The input is
- * split into lines and fed to a fresh engine (Go, 9x9), answers going to
- * /dev/null; a second engine plays Connect Four. Nothing may crash, leak or
- * read out of bounds, whatever the bytes. */
+ * split into lines and fed to a fresh engine for each game (a 9x9 board
+ * where the size is a choice), answers going to /dev/null. Nothing may
+ * crash, leak or read out of bounds, whatever the bytes. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/game_desc.h"
 #include "gtp/engine.h"
 
-static void feed(game_kind kind, const uint8_t *data, size_t size, FILE *sink)
+static void feed(const game_desc *d, const uint8_t *data, size_t size, FILE *sink)
 {
 	gtp_options opt = gtp_options_default();
-	opt.game = game_params_default(kind);
-	if (kind == GAME_KIND_GO)
-		opt.game.size = 9;
+	opt.game = d->defaults;
+	if (d->has_size)
+		opt.game.size = 9 < d->min_size ? d->min_size : 9 > d->max_size ? d->max_size : 9;
 	/* Small searches: the fuzzer is after the parser and handlers. */
 	opt.search.threads = 1;
 	opt.search.max_visits = 16;
@@ -41,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static FILE *sink;
 	if (!sink)
 		sink = fopen("/dev/null", "w");
-	feed(GAME_KIND_GO, data, size, sink);
-	feed(GAME_KIND_CONNECT4, data, size, sink);
+	for (const game_desc *const *d = game_descs; *d; d++)
+		feed(*d, data, size, sink);
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "engine/clock.h"
+#include "engine/game_desc.h"
 #include "engine/sgf.h"
 #include "gtp/parse.h"
 #include "nn/encode.h"
@@ -158,13 +159,15 @@ typedef bool (*gtp_handler)(gtp_engine *e, const gtp_command *c, gtp_reply *r);
 typedef struct gtp_entry {
 	const char *name;    /* the command */
 	gtp_handler handler; /* its function */
-	bool go_only;        /* refused for Connect Four */
+	bool go_only;        /* needs a Go board: refused when the game has none */
 } gtp_entry;
 
 static const gtp_entry *gtp_find(const char *name);
 static const gtp_entry gtp_table[];
 
-static bool is_go(const gtp_engine *e) { return e->game.params.kind == GAME_KIND_GO; }
+/* The game's position is a go_board: handicap, SGF, scoring and dead
+ * stones apply, and GTP may play out of turn and after two passes. */
+static bool is_go(const gtp_engine *e) { return game_desc_of(&e->game)->has_go_board; }
 
 static bool fail(gtp_reply *r, const char *msg)
 {
@@ -251,7 +254,8 @@ static bool cmd_boardsize(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 		return fail(r, "boardsize not an integer");
 	game_params p = e->game.params;
 	p.size = size;
-	if (size < GO_MIN_SIZE || size > GO_MAX_SIZE || (e->net && size != e->net->arch.board_w) ||
+	const game_desc *d = game_desc_of(&e->game);
+	if (size < d->min_size || size > d->max_size || (e->net && size != e->net->arch.board_w) ||
 	    game_init(&e->game, &p) != GAME_OK)
 		return fail(r, "unacceptable size");
 	return true;
@@ -572,7 +576,7 @@ static void commit_move(gtp_engine *e, int move, double started, gtp_reply *r)
 	char text[8];
 	int color = game_to_move(&e->game);
 	timectl_charge(&e->time, color, clock_now() - started);
-	if (e->game.params.kind == GAME_KIND_GO)
+	if (is_go(e))
 		go_play_color(&e->game.u.go, color, move);
 	else
 		game_play(&e->game, move);
@@ -620,8 +624,8 @@ static bool genmove_common(gtp_engine *e, const gtp_command *c, gtp_reply *r, bo
 	int color;
 	if (!parse_color_arg(c, &color, r))
 		return false;
-	if (e->game.params.kind == GAME_KIND_GO && game_is_over(&e->game) &&
-	    e->game.u.go.resigned < 0) {
+	if (game_desc_of(&e->game)->has_pass && game_is_over(&e->game) &&
+	    game_resigned(&e->game) < 0) {
 		/* After two passes GUIs may still ask: pass again. */
 		if (!ensure_to_move(e, color, r))
 			return false;
@@ -799,8 +803,8 @@ static bool cmd_kata_raw_nn(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 	reply_add(r, "symmetry %s\nwhiteWin %.6f\nwhiteLoss %.6f\nnoResult 0\npolicy\n",
 		  all ? "all" : c->argv[0], white_win, 1 - white_win);
 	int w = game_width(&e->game), h = game_height(&e->game);
-	if (e->game.params.kind == GAME_KIND_CONNECT4)
-		h = 1; /* the policy is one value per column */
+	/* One value per point, or per column (Connect Four's moves). */
+	h = (game_num_actions(&e->game) - (game_pass_move(&e->game) != GAME_MOVE_NONE)) / w;
 	for (int y = h - 1; y >= 0; y--) {
 		for (int x = 0; x < w; x++) {
 			int a = y * w + x;
@@ -1074,7 +1078,7 @@ gtp_options gtp_options_default(void)
 {
 	gtp_options o;
 	memset(&o, 0, sizeof(o));
-	o.game = game_params_default(GAME_KIND_GO);
+	o.game = game_go.defaults; /* the Go Text Protocol: Go unless told otherwise */
 	o.search = mcts_options_default();
 	o.search.max_visits = 800;
 	o.batch = 16;
@@ -1103,7 +1107,7 @@ gtp_engine *gtp_engine_new(const gtp_options *opt, char *err, size_t errlen)
 	timectl_init(&e->time);
 	e->time.lag = opt->lag;
 	game_params gp = opt->game;
-	e->enc = gp.kind == GAME_KIND_GO ? NN_ENC_LZ18 : NN_ENC_C4;
+	e->enc = nn_encoding_for_game(&gp);
 	if (opt->weights) {
 		nn_expect want = { .game = (int)gp.kind };
 		char lerr[512];
@@ -1112,7 +1116,7 @@ gtp_engine *gtp_engine_new(const gtp_options *opt, char *err, size_t errlen)
 			snprintf(err, errlen, "%s", lerr);
 			goto fail;
 		}
-		if (gp.kind == GAME_KIND_GO)
+		if (game_desc_from_params(&gp)->has_size)
 			gp.size = e->net->arch.board_w; /* the network decides the board */
 		e->enc = e->net->arch.encoding;
 		if (nn_backend_set_open(&e->bes, e->net, opt->batch > 0 ? opt->batch : 1, &opt->nn,

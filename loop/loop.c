@@ -8,6 +8,7 @@
 
 #include "data/store.h"
 #include "engine/clock.h"
+#include "engine/game_desc.h"
 #include "loop/measure.h"
 #include "loop/report.h"
 #include "nn/cuda/cuda.h"
@@ -17,8 +18,7 @@
 #include "train/rundir.h"
 
 struct loop {
-	loop_options o;         /* as opened (dir copied below) */
-	char dir[4096];         /* the run's folder */
+	loop_options o;         /* as opened */
 	rundir *rd;             /* it, open and locked */
 	store *db;              /* its database (rd->db) */
 	learner *L;             /* the learner and its window */
@@ -43,20 +43,16 @@ loop_options loop_options_default(const game_params *g)
 	loop_options o;
 	memset(&o, 0, sizeof(o));
 	o.game = *g;
-	bool c4 = g->kind == GAME_KIND_CONNECT4;
-	/* Go on 9x9 and below: a smaller net and searches, many more games an
-	 * hour on two cores (the first hour is about learning to count, not
-	 * reading deeply). */
-	bool small = c4 || g->size <= 9;
-	o.dir = c4 ? "runs/connect4" : "runs/go";
+	game_run_defaults d = game_run_defaults_of(g);
+	snprintf(o.dir, sizeof(o.dir), "runs/%s", game_desc_from_params(g)->name);
 	o.minutes = 10;
-	o.blocks = small ? 4 : 6;
-	o.channels = small ? 48 : 64;
-	o.parallel_games = c4 ? 32 : 64;
-	o.visits = c4 ? 200 : 100;
-	o.cheap_visits = c4 ? 40 : 25;
+	o.blocks = d.blocks;
+	o.channels = d.channels;
+	o.parallel_games = d.parallel_games;
+	o.visits = d.visits;
+	o.cheap_visits = d.cheap_visits;
 	o.positions_per_iter = 2000;
-	o.window = c4 ? 60000 : 100000;
+	o.window = d.window;
 	o.batch = 256;
 	o.sample_ratio = 6;
 	o.lr = 0.02;
@@ -174,23 +170,22 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 		return NULL;
 	}
 	r->o = *o;
-	snprintf(r->dir, sizeof(r->dir), "%s", o->dir);
-	r->o.dir = r->dir;
 	r->t_end = clock_now() + o->minutes * 60;
-	r->rd = rundir_open(r->dir, err, errlen);
+	r->rd = rundir_open(r->o.dir, err, errlen);
 	if (!r->rd)
 		goto fail;
 	r->db = r->rd->db;
 	r->net = rundir_learner_net(r->rd, &o->game, o->blocks, o->channels, o->seed, &r->resumed,
 				    err, errlen);
 	if (r->net && r->resumed && r->net->arch.game != o->game.kind) {
-		snprintf(err, errlen, "%s holds a %s run, not %s", r->dir,
+		snprintf(err, errlen, "%s holds a %s run, not %s", r->o.dir,
 			 game_kind_name(r->net->arch.game), game_kind_name(o->game.kind));
 		goto fail;
 	}
 	if (!r->net)
 		goto fail;
-	if (r->resumed && r->net->arch.game == GAME_KIND_GO)
+	const game_desc *desc = game_desc_from_params(&o->game);
+	if (r->resumed && desc->has_size)
 		r->o.game.size = r->net->arch.board_w;
 	r->L = open_learner(r, err, errlen);
 	if (!r->L) {
@@ -220,7 +215,7 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	r->sp = selfplay_new(&so, err, errlen);
 	if (!r->sp || open_selfplay_model(r, err, errlen) != 0)
 		goto fail;
-	if (r->o.game.kind == GAME_KIND_CONNECT4) {
+	if (desc->solved_positions) {
 		char bdir[4096], why[512];
 		if (c4bench_find(bdir, sizeof(bdir)) == 0 &&
 		    c4bench_load(bdir, &r->bench, why, sizeof(why)) == 0)
@@ -230,17 +225,16 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 			       "measured");
 	}
 	/* Recorded positions per game: a guess until games are seen. */
-	r->per_game = r->o.game.kind == GAME_KIND_CONNECT4 ? 0.25 * 22
-							   : 0.25 * r->o.game.size * r->o.game.size;
+	r->per_game = game_run_defaults_of(&r->o.game).positions_per_game;
 
 	int64_t games0, positions0;
 	store_count(r->db, &games0, &positions0);
 	char sp_what[256];
 	selfplay_backend(r->sp, sp_what, sizeof(sp_what));
-	bool go = r->o.game.kind == GAME_KIND_GO;
+	game_numbers gn = game_numbers_of(&r->o.game);
 	say(r, "%s %dx%d in %s, network %dx%d, %s at step %lld, %lld games and %lld positions "
 	       "stored, window %lld; %.1f minutes; self-play %s, training %s",
-	    game_kind_name(r->o.game.kind), go ? r->o.game.size : 7, go ? r->o.game.size : 6, r->dir,
+	    desc->name, gn.width, gn.height, r->o.dir,
 	    r->net->arch.blocks, r->net->arch.channels, r->resumed ? "resumed" : "new",
 	    (long long)learner_steps(r->L), (long long)games0, (long long)positions0,
 	    (long long)learner_positions(r->L), o->minutes, sp_what, learner_describe(r->L));
@@ -379,16 +373,16 @@ void loop_measure(loop *r, const loop_iteration *it)
 	if (r->have_bench)
 		loop_measure_c4(r->db, &r->bench, trained, r->o.eval_visits, r->o.eval_positions,
 				it->step, it->number % 3 == 0, r->o.log, r->o.quiet);
-	else if (r->o.game.kind == GAME_KIND_GO && it->number % 3 == 0)
-		loop_measure_go(r->db, trained, &r->o.game, r->o.eval_visits, it->step, r->o.log,
+	else if (it->number % 3 == 0)
+		loop_measure_first(r->db, trained, &r->o.game, r->o.eval_visits, it->step, r->o.log,
 				r->o.quiet);
 }
 
 int loop_report(loop *r, char *err, size_t errlen)
 {
 	char path[8192];
-	snprintf(path, sizeof(path), "%s/report.html", r->dir);
-	return report_write(r->db, path, r->o.game.kind, err, errlen);
+	snprintf(path, sizeof(path), "%s/report.html", r->o.dir);
+	return report_write(r->db, path, game_desc_from_params(&r->o.game)->name, err, errlen);
 }
 
 void loop_close(loop *r)
@@ -399,11 +393,11 @@ void loop_close(loop *r)
 	if (r->have_bench && !stopped(r))
 		loop_measure_c4(r->db, &r->bench, learner_net(r->L), r->o.eval_visits,
 				r->o.eval_positions, learner_steps(r->L), true, r->o.log, false);
-	snprintf(path, sizeof(path), "%s/report.html", r->dir);
+	snprintf(path, sizeof(path), "%s/report.html", r->o.dir);
 	if (loop_report(r, err, sizeof(err)) == 0)
 		say(r, "report in %s", path);
 	say(r, "%s at step %lld; run again with --dir %s to continue",
-	    stopped(r) ? "stopped" : "done", (long long)learner_steps(r->L), r->dir);
+	    stopped(r) ? "stopped" : "done", (long long)learner_steps(r->L), r->o.dir);
 	loop_free(r);
 }
 

@@ -34,7 +34,7 @@
 
 typedef struct loop_options {
 	game_params game;          /* what to learn */
-	const char *dir;           /* the run's folder */
+	char dir[4096];            /* the run's folder */
 	double minutes;            /* loop_run stops after this long */
 	int blocks, channels;      /* a new network's shape */
 	int parallel_games;        /* self-play games at once */

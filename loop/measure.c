@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 
+#include "engine/game_desc.h"
 #include "match/match.h"
 #include "nn/backend.h"
 #include "search/eval.h"
@@ -91,7 +92,7 @@ out:
 	nn_net_free(copy);
 }
 
-void loop_measure_go(store *db, const nn_net *net, const game_params *g, int eval_visits,
+void loop_measure_first(store *db, const nn_net *net, const game_params *g, int eval_visits,
 		     int64_t step, FILE *log, bool quiet)
 {
 	char err[512], file[4096];
@@ -114,7 +115,9 @@ void loop_measure_go(store *db, const nn_net *net, const game_params *g, int eva
 		goto out;
 	}
 	double rate = (r.wins + 0.5 * r.draws) / r.games;
-	store_add_metric(db, step, "go_winrate_vs_first", rate);
+	char name[96];
+	snprintf(name, sizeof(name), "%s_winrate_vs_first", game_desc_from_params(g)->name);
+	store_add_metric(db, step, name, rate);
 	if (!quiet)
 		say(log, "step %lld: against the first network %d-%d-%d (%.0f%%)\n", (long long)step,
 		    r.wins, r.losses, r.draws, rate * 100);

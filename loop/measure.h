@@ -24,8 +24,9 @@ void loop_measure_c4(store *db, const c4bench *bench, const nn_net *net, int eva
 		     int eval_positions, int64_t step, bool with_search, FILE *log, bool quiet);
 
 /* Ten games of `net` against the run's first model (id 1) at
- * eval_visits / 4 + 1 visits: metric go_winrate_vs_first at `step`. */
-void loop_measure_go(store *db, const nn_net *net, const game_params *g, int eval_visits,
+ * eval_visits / 4 + 1 visits: metric NAME_winrate_vs_first (NAME the
+ * game's, e.g. go_winrate_vs_first) at `step`. */
+void loop_measure_first(store *db, const nn_net *net, const game_params *g, int eval_visits,
 		     int64_t step, FILE *log, bool quiet);
 
 /* Gating: how a candidate earns self-play. */

@@ -117,7 +117,21 @@ static void release(series *s, int n)
 	}
 }
 
-int report_write(store *db, const char *path, game_kind kind, char *err, size_t errlen)
+/* True when metric `name` has a value. */
+static int any_value(void *ctx, int64_t step, double t, double value)
+{
+	*(bool *)ctx = true;
+	return 1;
+}
+
+static bool has_metric(store *db, const char *name)
+{
+	bool any = false;
+	store_metrics(db, name, any_value, &any);
+	return any;
+}
+
+int report_write(store *db, const char *path, const char *game_name, char *err, size_t errlen)
 {
 	char tmp[4200];
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -135,7 +149,7 @@ int report_write(store *db, const char *path, game_kind kind, char *err, size_t 
 	fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>sente run report</title>\n"
 		"<style>body{font-family:sans-serif;max-width:720px;margin:2em auto}</style></head><body>\n"
 		"<h1>sente run: %s</h1>\n<p>%lld games, %lld recorded positions. Written %s</p>\n",
-		game_kind_name(kind), (long long)games, (long long)positions, ctime(&now));
+		game_name, (long long)games, (long long)positions, ctime(&now));
 	series loss[] = {
 		{ .name = "loss", .label = "total", .color = "#000" }, { .name = "policy_loss", .label = "policy", .color = "#1f77b4" },
 		{ .name = "value_loss", .label = "value", .color = "#d62728" },
@@ -147,7 +161,12 @@ int report_write(store *db, const char *path, game_kind kind, char *err, size_t 
 	load(db, pos, 2, true, t0);
 	report_chart(f, "Self-play data", "minutes", pos, 2, false);
 	release(pos, 2);
-	if (kind == GAME_KIND_CONNECT4) {
+	/* Strength as the run measured it: error rates against a perfect
+	 * solver where the game has labelled positions, else the win rate
+	 * against the first network. */
+	char winrate[96];
+	snprintf(winrate, sizeof(winrate), "%s_winrate_vs_first", game_name);
+	if (has_metric(db, "c4_error_net")) {
 		series err_s[] = {
 			{ .name = "c4_error_net", .label = "network alone, all positions", .color = "#ff7f0e" },
 			{ .name = "c4_error_search", .label = "search, sample", .color = "#1f77b4" },
@@ -167,7 +186,7 @@ int report_write(store *db, const char *path, game_kind kind, char *err, size_t 
 		report_chart(f, "Network error rate per position set", "minutes", sets, 6, true);
 		release(sets, 6);
 	} else {
-		series wr[] = { { .name = "go_winrate_vs_first", .label = "win rate against the first network", .color = "#1f77b4" } };
+		series wr[] = { { .name = winrate, .label = "win rate against the first network", .color = "#1f77b4" } };
 		load(db, wr, 1, true, t0);
 		report_chart(f, "Strength", "minutes", wr, 1, true);
 		release(wr, 1);

@@ -24,8 +24,8 @@ typedef struct report_series {
 void report_chart(FILE *f, const char *title, const char *xlabel, const report_series *s, int n,
 		  bool percent);
 
-/* Writes the report to path (through a temporary file and a rename).
- * 0, or -1 with a message. */
-int report_write(store *db, const char *path, game_kind kind, char *err, size_t errlen);
+/* Writes the report of a run of `game_name` (its descriptor's name) to path,
+ * through a temporary file and a rename. 0, or -1 with a message. */
+int report_write(store *db, const char *path, const char *game_name, char *err, size_t errlen);
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "engine/clock.h"
+#include "engine/game_desc.h"
 #include "engine/rng.h"
 #include "engine/sgf.h"
 #include "gtp/client.h"
@@ -127,11 +128,12 @@ match_options match_options_default(const game_params *g)
 	o.games = 100;
 	o.parallel = 2;
 	o.visits = 100;
-	o.opening_moves = g->kind == GAME_KIND_GO && g->size >= 9 ? 4 : 2;
+	game_numbers n = game_numbers_of(g);
+	o.opening_moves = n.opening_moves;
 	o.sprt_params = elo_sprt_default();
 	o.resign_pct = 5;
 	o.move_timeout = 120;
-	o.max_moves = g->kind == GAME_KIND_GO ? 3 * g->size * g->size : 42;
+	o.max_moves = n.max_moves;
 	o.batch = 32;
 	o.seed = 1;
 	return o;
@@ -151,13 +153,18 @@ void match_settings_text(const match_player *a, const match_player *b, const mat
 		snprintf(open, sizeof(open), "book:%s", o->book);
 	else
 		snprintf(open, sizeof(open), "random:%d", o->opening_moves);
-	if (o->game.kind == GAME_KIND_GO)
-		snprintf(buf, len, "go size=%d komi=%g %s openings=%s resign=%g maxmoves=%d seed=%llu",
-			 o->game.size, o->game.komi, limit, open, (double)o->resign_pct, o->max_moves,
-			 (unsigned long long)o->seed);
-	else
-		snprintf(buf, len, "connect4 %s openings=%s resign=%g seed=%llu", limit, open,
-			 (double)o->resign_pct, (unsigned long long)o->seed);
+	/* Only what the game has: a game without passes ends within its
+	 * board's cells, so its move limit never binds and is left out. */
+	const game_desc *d = game_desc_from_params(&o->game);
+	char size[32] = "", komi[48] = "", maxm[32] = "";
+	if (d->has_size)
+		snprintf(size, sizeof(size), " size=%d", o->game.size);
+	if (d->has_komi)
+		snprintf(komi, sizeof(komi), " komi=%g", o->game.komi);
+	if (d->has_pass)
+		snprintf(maxm, sizeof(maxm), " maxmoves=%d", o->max_moves);
+	snprintf(buf, len, "%s%s%s %s openings=%s resign=%g%s seed=%llu", d->name, size, komi, limit,
+		 open, (double)o->resign_pct, maxm, (unsigned long long)o->seed);
 }
 
 /* ---- openings ------------------------------------------------------------------- */
@@ -238,8 +245,8 @@ out:
 }
 
 /* Plays opening `k` onto g (fresh): a book line, or `n` random moves from a
- * generator seeded by (seed, k). Random Go moves keep off the first line
- * and never pass. */
+ * generator seeded by (seed, k). Random moves never pass, and on a Go
+ * board of 7x7 or more keep off the first line. */
 static void play_opening(game *g, const opening_book *book, int n, uint64_t seed, int k)
 {
 	if (book->n > 0) {
@@ -250,15 +257,15 @@ static void play_opening(game *g, const opening_book *book, int n, uint64_t seed
 	}
 	uint64_t rng = rng_mix(seed * 0x9e3779b97f4a7c15ULL + (uint64_t)k);
 	int legal[GAME_MAX_ACTIONS], pick[GAME_MAX_ACTIONS];
-	bool go = g->params.kind == GAME_KIND_GO;
+	bool go = game_desc_of(g)->has_go_board;
 	int size = go ? g->params.size : 0;
 	for (int m = 0; m < n && !game_is_over(g); m++) {
 		int cnt = game_legal_moves(g, legal), np = 0;
 		for (int i = 0; i < cnt; i++) {
 			int mv = legal[i];
+			if (mv == game_pass_move(g))
+				continue;
 			if (go) {
-				if (mv == game_pass_move(g))
-					continue;
 				int x = mv % size, y = mv / size;
 				if (size >= 7 && (x == 0 || y == 0 || x == size - 1 || y == size - 1))
 					continue;
@@ -344,7 +351,8 @@ static int gtp_setup(match_ctx *c, const match_player *p, side *s, const game *g
 		}
 	}
 	gtp_client_status st;
-	if (g->params.kind == GAME_KIND_GO) {
+	const game_desc *d = game_desc_of(g);
+	if (d->has_size) {
 		snprintf(cmd, sizeof(cmd), "boardsize %d", g->params.size);
 		st = gtp_client_send(s->c, cmd, 60, ans, sizeof(ans));
 		if (st == GTP_CLIENT_FAIL) {
@@ -358,7 +366,7 @@ static int gtp_setup(match_ctx *c, const match_player *p, side *s, const game *g
 	}
 	if ((st = gtp_client_send(s->c, "clear_board", 60, ans, sizeof(ans))) != GTP_CLIENT_OK)
 		goto broken;
-	if (g->params.kind == GAME_KIND_GO) {
+	if (d->has_komi) {
 		snprintf(cmd, sizeof(cmd), "komi %g", g->params.komi);
 		if ((st = gtp_client_send(s->c, cmd, 60, ans, sizeof(ans))) != GTP_CLIENT_OK)
 			goto broken;
@@ -564,7 +572,7 @@ static int play_game(match_ctx *c, side sides[2], int no, game *g, game_outcome 
 	out->result = game_result(g);
 	out->score = game_score(g);
 	snprintf(out->reason, sizeof(out->reason), "%s", game_is_over(g) ? "area score" : "move limit, area score");
-	if (o->game.kind == GAME_KIND_GO) {
+	if (game_desc_from_params(&o->game)->has_komi) {
 		for (int sd = 0; sd < 2; sd++) {
 			if (c->pl[sd]->kind != MATCH_PLAYER_GTP || !gtp_client_usable(sides[sd].c))
 				continue;
@@ -590,10 +598,10 @@ finish:
 	return 0;
 }
 
-/* The SGF of a finished Go game, malloc'd; NULL for Connect Four. */
+/* The SGF of a finished game on a Go board, malloc'd; else NULL. */
 static char *game_sgf(const match_ctx *c, const game *g, int no, const game_outcome *out)
 {
-	if (g->params.kind != GAME_KIND_GO)
+	if (!game_desc_of(g)->has_go_board)
 		return NULL;
 	sgf_record rec;
 	if (sgf_record_from_go(&g->u.go, &rec) != 0)
@@ -784,8 +792,11 @@ static int load_model(match_ctx *c, int sd, char *err, size_t errlen)
 	const match_player *p = c->pl[sd];
 	const match_options *o = c->o;
 	nn_expect want = { .game = (int)o->game.kind };
-	if (o->game.kind == GAME_KIND_GO)
-		want.board_w = want.board_h = o->game.size;
+	if (game_desc_from_params(&o->game)->has_size) {
+		game_numbers n = game_numbers_of(&o->game);
+		want.board_w = n.width;
+		want.board_h = n.height;
+	}
 	char e[512];
 	c->net[sd] = nn_net_load_any(p->file, &want, e, sizeof(e));
 	if (!c->net[sd]) {
@@ -831,7 +842,7 @@ static int probe_engine(match_player *p, const game_params *gp, char *err, size_
 	snprintf(name, sizeof(name), "%.127s", ans);
 	if (gtp_client_send(cl, "version", 60, ans, sizeof(ans)) == GTP_CLIENT_OK)
 		snprintf(ver, sizeof(ver), "%.63s", ans);
-	if (gp->kind == GAME_KIND_GO) {
+	if (game_desc_from_params(gp)->has_size) {
 		char cmd[64];
 		snprintf(cmd, sizeof(cmd), "boardsize %d", gp->size);
 		st = gtp_client_send(cl, cmd, 60, ans, sizeof(ans));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/clock.h"
+#include "engine/game_desc.h"
 #include "engine/rng.h"
 #include "nn/cuda/cuda.h"
 
@@ -16,7 +17,7 @@ nn_bench_options nn_bench_options_default(void)
 	memset(&o, 0, sizeof(o));
 	o.blocks = 6;
 	o.channels = 64;
-	o.game = game_params_default(GAME_KIND_GO);
+	o.game = game_desc_by_name("go")->defaults;
 	o.batches[0] = 1;
 	o.batches[1] = 8;
 	o.batches[2] = 32;
@@ -35,10 +36,8 @@ static bool bench_positions(const nn_arch *a, int n, uint64_t seed, float *plane
 {
 	game *g = malloc(sizeof(*g));
 	int *moves = malloc(sizeof(int) * GAME_MAX_ACTIONS);
-	game_params gp = game_params_default(a->game);
+	game_params gp = nn_arch_params(a);
 	bool ok = g && moves;
-	if (a->game == GAME_KIND_GO)
-		gp.size = a->board_w;
 	size_t in_n = (size_t)a->in_planes * a->board_w * a->board_h;
 	int max_moves = a->board_w * a->board_h * 2 / 3;
 	uint64_t s = seed | 1;

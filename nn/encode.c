@@ -4,6 +4,9 @@
 #include <assert.h>
 #include <string.h>
 
+#include "engine/game_desc.h"
+#include "engine/rng.h"
+
 static const struct {
 	const char *name; /* as written in files and on the command line */
 	int planes;       /* plane count */
@@ -40,6 +43,40 @@ game_kind nn_encoding_game(nn_encoding enc)
 	return encodings[enc].game;
 }
 
+/* A name from a descriptor: a table of the build, so unknown is a bug. */
+static nn_encoding encoding_named(const char *name)
+{
+	nn_encoding enc = NN_ENC_COUNT;
+	bool found = nn_encoding_from_name(name, &enc);
+	assert(found);
+	(void)found;
+	return enc;
+}
+
+nn_encoding nn_encoding_for_game(const game_params *p)
+{
+	return encoding_named(game_desc_from_params(p)->encoding);
+}
+
+nn_encoding nn_encoding_for_new_net(const game_params *p)
+{
+	return encoding_named(game_desc_from_params(p)->net_encoding);
+}
+
+uint64_t nn_encode_key(const game *g, nn_encoding enc)
+{
+	uint64_t k = rng_mix(game_hash(g) ^ (uint64_t)enc << 56);
+	if (g->params.kind != GAME_KIND_GO)
+		return k;
+	/* Go encodings see the last 8 positions: fold in their hashes. */
+	const go_board *b = &g->u.go;
+	for (int i = 1; i < GO_PAST_POSITIONS && b->n_history - i >= 0; i++)
+		k = rng_mix(k ^ b->past_hash[b->n_history - i]);
+	if (enc == NN_ENC_GO_NATIVE)
+		k = rng_mix(k ^ (uint64_t)(int64_t)(b->komi * 2));
+	return k;
+}
+
 /* Where point (x, y) goes under symmetry sym, as a plane index. Connect
  * Four's symmetry is defined on columns (its moves), so rows stay. */
 static int encode_sym_point(const game *g, int sym, int w, int x, int y)
@@ -47,6 +84,12 @@ static int encode_sym_point(const game *g, int sym, int w, int x, int y)
 	if (g->params.kind == GAME_KIND_CONNECT4)
 		return y * w + game_symmetry_move(g, sym, x);
 	return game_symmetry_move(g, sym, y * w + x);
+}
+
+int nn_encode_sym_point(const game *g, int sym, int q)
+{
+	int w = game_width(g);
+	return encode_sym_point(g, sym, w, q % w, q / w);
 }
 
 static void encode_go(const game *g, nn_encoding enc, int sym, float *planes)

@@ -54,11 +54,24 @@ const char *nn_encoding_name(nn_encoding enc);
 bool nn_encoding_from_name(const char *name, nn_encoding *out);
 /* The game kind an encoding is for. */
 game_kind nn_encoding_game(nn_encoding enc);
+/* A game's encodings, named by its descriptor (engine/game_desc.h): the
+ * one used without a network (Leela Zero's for Go), and a new network's. */
+nn_encoding nn_encoding_for_game(const game_params *p);
+nn_encoding nn_encoding_for_new_net(const game_params *p);
+
+/* A key of everything nn_encode(g, enc, ...) reads: the position, the
+ * earlier positions of its history planes, komi where the planes show it.
+ * Equal planes have equal keys (the NN cache's; it may be 0). */
+uint64_t nn_encode_key(const game *g, nn_encoding enc);
 
 /* Writes the planes of g (room for planes * width * height floats); returns
  * the plane count, or -1 when the encoding is not for g's game. */
 int nn_encode(const game *g, nn_encoding enc, float *planes);
 /* Same, for the position transformed by symmetry sym (see above). */
 int nn_encode_sym(const game *g, nn_encoding enc, int sym, float *planes);
+/* Where nn_encode_sym puts what nn_encode has at plane point q (y * width
+ * + x): a point's image under sym, or for Connect Four, whose symmetry acts
+ * on columns, the same row of the column's image. */
+int nn_encode_sym_point(const game *g, int sym, int q);
 
 #endif

@@ -8,15 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/game_desc.h"
 #include "engine/rng.h"
 
 nn_arch nn_arch_lz(int size, int blocks, int channels)
 {
 	nn_arch a;
 	memset(&a, 0, sizeof(a));
-	a.game = GAME_KIND_GO;
-	a.board_w = a.board_h = size;
 	a.encoding = NN_ENC_LZ18;
+	a.game = nn_encoding_game(a.encoding);
+	a.board_w = a.board_h = size;
 	a.in_planes = nn_encoding_planes(a.encoding);
 	a.blocks = blocks;
 	a.channels = channels;
@@ -31,28 +32,33 @@ nn_arch nn_arch_lz(int size, int blocks, int channels)
 
 nn_arch nn_arch_default(const game_params *p, int blocks, int channels)
 {
+	const game_desc *d = game_desc_from_params(p);
+	game_numbers n = game_numbers_of(p);
 	nn_arch a;
-	if (p->kind == GAME_KIND_GO) {
-		a = nn_arch_lz(p->size, blocks, channels);
-		a.encoding = NN_ENC_GO_NATIVE;
-		a.in_planes = nn_encoding_planes(a.encoding);
-		a.value_channels = 2;
-		return a;
-	}
 	memset(&a, 0, sizeof(a));
-	a.game = GAME_KIND_CONNECT4;
-	a.board_w = C4_WIDTH;
-	a.board_h = C4_HEIGHT;
-	a.encoding = NN_ENC_C4;
+	a.game = p->kind;
+	a.board_w = n.width;
+	a.board_h = n.height;
+	a.encoding = nn_encoding_for_new_net(p);
 	a.in_planes = nn_encoding_planes(a.encoding);
 	a.blocks = blocks;
 	a.channels = channels;
 	a.policy_channels = 2;
-	a.policy_outputs = C4_WIDTH;
+	a.policy_outputs = n.actions;
 	a.value_channels = 2;
-	a.value_hidden = 64;
-	a.value_outputs = 3;
+	a.value_hidden = d->value_hidden;
+	a.value_outputs = d->value_outputs;
 	return a;
+}
+
+game_params nn_arch_params(const nn_arch *a)
+{
+	const game_desc *d = game_desc_by_kind(a->game);
+	assert(d);
+	game_params p = d->defaults;
+	if (d->has_size)
+		p.size = a->board_w;
+	return p;
 }
 
 #define ARCH_FAIL(...)                                  \
@@ -63,7 +69,8 @@ nn_arch nn_arch_default(const game_params *p, int blocks, int channels)
 
 int nn_arch_check(const nn_arch *a, char *err, size_t errlen)
 {
-	if (a->game != GAME_KIND_GO && a->game != GAME_KIND_CONNECT4)
+	const game_desc *d = game_desc_by_kind(a->game);
+	if (!d)
 		ARCH_FAIL("unknown game kind %d", (int)a->game);
 	if ((unsigned)a->encoding >= NN_ENC_COUNT)
 		ARCH_FAIL("unknown input encoding %d", (int)a->encoding);
@@ -73,21 +80,17 @@ int nn_arch_check(const nn_arch *a, char *err, size_t errlen)
 	if (a->in_planes != nn_encoding_planes(a->encoding))
 		ARCH_FAIL("encoding %s has %d planes, not %d", nn_encoding_name(a->encoding),
 			  nn_encoding_planes(a->encoding), a->in_planes);
-	if (a->game == GAME_KIND_GO) {
-		if (a->board_w != a->board_h || a->board_w < GO_MIN_SIZE || a->board_w > GO_MAX_SIZE)
-			ARCH_FAIL("Go board %dx%d is not a square of %d..%d", a->board_w, a->board_h,
-				  GO_MIN_SIZE, GO_MAX_SIZE);
-		if (a->policy_outputs != a->board_w * a->board_h + 1)
-			ARCH_FAIL("Go %dx%d needs %d policy outputs, not %d", a->board_w, a->board_h,
-				  a->board_w * a->board_h + 1, a->policy_outputs);
-	} else {
-		if (a->board_w != C4_WIDTH || a->board_h != C4_HEIGHT)
-			ARCH_FAIL("Connect Four is %dx%d, not %dx%d", C4_WIDTH, C4_HEIGHT, a->board_w,
-				  a->board_h);
-		if (a->policy_outputs != C4_WIDTH)
-			ARCH_FAIL("Connect Four needs %d policy outputs, not %d", C4_WIDTH,
-				  a->policy_outputs);
-	}
+	if (d->has_size && (a->board_w != a->board_h || a->board_w < d->min_size ||
+			    a->board_w > d->max_size))
+		ARCH_FAIL("%s board %dx%d is not a square of %d..%d", d->title, a->board_w, a->board_h,
+			  d->min_size, d->max_size);
+	game_params p = nn_arch_params(a);
+	game_numbers n = game_numbers_of(&p);
+	if (a->board_w != n.width || a->board_h != n.height)
+		ARCH_FAIL("%s is %dx%d, not %dx%d", d->title, n.width, n.height, a->board_w, a->board_h);
+	if (a->policy_outputs != n.actions)
+		ARCH_FAIL("%s %dx%d needs %d policy outputs, not %d", d->title, a->board_w, a->board_h,
+			  n.actions, a->policy_outputs);
 	if (a->blocks < 0 || a->blocks > NN_MAX_BLOCKS)
 		ARCH_FAIL("%d blocks: must be 0..%d", a->blocks, NN_MAX_BLOCKS);
 	if (a->channels < 1 || a->channels > NN_MAX_CHANNELS)

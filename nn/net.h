@@ -129,6 +129,9 @@ nn_arch nn_arch_lz(int size, int blocks, int channels);
 /* Sente's default for a game: Go uses NN_ENC_GO_NATIVE and 1 value output,
  * Connect Four NN_ENC_C4 and 3 (WDL). Board from params. */
 nn_arch nn_arch_default(const game_params *p, int blocks, int channels);
+/* The game an architecture plays: its kind's defaults with the board size
+ * from board_w where the game has a size choice. a->game must be a game. */
+game_params nn_arch_params(const nn_arch *a);
 /* 0 when consistent, else -1 with a message. */
 int nn_arch_check(const nn_arch *a, char *err, size_t errlen);
 

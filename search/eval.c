@@ -86,16 +86,7 @@ eval_options eval_options_default(void)
 
 uint64_t eval_key(const game *g, nn_encoding enc)
 {
-	uint64_t k = rng_mix(game_hash(g) ^ (uint64_t)enc << 56);
-	if (g->params.kind != GAME_KIND_GO)
-		return k | 1;
-	/* Go encodings see the last 8 positions: fold in their hashes. */
-	const go_board *b = &g->u.go;
-	for (int i = 1; i < GO_PAST_POSITIONS && b->n_history - i >= 0; i++)
-		k = rng_mix(k ^ b->past_hash[b->n_history - i]);
-	if (enc == NN_ENC_GO_NATIVE)
-		k = rng_mix(k ^ (uint64_t)(int64_t)(b->komi * 2));
-	return k | 1; /* 0 marks an empty cache slot */
+	return nn_encode_key(g, enc) | 1; /* 0 marks an empty cache slot */
 }
 
 /* ---- cache ---------------------------------------------------------------- */

@@ -359,7 +359,7 @@ static void keep_subtree(mcts *m, uint32_t from)
 static bool same_setup(const game *a, const game *b)
 {
 	return a->params.kind == b->params.kind && a->params.size == b->params.size &&
-	       (a->params.kind != GAME_KIND_GO || a->u.go.komi == b->u.go.komi);
+	       game_komi(a) == game_komi(b);
 }
 
 void mcts_set_position(mcts *m, const game *g)

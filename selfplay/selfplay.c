@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "engine/clock.h"
+#include "engine/game_desc.h"
 #include "engine/rng.h"
 #include "search/eval.h"
 #include "search/mcts.h"
@@ -76,11 +77,10 @@ selfplay_options selfplay_options_default(const game_params *g)
 	o.visits = 200;
 	o.cheap_visits = 40;
 	o.full_fraction = 0.25;
-	o.temperature_moves = g->kind == GAME_KIND_CONNECT4 ? 8 : g->size;
+	game_numbers n = game_numbers_of(g);
+	o.temperature_moves = n.temperature_moves;
 	o.resign_pct = 5;
-	/* A quarter of the board (20 moves on 9x9, 90 on 19x19), Connect
-	 * Four's first 8 plies. */
-	o.resign_after_moves = g->kind == GAME_KIND_CONNECT4 ? 8 : g->size * g->size / 4;
+	o.resign_after_moves = n.resign_after;
 	o.no_resign_fraction = 0.1;
 	o.batch = 16;
 	o.nn = nn_backend_options_default();
@@ -165,7 +165,7 @@ int selfplay_set_model(selfplay *sp, const nn_net *net, int64_t model_id, char *
 	}
 	m->id = model_id;
 	m->refs = 1;
-	nn_encoding enc = sp->opt.game.kind == GAME_KIND_GO ? NN_ENC_LZ18 : NN_ENC_C4;
+	nn_encoding enc = nn_encoding_for_game(&sp->opt.game);
 	if (net) {
 		m->net = nn_net_clone(net);
 		if (!m->net) {
@@ -302,7 +302,7 @@ static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec
 	mo.seed = rng_next(&w->rng);
 	mo.noise = true;
 	/* Enough nodes for a full search with reuse, with room to spare. */
-	size_t per = (size_t)o->visits * (size_t)(o->game.kind == GAME_KIND_GO ? o->game.size * o->game.size + 1 : 7);
+	size_t per = (size_t)o->visits * (size_t)game_numbers_of(&o->game).actions;
 	mo.max_memory = per * 64 * 4 + ((size_t)8 << 20);
 	mcts *m = mcts_new(mdl->ev, &mo, err, sizeof(err));
 	if (!m)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/game_desc.h"
 #include "search/mcts.h"
 
 static const char *const set_names[] = {
@@ -125,8 +126,7 @@ static int class_rank(char c) { return c == 'W' ? 2 : c == 'D' ? 1 : c == 'L' ? 
 /* Sets up the position; false when a move is illegal or the game over. */
 static bool setup(const c4bench_position *p, game *g)
 {
-	game_params gp = game_params_default(GAME_KIND_CONNECT4);
-	game_init(g, &gp);
+	game_init(g, &game_connect4.defaults); /* the positions are Connect Four's */
 	for (const char *c = p->moves; *c; c++)
 		if (*c < '1' || *c > '7' || game_play(g, *c - '1') != GAME_OK)
 			return false;

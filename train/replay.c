@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/game_desc.h"
 #include "engine/rng.h"
 
 /* One game of the window, with its positions' move indices. */
@@ -109,7 +110,7 @@ int64_t replay_added(const replay_buffer *rb) { return rb->added; }
 /* game_num_symmetries of a record's game, without replaying it. */
 static int replay_symmetries(const game_record *r)
 {
-	return r->params.kind == GAME_KIND_GO ? 8 : 2;
+	return game_desc_from_params(&r->params)->num_symmetries;
 }
 
 int replay_sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, train_batch *b)

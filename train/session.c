@@ -7,6 +7,7 @@
 
 #include "data/store.h"
 #include "engine/clock.h"
+#include "engine/game_desc.h"
 #include "nn/cuda/cuda.h"
 #include "train/launch.h"
 #include "train/rundir.h"
@@ -20,7 +21,7 @@ train_session_options train_session_options_default(void)
 	o.batch = 256;
 	o.lr = 0.02;
 	o.export_steps = 100;
-	o.game = game_params_default(GAME_KIND_CONNECT4);
+	o.game = game_desc_by_name("connect4")->defaults;
 	o.blocks = 4;
 	o.channels = 48;
 	o.seed = 1;
@@ -165,13 +166,13 @@ int train_session_run(const train_session_options *o, comm *c, comm *nccl)
 		}
 	}
 
-	bool c4 = msg.arch.game == GAME_KIND_CONNECT4;
+	game_params gp = nn_arch_params(&msg.arch);
 	learner_options lo = learner_options_default();
 	lo.train.batch = share;
 	lo.train.lr = o->lr;
 	lo.train.seed = o->seed;
 	lo.train.threads = o->threads;
-	lo.window = o->window > 0 ? o->window : c4 ? 60000 : 100000;
+	lo.window = o->window > 0 ? o->window : game_run_defaults_of(&gp).window;
 	lo.device = o->n_gpus ? o->gpus[0] : 0;
 	lo.precision = o->precision;
 	lo.micro_batch = o->micro_batch;

@@ -1156,9 +1156,7 @@ static int cpu_random_positions(const nn_arch *a, int n, uint64_t seed, float *p
 	int rc = -1;
 	game *g = malloc(sizeof(*g));
 	int *moves = malloc(sizeof(int) * GAME_MAX_ACTIONS);
-	game_params gp = game_params_default(a->game);
-	if (a->game == GAME_KIND_GO)
-		gp.size = a->board_w;
+	game_params gp = nn_arch_params(a);
 	if (!g || !moves) {
 		snprintf(err, errlen, "out of memory");
 		goto out;

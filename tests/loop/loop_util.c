@@ -7,7 +7,7 @@ loop_options loop_test_options(const char *dir)
 {
 	game_params g = game_params_default(GAME_KIND_CONNECT4);
 	loop_options o = loop_options_default(&g);
-	o.dir = dir;
+	snprintf(o.dir, sizeof(o.dir), "%s", dir);
 	o.minutes = 10; /* a bound on self-play, not a duration */
 	o.blocks = 1;
 	o.channels = 8;

@@ -1,5 +1,5 @@
 /* The SQLite store: create, models, games, metrics; migration from an
- * empty and a version-1 database; refusal of newer, foreign and garbage
+ * empty, a version-1 and a version-3 database; refusal of newer, foreign and garbage
  * files; corrupt rows skipped; the replay window; four processes writing
  * at once; and `sente db` driven through $SENTE_BIN. */
 #include <criterion/criterion.h>
@@ -248,6 +248,93 @@ Test(store, migrates_empty_and_v1_databases)
 	sqlite3_close(db);
 }
 
+/* A database of schema 3, whose games table CHECKed the game's name
+ * against 'go' and 'connect4', opens: the table is rebuilt without the
+ * CHECK and every row keeps its id, model, columns and record. */
+Test(store, migrates_v3_games_without_game_names)
+{
+	char err[512];
+	sqlite3 *db;
+	cr_assert_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(sqlite3_exec(db, store_migrations[i], NULL, NULL, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, "INSERT INTO meta VALUES ('schema_version', 3);"
+				  "INSERT INTO models (id, file, created) VALUES (5, 'm5.sente', 1.7e9)",
+				  NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_stmt *st;
+	cr_assert_eq(sqlite3_prepare_v2(db, "INSERT INTO games (id, model_id, worker, game, size, komi, "
+					"result, score, resigned, length, n_positions, created, record) "
+					"VALUES (?1, ?2, 'old', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1.7e9, ?11)",
+					-1, &st, NULL), SQLITE_OK);
+	game_record want[4];
+	int64_t ids[4] = { 3, 7, 8, 12 }, positions = 0;
+	uint64_t rng = 21;
+	for (int i = 0; i < 4; i++) {
+		random_game(&want[i], i % 2 ? GAME_KIND_CONNECT4 : GAME_KIND_GO, &rng, 4 + i);
+		uint8_t *blob;
+		size_t len;
+		cr_assert_eq(record_encode(&want[i], &blob, &len), 0);
+		const game_params *p = &want[i].params;
+		sqlite3_bind_int64(st, 1, ids[i]);
+		if (i < 2)
+			sqlite3_bind_int64(st, 2, 5);
+		else
+			sqlite3_bind_null(st, 2);
+		sqlite3_bind_text(st, 3, p->kind == GAME_KIND_GO ? "go" : "connect4", -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 4, p->kind == GAME_KIND_GO ? p->size : 7);
+		sqlite3_bind_double(st, 5, p->kind == GAME_KIND_GO ? p->komi : 0);
+		sqlite3_bind_int(st, 6, want[i].result);
+		sqlite3_bind_double(st, 7, want[i].score);
+		sqlite3_bind_int(st, 8, want[i].resigned);
+		sqlite3_bind_int(st, 9, want[i].n_moves);
+		sqlite3_bind_int(st, 10, record_full_count(&want[i]));
+		sqlite3_bind_blob(st, 11, blob, (int)len, SQLITE_TRANSIENT);
+		cr_assert_eq(sqlite3_step(st), SQLITE_DONE, "%s", sqlite3_errmsg(db));
+		sqlite3_reset(st);
+		free(blob);
+		positions += record_full_count(&want[i]);
+	}
+	sqlite3_finalize(st);
+	/* The old schema refuses a game it does not name. */
+	cr_assert_neq(sqlite3_exec(db, "INSERT INTO games (game, size, komi, result, score, length, "
+				   "n_positions, created, record) VALUES ('othello', 8, 0, 0, 0, 0, 0, 0, x'')",
+				   NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+
+	store *s = store_open(db_path, err, sizeof(err));
+	cr_assert(s, "%s", err);
+	cr_assert_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
+	int64_t games, pos;
+	cr_assert_eq(store_count(s, &games, &pos), 0);
+	cr_assert_eq(games, 4);
+	cr_assert_eq(pos, positions);
+	seen sn = { 0, want, ids };
+	cr_assert_eq(store_recent_games(s, 0, 0, seen_fn, &sn, err, sizeof(err)), 4, "%s", err);
+	cr_assert_eq(store_last_skipped(s), 0);
+	int64_t id;
+	cr_assert_eq(store_add_game(s, 5, "new", &want[0], &id), 0, "%s", store_errmsg(s));
+	cr_assert_eq(id, 13, "ids go on from the old rows");
+	store_close(s);
+	for (int i = 0; i < 4; i++)
+		record_free(&want[i]);
+
+	/* Same columns and index, model ids kept, no game named. */
+	cr_assert_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT (SELECT sql FROM sqlite_master WHERE name = 'games'), "
+					"(SELECT count(*) FROM sqlite_master WHERE name = 'games_model'), "
+					"(SELECT count(*) FROM games WHERE model_id = 5), "
+					"(SELECT group_concat(game) FROM games WHERE worker = 'old')",
+					-1, &st, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+	const char *sql = (const char *)sqlite3_column_text(st, 0);
+	cr_assert(sql && !strstr(sql, "connect4") && strstr(sql, "record BLOB NOT NULL"), "%s", sql);
+	cr_assert_eq(sqlite3_column_int(st, 1), 1);
+	cr_assert_eq(sqlite3_column_int(st, 2), 3);
+	cr_assert_str_eq((const char *)sqlite3_column_text(st, 3), "go,connect4,go,connect4");
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
 Test(store, refuses_newer_schema)
 {
 	char err[512];
@@ -480,14 +567,14 @@ Test(store, cli_db)
 
 	snprintf(args, sizeof(args), "db %s stats", db_path);
 	cr_assert_eq(run_sente(args), 0, "%s", out);
-	cr_assert(strstr(out, "schema        3"), "%s", out);
+	cr_assert(strstr(out, "schema        4"), "%s", out);
 	cr_assert(strstr(out, "games         2"), "%s", out);
 	cr_assert(strstr(out, "go 9x9"), "%s", out);
 	cr_assert(strstr(out, "models/m1.sente"), "%s", out);
 
 	snprintf(args, sizeof(args), "db %s --json", db_path);
 	cr_assert_eq(run_sente(args), 0, "%s", out);
-	cr_assert(strstr(out, "\"schema\":3,") && strstr(out, "\"games\":2,"), "%s", out);
+	cr_assert(strstr(out, "\"schema\":4,") && strstr(out, "\"games\":2,"), "%s", out);
 	cr_assert(out[0] == '{' && strchr(out, '\n') == strrchr(out, '\n'), "one JSON line: %s", out);
 
 	snprintf(args, sizeof(args), "db %s games --limit 5", db_path);

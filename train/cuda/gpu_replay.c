@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/game_desc.h"
 #include "nn/cuda/pack.h"
 
 /* The largest float planes one position encodes to (Go native, 19x19). */
@@ -23,9 +24,11 @@ int gpu_replay_layout_init(gpu_replay_layout *L, const nn_arch *a, char *err, si
 		snprintf(err, errlen, "gpu replay: out of memory");
 		return -1;
 	}
-	game_params p = game_params_default(a->game);
-	if (a->game == GAME_KIND_GO)
-		p.size = a->board_w;
+	if (!game_desc_by_kind(a->game)) {
+		snprintf(err, errlen, "gpu replay: unknown game kind %d", (int)a->game);
+		goto out;
+	}
+	game_params p = nn_arch_params(a);
 	if ((unsigned)a->encoding >= NN_ENC_COUNT || nn_encoding_game(a->encoding) != a->game ||
 	    nn_encoding_planes(a->encoding) != a->in_planes || game_init(g, &p) != GAME_OK ||
 	    game_width(g) != a->board_w || game_height(g) != a->board_h ||
@@ -59,16 +62,9 @@ int gpu_replay_layout_init(gpu_replay_layout *L, const nn_arch *a, char *err, si
 	for (int s = 0; s < d->n_sym; s++) {
 		int inv = game_symmetry_inverse(g, s);
 		/* Output point q shows what symmetry s carried there: the
-		 * inverse's image of q. Connect Four's symmetry acts on
-		 * columns (its moves); rows stay, as in nn/encode.c. */
-		for (int q = 0; q < d->hw; q++) {
-			int v;
-			if (a->game == GAME_KIND_CONNECT4)
-				v = q / a->board_w * a->board_w + game_symmetry_move(g, inv, q % a->board_w);
-			else
-				v = game_symmetry_move(g, inv, q);
-			L->point_inv[s * d->hw + q] = (int16_t)v;
-		}
+		 * inverse's image of q, as nn/encode.c moves planes. */
+		for (int q = 0; q < d->hw; q++)
+			L->point_inv[s * d->hw + q] = (int16_t)nn_encode_sym_point(g, inv, q);
 		for (int b = 0; b < d->n_actions; b++)
 			L->action_inv[s * d->n_actions + b] = (int16_t)game_symmetry_move(g, inv, b);
 	}
@@ -174,7 +170,7 @@ int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int s
 			 uint32_t *out, int max, char *err, size_t errlen)
 {
 	if (r->params.kind != L->params.kind ||
-	    (r->params.kind == GAME_KIND_GO && r->params.size != L->params.size)) {
+	    (game_desc_from_params(&L->params)->has_size && r->params.size != L->params.size)) {
 		snprintf(err, errlen, "gpu replay: a %s %d record in a buffer for %s %d",
 			 game_kind_name(r->params.kind), r->params.size,
 			 game_kind_name(L->params.kind), L->params.size);
