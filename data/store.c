@@ -194,6 +194,7 @@ struct store {
 	sqlite3_stmt *stmt[STORE_SQL_N];  /* store_sql_text, prepared on first use */
 	int schema_version;               /* of the open database */
 	int last_rc;                      /* SQLite code of the last failure: BUSY is retried */
+	int busy_retries;                 /* store_write's retries (store_set_patience) */
 	int64_t last_skipped;             /* corrupt rows store_recent_games skipped last */
 	char path[256];                   /* for messages (truncated) */
 	char errmsg[512];                 /* the last failure */
@@ -316,7 +317,7 @@ static int store_write(store *s, store_txn_fn body, void *ctx)
 				}
 			}
 		}
-		if (!store_is_busy(s->last_rc) || attempt >= STORE_BUSY_RETRIES)
+		if (!store_is_busy(s->last_rc) || attempt >= s->busy_retries)
 			return -1;
 		usleep((useconds_t)(20000 * (attempt + 1) + rand() % 20000));
 	}
@@ -472,6 +473,7 @@ store *store_open_ex(const char *path, int flags, char *err, size_t errlen)
 	int oflags = SQLITE_OPEN_READWRITE | ((flags & STORE_OPEN_CREATE) ? SQLITE_OPEN_CREATE : 0);
 	SQLITE_CHECK(s, sqlite3_open_v2(path, &s->db, oflags, NULL));
 	SQLITE_CHECK(s, sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS));
+	s->busy_retries = STORE_BUSY_RETRIES;
 
 	/* Look before changing anything: a foreign file must stay as it was. */
 	int version = 0;
@@ -1158,4 +1160,21 @@ int store_list_matches(store *s, store_match_fn fn, void *ctx)
 out:
 	store_release(st);
 	return rc;
+}
+
+/* ---- patience with other writers ------------------------------------------ */
+
+int store_set_patience(store *s, int busy_timeout_ms, int retries)
+{
+	s->busy_retries = retries < 0 ? 0 : retries;
+	if (sqlite3_busy_timeout(s->db, busy_timeout_ms < 0 ? 0 : busy_timeout_ms) != SQLITE_OK) {
+		store_fail(s, __FILE__, __LINE__, sqlite3_errcode(s->db), "sqlite3_busy_timeout");
+		return -1;
+	}
+	return 0;
+}
+
+bool store_last_busy(const store *s)
+{
+	return store_is_busy(s->last_rc);
 }

@@ -59,6 +59,15 @@ int store_schema_version(store *s);
  * i + 1 (exported for tests and for `sente db`). */
 extern const char *const store_migrations[STORE_SCHEMA_VERSION];
 
+/* How long writes wait for another process's write lock: each statement
+ * busy_timeout_ms, then the whole transaction retried `retries` times
+ * (defaults STORE_BUSY_TIMEOUT_MS and STORE_BUSY_RETRIES: about a minute).
+ * A writer with a deadline (self-play) sets it short and keeps what it
+ * could not write for later. 0, or -1. */
+int store_set_patience(store *s, int busy_timeout_ms, int retries);
+/* True when the last failure was another process holding the lock. */
+bool store_last_busy(const store *s);
+
 /* ---- models -------------------------------------------------------------- */
 
 /* Registers a model file; parent_id <= 0 means none. 0 or -1. */

@@ -5,9 +5,11 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "data/store.h"
 #include "engine/clock.h"
+#include "engine/fileio.h"
 #include "engine/game_desc.h"
 #include "loop/measure.h"
 #include "loop/report.h"
@@ -36,7 +38,20 @@ struct loop {
 	int64_t it_positions;   /* recorded positions this iteration */
 	int64_t it_games;       /* games this iteration */
 	int failures;           /* store writes that failed */
+	/* Finished games the store could not take yet (another process held
+	 * its write lock): already in the window, stored as soon as it can,
+	 * and kept in DIR/pending-games when the session ends first. */
+	game_record *pending;   /* oldest first */
+	int64_t *pending_model; /* the model each was played with */
+	int n_pending, cap_pending;
 };
+
+/* How long self-play's writes wait for another process's lock: short, so
+ * games queue instead of stalling play past the deadline. */
+#define LOOP_PLAY_BUSY_MS 200
+/* At the end of a session: about ten seconds more, then the games still
+ * waiting go to DIR/pending-games. */
+#define LOOP_CLOSE_BUSY_MS 5000
 
 loop_options loop_options_default(const game_params *g)
 {
@@ -151,9 +166,136 @@ static int open_selfplay_model(loop *r, char *err, size_t errlen)
 	return rc;
 }
 
+/* Stores the waiting games, oldest first, until one fails. */
+static void flush_pending(loop *r)
+{
+	int done = 0;
+	int64_t id;
+	while (done < r->n_pending &&
+	       store_add_game(r->db, r->pending_model[done], "run", &r->pending[done], &id) == 0)
+		record_free(&r->pending[done++]);
+	if (done) {
+		size_t left = (size_t)(r->n_pending - done);
+		memmove(r->pending, r->pending + done, sizeof(*r->pending) * left);
+		memmove(r->pending_model, r->pending_model + done, sizeof(*r->pending_model) * left);
+		r->n_pending -= done;
+	}
+}
+
+/* Queues a copy of a finished game the store could not take. 0, or -1. */
+static int keep_pending(loop *r, const game_record *rec, int64_t model_id)
+{
+	if (r->n_pending == r->cap_pending) {
+		int cap = r->cap_pending ? 2 * r->cap_pending : 64;
+		game_record *p = realloc(r->pending, sizeof(*p) * (size_t)cap);
+		if (p)
+			r->pending = p;
+		int64_t *m = realloc(r->pending_model, sizeof(*m) * (size_t)cap);
+		if (m)
+			r->pending_model = m;
+		if (!p || !m)
+			return -1;
+		r->cap_pending = cap;
+	}
+	if (record_copy(&r->pending[r->n_pending], rec) != 0)
+		return -1;
+	r->pending_model[r->n_pending] = model_id;
+	r->n_pending++;
+	return 0;
+}
+
+static void pending_path(const loop *r, char *path, size_t len)
+{
+	snprintf(path, len, "%s/pending-games", r->o.dir);
+}
+
+/* The games still waiting when the session ends: into DIR/pending-games
+ * (per game: u32 blob length, i64 model id, the record's blob; written
+ * atomically with a CRC), for the next session to store. */
+static void spill_pending(loop *r)
+{
+	char path[4200], err[512];
+	if (!r->n_pending)
+		return;
+	pending_path(r, path, sizeof(path));
+	fileio_writer w;
+	if (fileio_begin(&w, path, err, sizeof(err)) != 0) {
+		say(r, "%d finished games lost: %s", r->n_pending, err);
+		return;
+	}
+	for (int i = 0; i < r->n_pending; i++) {
+		uint8_t *blob = NULL;
+		size_t len = 0;
+		if (record_encode(&r->pending[i], &blob, &len) != 0)
+			continue;
+		uint32_t l32 = (uint32_t)len;
+		int64_t model = r->pending_model[i];
+		fileio_put(&w, &l32, 4);
+		fileio_put(&w, &model, 8);
+		fileio_put(&w, blob, len);
+		free(blob);
+	}
+	if (fileio_commit(&w, err, sizeof(err)) != 0)
+		say(r, "%d finished games lost: %s", r->n_pending, err);
+	else
+		say(r, "the database stayed locked by another process: %d finished games kept in %s, "
+		       "stored when the run resumes", r->n_pending, path);
+}
+
+/* A previous session's DIR/pending-games into the store; the file goes
+ * once every game in it is stored. 0, or -1 with a message. */
+static int import_pending(loop *r, char *err, size_t errlen)
+{
+	char path[4200];
+	pending_path(r, path, sizeof(path));
+	if (access(path, F_OK) != 0)
+		return 0;
+	size_t len;
+	uint8_t *b = fileio_slurp(path, "pending games", &len, err, errlen);
+	if (!b)
+		return -1;
+	int rc = -1, stored = 0, bad = 0;
+	if (len < 4 || fileio_crc(b, len - 4) != fileio_u32(b + len - 4)) {
+		snprintf(err, errlen, "%s is damaged (checksum); move it away to go on", path);
+		goto out;
+	}
+	size_t end = len - 4; /* before the CRC */
+	for (size_t off = 0; off + 12 <= end;) {
+		uint32_t l = fileio_u32(b + off);
+		int64_t model = (int64_t)fileio_u64(b + off + 4);
+		if (l > end - off - 12)
+			break;
+		game_record rec;
+		char why[128];
+		int64_t id;
+		if (record_decode(b + off + 12, l, &rec, why, sizeof(why)) != 0) {
+			bad++;
+		} else if (store_add_game(r->db, model, "run", &rec, &id) != 0) {
+			snprintf(err, errlen, "storing the games kept in %s: %s", path, store_errmsg(r->db));
+			record_free(&rec);
+			goto out;
+		} else {
+			stored++;
+		}
+		record_free(&rec);
+		off += 12 + l;
+	}
+	unlink(path);
+	say(r, "stored %d finished games kept by the last session%s", stored,
+	    bad ? " (some did not decode)" : "");
+	rc = 0;
+out:
+	free(b);
+	return rc;
+}
+
 /* Frees what the run holds, with no closing work. */
 static void loop_free(loop *r)
 {
+	for (int i = 0; i < r->n_pending; i++)
+		record_free(&r->pending[i]);
+	free(r->pending);
+	free(r->pending_model);
 	c4bench_free(&r->bench);
 	selfplay_free(r->sp);
 	learner_free(r->L);
@@ -196,7 +338,8 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	}
 	if (r->resumed && learner_checkpoint_load(r->L, r->rd->ckpt, err, errlen) != 0)
 		goto fail;
-	if (rundir_first_model(r->rd, r->L, &r->model_id, "sente run", err, errlen) != 0)
+	if (rundir_first_model(r->rd, r->L, &r->model_id, "sente run", err, errlen) != 0 ||
+	    import_pending(r, err, errlen) != 0)
 		goto fail;
 	int64_t last_id = 0;
 	int added;
@@ -253,9 +396,14 @@ static int on_game(void *ctx, const game_record *rec, int64_t model_id)
 {
 	loop *r = ctx;
 	int64_t id;
-	if (store_add_game(r->db, model_id, "run", rec, &id) != 0) {
-		say(r, "storing a game failed: %s", store_errmsg(r->db));
-		return ++r->failures >= 3;
+	flush_pending(r);
+	if (r->n_pending || store_add_game(r->db, model_id, "run", rec, &id) != 0) {
+		/* Another process holds the lock (a long `sente db vacuum`):
+		 * the game waits, self-play goes on. */
+		if (!(r->n_pending || store_last_busy(r->db)) || keep_pending(r, rec, model_id) != 0) {
+			say(r, "storing a game failed: %s", store_errmsg(r->db));
+			return ++r->failures >= 3;
+		}
 	}
 	learner_add_game(r->L, rec);
 	r->it_positions += record_full_count(rec);
@@ -277,7 +425,10 @@ int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
 	double t0 = clock_now();
 	/* Never past the session's end (0 would mean no limit). */
 	double left = r->t_end - t0 > 0.001 ? r->t_end - t0 : 0.001;
+	store_set_patience(r->db, LOOP_PLAY_BUSY_MS, 0);
 	int64_t games = selfplay_run(r->sp, want, left, on_game, r, r->o.stop);
+	flush_pending(r);
+	store_set_patience(r->db, STORE_BUSY_TIMEOUT_MS, STORE_BUSY_RETRIES);
 	if (r->it_games > 0)
 		r->per_game = 0.5 * r->per_game + 0.5 * (double)r->it_positions / r->it_games;
 	it->games = games;
@@ -390,6 +541,11 @@ void loop_close(loop *r)
 	if (!r)
 		return;
 	char err[1024], path[8192];
+	/* Every write of the closing work waits a bounded time for another
+	 * process's lock: the session ends about on time. */
+	store_set_patience(r->db, LOOP_CLOSE_BUSY_MS, 1);
+	flush_pending(r);
+	spill_pending(r);
 	if (r->have_bench && !stopped(r))
 		loop_measure_c4(r->db, &r->bench, learner_net(r->L), r->o.eval_visits,
 				r->o.eval_positions, learner_steps(r->L), true, r->o.log, false);
@@ -427,6 +583,9 @@ int loop_run(const loop_options *o, char *err, size_t errlen)
 	if (rc != 0) {
 		/* The failure's message is the caller's to print; what was
 		 * committed stays, and the run resumes from the checkpoint. */
+		store_set_patience(r->db, LOOP_CLOSE_BUSY_MS, 1);
+		flush_pending(r);
+		spill_pending(r);
 		loop_free(r);
 		return -1;
 	}

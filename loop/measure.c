@@ -58,22 +58,33 @@ void loop_measure_c4(store *db, const c4bench *bench, const nn_net *net, int eva
 	int n = c4bench_network(bench, ev, 0, rn);
 	int ns = with_search ? c4bench_search(bench, ev, eval_visits, 1, eval_positions, rs) : 0;
 	int tot_n = 0, tot_e = 0, tot_sn = 0, tot_se = 0;
-	char name[400];
+	/* Every figure in one transaction: one wait when another process
+	 * holds the database. */
+	char names[2 * C4BENCH_MAX_SETS + 2][64];
+	const char *np[2 * C4BENCH_MAX_SETS + 2];
+	double vals[2 * C4BENCH_MAX_SETS + 2];
+	int m = 0;
 	for (int i = 0; i < n; i++) {
-		snprintf(name, sizeof(name), "c4_error_net/%s", rn[i].name);
-		store_add_metric(db, step, name, (double)rn[i].errors / rn[i].n);
+		snprintf(names[m], sizeof(names[m]), "c4_error_net/%.40s", rn[i].name);
+		vals[m++] = (double)rn[i].errors / rn[i].n;
 		tot_n += rn[i].n;
 		tot_e += rn[i].errors;
 		if (i < ns) {
-			snprintf(name, sizeof(name), "c4_error_search/%s", rs[i].name);
-			store_add_metric(db, step, name, (double)rs[i].errors / rs[i].n);
+			snprintf(names[m], sizeof(names[m]), "c4_error_search/%.40s", rs[i].name);
+			vals[m++] = (double)rs[i].errors / rs[i].n;
 			tot_sn += rs[i].n;
 			tot_se += rs[i].errors;
 		}
 	}
-	store_add_metric(db, step, "c4_error_net", (double)tot_e / tot_n);
-	if (ns)
-		store_add_metric(db, step, "c4_error_search", (double)tot_se / tot_sn);
+	snprintf(names[m], sizeof(names[m]), "c4_error_net");
+	vals[m++] = (double)tot_e / tot_n;
+	if (ns) {
+		snprintf(names[m], sizeof(names[m]), "c4_error_search");
+		vals[m++] = (double)tot_se / tot_sn;
+	}
+	for (int i = 0; i < m; i++)
+		np[i] = names[i];
+	store_add_metrics(db, step, np, vals, m);
 	if (!quiet && log) {
 		say(log, "step %lld: error rate, network alone %.1f%%", (long long)step,
 		    100.0 * tot_e / tot_n);

@@ -6,10 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "data/store.h"
+#include "engine/clock.h"
 #include "loop/loop.h"
 #include "tests/loop/loop_util.h"
 
@@ -160,5 +163,105 @@ Test(loop, run_stops_when_asked)
 	cr_assert_eq(loop_run(&o, err, sizeof(err)), 0, "%s", err);
 	cr_assert(exists(dir, "report.html"), "a stopped run still writes its report");
 	cr_assert(isnan(last_metric(dir, "loss")), "no iteration ran");
+	loop_test_rmdir(dir);
+}
+
+/* Another process that takes the database's write lock when told (as a
+ * long `sente db vacuum` holds it) and lets it go when told. It is forked
+ * before the loop starts its threads, so that it runs no code a thread of
+ * ours could have held a lock in. */
+typedef struct locker {
+	pid_t pid;   /* the process */
+	int cmd;     /* write: 'L' lock, 'U' unlock, 'Q' quit */
+	int ack;     /* read: 'y' done, 'n' failed */
+} locker;
+
+static locker locker_start(const char *dir)
+{
+	int cmd[2], ack[2];
+	cr_assert_eq(pipe(cmd), 0);
+	cr_assert_eq(pipe(ack), 0);
+	locker l = { .pid = fork() };
+	if (l.pid == 0) {
+		char path[600], c;
+		snprintf(path, sizeof(path), "%s/sente.db", dir);
+		sqlite3 *db = NULL;
+		while (read(cmd[0], &c, 1) == 1 && c != 'Q') {
+			char x = 'n';
+			if (c == 'L' && sqlite3_open(path, &db) == SQLITE_OK &&
+			    sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK)
+				x = 'y';
+			if (c == 'U' && sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK &&
+			    sqlite3_close(db) == SQLITE_OK)
+				x = 'y';
+			if (write(ack[1], &x, 1) != 1)
+				_exit(2);
+		}
+		_exit(0);
+	}
+	l.cmd = cmd[1];
+	l.ack = ack[0];
+	return l;
+}
+
+static void locker_do(const locker *l, char c)
+{
+	char x;
+	cr_assert_eq(write(l->cmd, &c, 1), 1);
+	cr_assert_eq(read(l->ack, &x, 1), 1);
+	cr_assert_eq(x, 'y', "the other process did '%c'", c);
+}
+
+static int64_t stored_games(const char *dir)
+{
+	char path[600], err[256];
+	snprintf(path, sizeof(path), "%s/sente.db", dir);
+	store *db = store_open(path, err, sizeof(err));
+	cr_assert(db, "%s", err);
+	int64_t games, positions;
+	cr_assert_eq(store_count(db, &games, &positions), 0);
+	store_close(db);
+	return games;
+}
+
+Test(loop, a_locked_database_keeps_games_and_the_deadline, .timeout = 240)
+{
+	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	locker lk = locker_start(dir);
+	loop_options o = loop_test_options(dir);
+	loop *r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	locker_do(&lk, 'L');
+	loop_iteration it;
+	double t0 = clock_now();
+	cr_assert_eq(loop_selfplay(r, &it, err, sizeof(err)), 0, "%s", err);
+	double took = clock_now() - t0;
+	int64_t played = it.games;
+	cr_assert(played >= o.parallel_games);
+	/* Before, each game waited a minute for the lock, then the phase
+	 * failed after three. */
+	cr_assert_lt(took, 30, "self-play took %.0f s behind the lock", took);
+	cr_assert_eq(stored_games(dir), 0, "nothing could be written");
+	cr_assert_eq(loop_positions(r), it.new_positions, "the games are in the window already");
+	locker_do(&lk, 'U');
+	cr_assert_eq(loop_selfplay(r, &it, err, sizeof(err)), 0, "%s", err);
+	played += it.games;
+	cr_assert_eq(stored_games(dir), played, "the waiting games stored once the lock went");
+
+	/* Locked at the end of the session: kept in a file, stored at the next. */
+	locker_do(&lk, 'L');
+	cr_assert_eq(loop_selfplay(r, &it, err, sizeof(err)), 0, "%s", err);
+	played += it.games;
+	loop_close(r);
+	cr_assert(exists(dir, "pending-games"));
+	locker_do(&lk, 'U');
+	cr_assert_eq(write(lk.cmd, "Q", 1), 1);
+	waitpid(lk.pid, NULL, 0);
+	r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	cr_assert(!exists(dir, "pending-games"), "taken in");
+	cr_assert_eq(stored_games(dir), played, "every finished game is stored");
+	loop_close(r);
 	loop_test_rmdir(dir);
 }
