@@ -257,6 +257,22 @@ static const char train_about[] =
 static const char *const learner_names[] = { "cpu", "cuda", NULL };
 static const char *const train_precisions[] = { "fp32", "fp16", "bf16", NULL };
 
+/* The JSON line of `sente bench train`. */
+static void print_train(const train_bench_options *o, const train_bench_result *r,
+			const char *backend, const char *prec)
+{
+	printf("{\"bench\":\"train\",\"backend\":\"%s\",\"precision\":\"%s\",\"game\":\"%s\","
+	       "\"board\":%d,\"blocks\":%d,\"channels\":%d,\"batch\":%d,\"steps\":%d,"
+	       "\"seconds\":%.4f,\"samples_per_s\":%.2f,\"forward_flops\":%.0f,"
+	       "\"loss\":%.5f", backend, prec, game_kind_name(o->game.kind), r->board, o->blocks,
+	       o->channels, o->batch, o->steps, r->seconds, r->samples_per_s, r->forward_flops, r->loss);
+	if (o->cuda)
+		printf(",\"micro_batch\":%d,\"compute_samples_per_s\":%.2f,\"peak_tflops\":%.1f,"
+		       "\"mfu\":%.4f", r->micro_batch, r->compute_samples_per_s, r->peak_tflops, r->mfu);
+	printf("}\n");
+	fflush(stdout);
+}
+
 /* `sente bench train`: the options into train_bench_options, then
  * train_bench_run, then one JSON line. */
 static int bench_train(int argc, char **argv)
@@ -285,7 +301,7 @@ static int bench_train(int argc, char **argv)
 	int rc;
 	if (!cli_opt_parse(&spec, argc, argv, &rc))
 		return rc;
-	const char *backend = learner_names[backend_i], *prec = train_precisions[prec_i];
+	const char *prec = train_precisions[prec_i];
 	o.cuda = backend_i == 1;
 	if (gpu_precision_parse(prec, &o.precision) < 0)
 		return cli_usage_error("bench train", "--precision %s: fp32, fp16 or bf16", prec);
@@ -300,16 +316,7 @@ static int bench_train(int argc, char **argv)
 		fprintf(stderr, "sente bench train: %s\n", err);
 		return 1;
 	}
-	printf("{\"bench\":\"train\",\"backend\":\"%s\",\"precision\":\"%s\",\"game\":\"%s\","
-	       "\"board\":%d,\"blocks\":%d,\"channels\":%d,\"batch\":%d,\"steps\":%d,"
-	       "\"seconds\":%.4f,\"samples_per_s\":%.2f,\"forward_flops\":%.0f,"
-	       "\"loss\":%.5f", backend, prec, game_kind_name(o.game.kind), r.board, o.blocks,
-	       o.channels, o.batch, o.steps, r.seconds, r.samples_per_s, r.forward_flops, r.loss);
-	if (o.cuda)
-		printf(",\"micro_batch\":%d,\"compute_samples_per_s\":%.2f,\"peak_tflops\":%.1f,"
-		       "\"mfu\":%.4f", r.micro_batch, r.compute_samples_per_s, r.peak_tflops, r.mfu);
-	printf("}\n");
-	fflush(stdout);
+	print_train(&o, &r, learner_names[backend_i], train_precisions[prec_i]);
 	return 0;
 }
 

@@ -19,6 +19,20 @@ static const char selfplay_about[] =
 static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig) { stop_flag = 1; (void)sig; }
 
+/* The closing JSON line: the games' totals. */
+static void print_done(const selfplay_stats *st)
+{
+	printf("{\"selfplay\":\"done\",\"games\":%lld,\"positions\":%lld,\"moves\":%lld,"
+	       "\"seconds\":%.1f,\"first_wins\":%lld,\"second_wins\":%lld,\"draws\":%lld,"
+	       "\"resigned\":%lld,\"no_resign_games\":%lld,\"would_resign\":%lld,"
+	       "\"false_resign\":%lld,\"evals\":%llu,\"mean_batch\":%.2f}\n",
+	       (long long)st->games, (long long)st->positions, (long long)st->moves, st->seconds,
+	       (long long)st->wins[0], (long long)st->wins[1], (long long)st->wins[2],
+	       (long long)st->resigned, (long long)st->no_resign_games, (long long)st->would_resign,
+	       (long long)st->false_resign, (unsigned long long)st->evals,
+	       st->batches ? (double)st->evals / (double)st->batches : 0.0);
+}
+
 int cli_selfplay(int argc, char **argv)
 {
 	const char *db_path = NULL;
@@ -97,15 +111,6 @@ int cli_selfplay(int argc, char **argv)
 	store_close(db);
 	if (!res.started)
 		return rc;
-	const selfplay_stats *st = &res.stats;
-	printf("{\"selfplay\":\"done\",\"games\":%lld,\"positions\":%lld,\"moves\":%lld,"
-	       "\"seconds\":%.1f,\"first_wins\":%lld,\"second_wins\":%lld,\"draws\":%lld,"
-	       "\"resigned\":%lld,\"no_resign_games\":%lld,\"would_resign\":%lld,"
-	       "\"false_resign\":%lld,\"evals\":%llu,\"mean_batch\":%.2f}\n",
-	       (long long)st->games, (long long)st->positions, (long long)st->moves, st->seconds,
-	       (long long)st->wins[0], (long long)st->wins[1], (long long)st->wins[2],
-	       (long long)st->resigned, (long long)st->no_resign_games, (long long)st->would_resign,
-	       (long long)st->false_resign, (unsigned long long)st->evals,
-	       st->batches ? (double)st->evals / (double)st->batches : 0.0);
+	print_done(&res.stats);
 	return rc;
 }
