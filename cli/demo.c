@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/game_desc.h"
 #include "cli/cli.h"
 #include "cli/opt.h"
 #include "engine/game.h"
@@ -19,7 +20,7 @@ static const char demo_about[] =
 
 int cli_demo(int argc, char **argv)
 {
-	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	game_params p = game_desc_by_name("connect4")->defaults;
 	long size = 9, seed = 1;
 	double komi = 7.5;
 	bool quiet = false;
@@ -36,10 +37,8 @@ int cli_demo(int argc, char **argv)
 	int rc;
 	if (!cli_opt_parse(&spec, argc, argv, &rc))
 		return rc;
-	if (p.kind == GAME_KIND_GO) {
-		p.size = (int)size;
-		p.komi = komi;
-	}
+	p = game_params_sized(p.kind, (int)size, komi);
+	const game_desc *d = game_desc_by_kind(p.kind);
 	static game g; /* a Go game with its history is large */
 	if (game_init(&g, &p) != GAME_OK)
 		return cli_usage_error("demo", "komi must be a multiple of 0.5, got %g", komi);
@@ -55,7 +54,7 @@ int cli_demo(int argc, char **argv)
 		/* Random Go players would fill their own eyes forever; pass
 		 * sometimes once the board is crowded so the demo ends. */
 		int m = moves[rng_next(&rng) % (uint64_t)n];
-		if (p.kind == GAME_KIND_GO && n <= p.size && rng_next(&rng) % 4 == 0)
+		if (d->has_pass && n <= p.size && rng_next(&rng) % 4 == 0)
 			m = pass;
 		if (game_play(&g, m) != GAME_OK)
 			break;
@@ -70,7 +69,7 @@ int cli_demo(int argc, char **argv)
 		printf("%s\n", board);
 	}
 	int r = game_result(&g);
-	if (p.kind == GAME_KIND_GO) {
+	if (d->has_komi) {
 		double s = game_score(&g);
 		if (s == 0)
 			printf("result: 0 (a draw on area score, komi %.1f) after %d moves\n",

@@ -1,5 +1,6 @@
 /* match.c: `sente match`, two players (models or GTP engines) against each
  * other, with Elo, LOS and SPRT, every game stored and resumable. */
+#include "engine/game_desc.h"
 #include "cli/match.h"
 
 #include <assert.h>
@@ -35,10 +36,10 @@ static void on_signal(int sig) { stop_flag = 1; (void)sig; }
 void cli_match_settings_init(cli_match_settings *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->kind = GAME_KIND_GO;
+	game_params gp = game_desc_by_name("go")->defaults;
+	s->kind = gp.kind;
 	s->size = -1;
 	s->komi = NAN;
-	game_params gp = game_params_default(GAME_KIND_GO);
 	s->o = match_options_default(&gp);
 	s->o.book[0] = '\0';
 	s->games = s->o.games;
@@ -149,16 +150,16 @@ int cli_match_opts(cli_match_settings *s, bool with_visits_b, cli_opt *opts)
 
 bool cli_match_finish(const char *cmd, cli_match_settings *s)
 {
-	game_params gp = game_params_default(s->kind);
-	if (s->kind == GAME_KIND_GO) {
-		gp.size = s->size > 0 ? (int)s->size : 9;
-		gp.komi = isnan(s->komi) ? 7 : s->komi;
+	const game_desc *desc = game_desc_by_kind(s->kind);
+	game_params gp = game_params_sized(s->kind, s->size > 0 ? (int)s->size : 9,
+					   isnan(s->komi) ? 7 : s->komi);
+	if (desc->has_size || desc->has_komi) {
 		if (gp.komi * 2 != floor(gp.komi * 2)) {
 			cli_usage_error(cmd, "--komi must be a multiple of 0.5, got '%g'", gp.komi);
 			return false;
 		}
 	} else if (s->size > 0 || !isnan(s->komi)) {
-		cli_usage_error(cmd, "--size and --komi are for Go");
+		cli_usage_error(cmd, "--size and --komi are not for %s", desc->title);
 		return false;
 	}
 	match_options d = match_options_default(&gp);

@@ -9,7 +9,7 @@
 #include "cli/match.h"
 #include "loop/report.h"
 #include "data/store.h"
-#include "match/elo.h"
+#include "match/tournament.h"
 
 static const char tournament_about[] =
 	"Plays a match between every pair of players (round-robin), or between\n"
@@ -23,18 +23,7 @@ static const char tournament_about[] =
 	"and resumed like a `sente match`; the options are those of `sente match`\n"
 	"except --visits-b, and --gauntlet and --html.\n";
 
-#define MAX_PLAYERS 64
-
-typedef struct row {
-	int idx;       /* player */
-	double elo;    /* rating */
-} row;
-
-static int by_elo(const void *x, const void *y)
-{
-	const row *a = x, *b = y;
-	return a->elo < b->elo ? 1 : a->elo > b->elo ? -1 : a->idx - b->idx;
-}
+#define MAX_PLAYERS TOURNAMENT_MAX_PLAYERS
 
 static void html_escape(FILE *f, const char *s)
 {
@@ -50,8 +39,71 @@ static void html_escape(FILE *f, const char *s)
 	}
 }
 
-static int write_html(const char *path, const match_player *pl, int n, const row *rows,
-		      const double *se, const double *games, const double *points, int anchor,
+/* The page's head and table, best first. */
+static void html_table(FILE *f, const match_player *pl, const tournament_result *r)
+{
+	fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>sente tournament</title>\n"
+		"<style>body{font-family:sans-serif;max-width:720px;margin:2em auto}"
+		"td,th{padding:2px 8px;text-align:right}</style></head><body>\n"
+		"<h1>sente tournament</h1>\n<p>Bradley-Terry maximum likelihood, %s at 0 Elo; "
+		"intervals are 95%%.</p>\n<table>\n<tr><th>#</th><th style=\"text-align:left\">player</th>"
+		"<th>Elo</th><th>&plusmn;</th><th>games</th><th>score</th><th>step</th></tr>\n",
+		pl[0].name);
+	for (int k = 0; k < r->players; k++) {
+		const tournament_standing *t = &r->standings[k];
+		const match_player *p = &pl[t->player];
+		fprintf(f, "<tr><td>%d</td><td style=\"text-align:left\">", k + 1);
+		html_escape(f, p->name);
+		fprintf(f, "</td><td>%+.0f</td><td>%.0f</td><td>%.0f</td><td>%.1f%%</td><td>", t->elo,
+			1.96 * t->se, t->games, t->games > 0 ? 100 * t->points / t->games : 0.0);
+		if (p->train_step >= 0)
+			fprintf(f, "%lld", (long long)p->train_step);
+		fprintf(f, "</td></tr>\n");
+	}
+	fprintf(f, "</table>\n");
+}
+
+/* Elo against training step for the models that have one, with the
+ * interval as two thin lines. */
+static void html_plot(FILE *f, const match_player *pl, const tournament_result *r)
+{
+	const tournament_standing *of[MAX_PLAYERS]; /* by player */
+	int order[MAX_PLAYERS], m = 0;
+	for (int k = 0; k < r->players; k++)
+		of[r->standings[k].player] = &r->standings[k];
+	/* The models with a step, in the players' order, then sorted by step
+	 * (insertion: equal steps keep that order). */
+	for (int i = 0; i < r->players; i++)
+		if (pl[i].kind == MATCH_PLAYER_MODEL && pl[i].train_step >= 0)
+			order[m++] = i;
+	for (int a = 1; a < m; a++)
+		for (int b = a; b > 0 && pl[order[b]].train_step < pl[order[b - 1]].train_step; b--) {
+			int t = order[b];
+			order[b] = order[b - 1];
+			order[b - 1] = t;
+		}
+	if (m < 2) {
+		fprintf(f, "<p>No plot: fewer than two players are models with a training step.</p>\n");
+		return;
+	}
+	double x[MAX_PLAYERS], y[3][MAX_PLAYERS];
+	for (int k = 0; k < m; k++) {
+		const tournament_standing *t = of[order[k]];
+		x[k] = (double)pl[order[k]].train_step;
+		y[0][k] = t->elo;
+		y[1][k] = t->elo + 1.96 * t->se;
+		y[2][k] = t->elo - 1.96 * t->se;
+	}
+	report_series s[3] = {
+		{ .label = "Elo", .color = "#1f77b4", .x = x, .y = y[0], .n = m },
+		{ .label = "95% interval, upper", .color = "#aec7e8", .x = x, .y = y[1], .n = m },
+		{ .label = "95% interval, lower", .color = "#aec7e8", .x = x, .y = y[2], .n = m },
+	};
+	report_chart(f, "Elo against training step", "training step", s, 3, false);
+}
+
+/* The page with table and plot, written to a temporary file and renamed. */
+static int write_html(const char *path, const match_player *pl, const tournament_result *r,
 		      char *err, size_t errlen)
 {
 	char tmp[4200];
@@ -61,76 +113,65 @@ static int write_html(const char *path, const match_player *pl, int n, const row
 		snprintf(err, errlen, "cannot write %.900s", tmp);
 		return -1;
 	}
-	fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>sente tournament</title>\n"
-		"<style>body{font-family:sans-serif;max-width:720px;margin:2em auto}"
-		"td,th{padding:2px 8px;text-align:right}</style></head><body>\n"
-		"<h1>sente tournament</h1>\n<p>Bradley-Terry maximum likelihood, %s at 0 Elo; "
-		"intervals are 95%%.</p>\n<table>\n<tr><th>#</th><th style=\"text-align:left\">player</th>"
-		"<th>Elo</th><th>&plusmn;</th><th>games</th><th>score</th><th>step</th></tr>\n",
-		pl[anchor].name);
-	for (int r = 0; r < n; r++) {
-		int i = rows[r].idx;
-		fprintf(f, "<tr><td>%d</td><td style=\"text-align:left\">", r + 1);
-		html_escape(f, pl[i].name);
-		fprintf(f, "</td><td>%+.0f</td><td>%.0f</td><td>%.0f</td><td>%.1f%%</td><td>", rows[r].elo,
-			1.96 * se[i], games[i], games[i] > 0 ? 100 * points[i] / games[i] : 0.0);
-		if (pl[i].train_step >= 0)
-			fprintf(f, "%lld", (long long)pl[i].train_step);
-		fprintf(f, "</td></tr>\n");
-	}
-	fprintf(f, "</table>\n");
-	/* Elo against training step, with the interval as two thin lines. */
-	report_series s[3] = {
-		{ .label = "Elo", .color = "#1f77b4" },
-		{ .label = "95% interval, upper", .color = "#aec7e8" },
-		{ .label = "95% interval, lower", .color = "#aec7e8" },
-	};
-	int k = 0;
-	for (int t = 0; t < 3; t++) {
-		s[t].x = calloc((size_t)n, sizeof(double));
-		s[t].y = calloc((size_t)n, sizeof(double));
-	}
-	if (s[0].x && s[0].y && s[1].x && s[1].y && s[2].x && s[2].y) {
-		/* By step: insertion order of a sort on train_step. */
-		int order[MAX_PLAYERS], m = 0;
-		for (int i = 0; i < n; i++)
-			if (pl[i].kind == MATCH_PLAYER_MODEL && pl[i].train_step >= 0)
-				order[m++] = i;
-		for (int a = 1; a < m; a++)
-			for (int b = a; b > 0 && pl[order[b]].train_step < pl[order[b - 1]].train_step; b--) {
-				int t = order[b];
-				order[b] = order[b - 1];
-				order[b - 1] = t;
-			}
-		double rating[MAX_PLAYERS];
-		for (int r = 0; r < n; r++)
-			rating[rows[r].idx] = rows[r].elo;
-		for (k = 0; k < m; k++) {
-			int i = order[k];
-			for (int t = 0; t < 3; t++)
-				s[t].x[k] = (double)pl[i].train_step;
-			s[0].y[k] = rating[i];
-			s[1].y[k] = rating[i] + 1.96 * se[i];
-			s[2].y[k] = rating[i] - 1.96 * se[i];
-		}
-		if (k >= 2) {
-			for (int t = 0; t < 3; t++)
-				s[t].n = k;
-			report_chart(f, "Elo against training step", "training step", s, 3, false);
-		} else {
-			fprintf(f, "<p>No plot: fewer than two players are models with a training step.</p>\n");
-		}
-	}
-	for (int t = 0; t < 3; t++) {
-		free(s[t].x);
-		free(s[t].y);
-	}
+	html_table(f, pl, r);
+	html_plot(f, pl, r);
 	fprintf(f, "</body></html>\n");
 	if (fclose(f) != 0 || rename(tmp, path) != 0) {
 		snprintf(err, errlen, "cannot write %s", path);
 		remove(tmp);
 		return -1;
 	}
+	return 0;
+}
+
+/* The table on stderr and one JSON line per player on stdout, best first. */
+static void print_standings(const match_player *pl, const tournament_result *r)
+{
+	fprintf(stderr, "\n%d matches, %d players; Elo relative to %s (Bradley-Terry ML, 95%% intervals)\n",
+		r->matches, r->players, pl[0].name);
+	fprintf(stderr, "%3s  %-40s %6s %6s %6s %7s %8s\n", "#", "player", "Elo", "+-", "games", "score", "step");
+	for (int k = 0; k < r->players; k++) {
+		const tournament_standing *t = &r->standings[k];
+		const match_player *p = &pl[t->player];
+		double score = t->games > 0 ? t->points / t->games : 0.0;
+		char step[32] = "";
+		if (p->train_step >= 0)
+			snprintf(step, sizeof(step), "%lld", (long long)p->train_step);
+		fprintf(stderr, "%3d  %-40.40s %+6.0f %6.0f %6.0f %6.1f%% %8s\n", k + 1, p->spec, t->elo,
+			1.96 * t->se, t->games, 100 * score, step);
+		printf("{\"rank\":%d,\"player\":\"", k + 1);
+		for (const char *c = p->spec; *c; c++)
+			printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+		printf("\",\"elo\":%.1f,\"interval\":%.1f,\"games\":%.0f,\"score\":%.4f,\"step\":%lld}\n",
+		       t->elo, 1.96 * t->se, t->games, score, (long long)p->train_step);
+	}
+	if (r->engine_faults)
+		fprintf(stderr, "engine faults %d (protocol errors %d)\n", r->engine_faults,
+			r->protocol_errors);
+}
+
+/* tournament_match_fn: a line before each match, the summary after it
+ * (ctx: the settings). */
+static void on_match(void *ctx, const match_player *a, const match_player *b, const match_summary *s)
+{
+	const cli_match_settings *m = ctx;
+	if (!s && !m->quiet)
+		fprintf(stderr, "sente tournament: %s against %s\n", a->spec, b->spec);
+	if (s)
+		cli_match_print(a, b, s, &m->o);
+}
+
+/* The players from their names: 0, or 2 (a usage error, reported). */
+static int parse_players(const char *const *names, int n, store *db, match_player *pl)
+{
+	char err[1024];
+	for (int i = 0; i < n; i++)
+		if (match_player_parse(names[i], db, &pl[i], err, sizeof(err)) != 0)
+			return cli_usage_error("tournament", "%s", err);
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			if (!strcmp(pl[i].spec, pl[j].spec))
+				return cli_usage_error("tournament", "%s is given twice", pl[i].spec);
 	return 0;
 }
 
@@ -163,7 +204,7 @@ int cli_tournament(int argc, char **argv)
 		names[0] = base;
 		n++;
 	}
-	if (n < 2 || (base && n < 2))
+	if (n < 2)
 		return cli_usage_error("tournament", "give at least two players (or BASE and one more)");
 	if (!cli_match_finish("tournament", &s))
 		return 2;
@@ -173,91 +214,27 @@ int cli_tournament(int argc, char **argv)
 		fprintf(stderr, "sente tournament: %s\n", err);
 		return 1;
 	}
-	rc = 2;
 	static match_player pl[MAX_PLAYERS];
-	for (int i = 0; i < n; i++)
-		if (match_player_parse(names[i], db, &pl[i], err, sizeof(err)) != 0) {
-			cli_usage_error("tournament", "%s", err);
-			goto out;
-		}
-	for (int i = 0; i < n; i++)
-		for (int j = i + 1; j < n; j++)
-			if (!strcmp(pl[i].spec, pl[j].spec)) {
-				cli_usage_error("tournament", "%s is given twice", pl[i].spec);
-				goto out;
-			}
-	rc = 1;
-	static double score[MAX_PLAYERS * MAX_PLAYERS], games[MAX_PLAYERS * MAX_PLAYERS];
-	double tot_games[MAX_PLAYERS] = { 0 }, tot_points[MAX_PLAYERS] = { 0 };
-	int matches = 0, faults = 0, protocol = 0;
-	for (int i = 0; i < n; i++) {
-		for (int j = i + 1; j < n; j++) {
-			if (base && i != 0)
-				continue;
-			if (!s.quiet)
-				fprintf(stderr, "sente tournament: %s against %s\n", pl[i].spec, pl[j].spec);
-			match_summary sum;
-			if (match_run(db, &pl[i], &pl[j], &s.o, cli_match_progress, &s.quiet, &sum, err,
-				      sizeof(err)) != 0) {
-				fprintf(stderr, "sente tournament: %s against %s: %s\n", pl[i].spec, pl[j].spec, err);
-				goto out;
-			}
-			cli_match_print(&pl[i], &pl[j], &sum, &s.o);
-			double pts = sum.wins + 0.5 * sum.draws;
-			score[i * n + j] += pts;
-			score[j * n + i] += sum.games - pts;
-			games[i * n + j] += sum.games;
-			games[j * n + i] += sum.games;
-			tot_games[i] += sum.games;
-			tot_games[j] += sum.games;
-			tot_points[i] += pts;
-			tot_points[j] += sum.games - pts;
-			faults += sum.engine_faults;
-			protocol += sum.protocol_errors;
-			matches++;
-			if (strcmp(sum.status, "stopped") == 0) {
-				fprintf(stderr, "sente tournament: stopped; run the same command to resume\n");
-				goto out;
-			}
-		}
-	}
-	/* Model names from the files' learner steps, once the matches loaded them. */
-	double rating[MAX_PLAYERS], se[MAX_PLAYERS];
-	elo_ratings er;
-	if (elo_ratings_fit(n, score, games, 1.0, 0, &er, rating, se) != 0) {
-		fprintf(stderr, "sente tournament: the ratings cannot be fitted (a player without games?)\n");
-		goto out;
-	}
-	row rows[MAX_PLAYERS];
-	for (int i = 0; i < n; i++)
-		rows[i] = (row){ i, rating[i] };
-	qsort(rows, (size_t)n, sizeof(row), by_elo);
-	fprintf(stderr, "\n%d matches, %d players; Elo relative to %s (Bradley-Terry ML, 95%% intervals)\n",
-		matches, n, pl[0].name);
-	fprintf(stderr, "%3s  %-40s %6s %6s %6s %7s %8s\n", "#", "player", "Elo", "+-", "games", "score", "step");
-	for (int r = 0; r < n; r++) {
-		int i = rows[r].idx;
-		char step[32] = "";
-		if (pl[i].train_step >= 0)
-			snprintf(step, sizeof(step), "%lld", (long long)pl[i].train_step);
-		fprintf(stderr, "%3d  %-40.40s %+6.0f %6.0f %6.0f %6.1f%% %8s\n", r + 1, pl[i].spec, rows[r].elo,
-			1.96 * se[i], tot_games[i], tot_games[i] > 0 ? 100 * tot_points[i] / tot_games[i] : 0.0, step);
-		printf("{\"rank\":%d,\"player\":\"", r + 1);
-		for (const char *c = pl[i].spec; *c; c++)
-			printf(*c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
-		printf("\",\"elo\":%.1f,\"interval\":%.1f,\"games\":%.0f,\"score\":%.4f,\"step\":%lld}\n",
-		       rows[r].elo, 1.96 * se[i], tot_games[i],
-		       tot_games[i] > 0 ? tot_points[i] / tot_games[i] : 0.0, (long long)pl[i].train_step);
-	}
-	if (faults)
-		fprintf(stderr, "engine faults %d (protocol errors %d)\n", faults, protocol);
-	if (write_html(html, pl, n, rows, se, tot_games, tot_points, 0, err, sizeof(err)) != 0) {
+	static tournament_result res;
+	tournament_options to = { .match = s.o, .gauntlet = base != NULL,
+				  .progress = cli_match_progress, .progress_ctx = &s.quiet,
+				  .on_match = on_match, .match_ctx = &s };
+	rc = parse_players(names, n, db, pl);
+	int st = rc == 0 ? tournament_run(db, pl, n, &to, &res, err, sizeof(err)) : TOURNAMENT_DONE;
+	store_close(db);
+	if (rc != 0)
+		return rc;
+	if (st == TOURNAMENT_STOPPED)
+		fprintf(stderr, "sente tournament: stopped; run the same command to resume\n");
+	if (st == TOURNAMENT_FAILED)
 		fprintf(stderr, "sente tournament: %s\n", err);
-		goto out;
+	if (st != TOURNAMENT_DONE)
+		return 1;
+	print_standings(pl, &res);
+	if (write_html(html, pl, &res, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sente tournament: %s\n", err);
+		return 1;
 	}
 	fprintf(stderr, "table and plot in %s\n", html);
-	rc = 0;
-out:
-	store_close(db);
-	return rc;
+	return 0;
 }

@@ -2,6 +2,7 @@
 #include "engine/game_desc.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stddef.h>
 #include <strings.h>
 
@@ -53,4 +54,15 @@ game_run_defaults game_run_defaults_of(const game_params *p)
 	game_run_defaults r;
 	game_desc_from_params(p)->run_defaults(p, &r);
 	return r;
+}
+
+game_params game_params_sized(int kind, int size, double komi)
+{
+	const game_desc *d = game_desc_by_kind(kind);
+	game_params p = d->defaults;
+	if (d->has_size && size > 0)
+		p.size = size;
+	if (d->has_komi && !isnan(komi))
+		p.komi = komi;
+	return p;
 }

@@ -75,6 +75,11 @@ const game_desc *game_desc_by_name(const char *name);
 const game_desc *game_desc_from_params(const game_params *p);
 const game_desc *game_desc_of(const game *g);
 
+/* Game `kind`'s default parameters with the board size and komi given
+ * where the game has them (size <= 0 or komi NAN: the default); kind must
+ * be a game. For front ends that take --size and --komi for any game. */
+game_params game_params_sized(int kind, int size, double komi);
+
 /* The numbers and run defaults for params p. */
 game_numbers game_numbers_of(const game_params *p);
 game_run_defaults game_run_defaults_of(const game_params *p);

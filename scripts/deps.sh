@@ -12,8 +12,11 @@ set -eu
 # Build and test: compiler and make, the libraries we link, Criterion for the
 # tests, clang (with its libFuzzer runtime) for the fuzz targets, GNU Go as
 # a real GTP opponent in the client tests, Open MPI for the learner's
-# data-parallel ranks (sente train under mpirun, and its test).
-PACKAGES="build-essential libsqlite3-dev libdnnl-dev libcriterion-dev zlib1g-dev clang libclang-rt-14-dev gnugo libopenmpi-dev openmpi-bin"
+# data-parallel ranks (sente train under mpirun, and its test), and the two
+# independent oracles the tests compare with: Leela Zero (the same weights
+# must give its policy and winrate) and PyTorch for /usr/bin/python3 (the
+# learner's loss, gradients and steps).
+PACKAGES="build-essential libsqlite3-dev libdnnl-dev libcriterion-dev zlib1g-dev clang libclang-rt-14-dev gnugo libopenmpi-dev openmpi-bin leela-zero python3-torch"
 
 mode=${1:---ensure}
 case "$mode" in

@@ -1,0 +1,41 @@
+/* The learner benchmark as a library call: the CPU trainer on a tiny
+ * network, and the refusals. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "nn/cuda/cuda.h"
+#include "train/bench.h"
+
+Test(train_bench, cpu_steps_are_timed)
+{
+	train_bench_options o = train_bench_options_default();
+	o.game.size = 5;
+	o.blocks = 1;
+	o.channels = 8;
+	o.batch = 4;
+	o.steps = 2;
+	o.threads = 1;
+	train_bench_result r;
+	char err[512];
+	cr_assert_eq(train_bench_run(&o, &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.board, 5);
+	cr_assert(r.seconds > 0 && r.samples_per_s > 0);
+	cr_assert(r.forward_flops > 0);
+	cr_assert(r.loss > 0);
+	cr_assert_eq(r.micro_batch, 0, "CUDA fields stay 0 on the CPU");
+}
+
+Test(train_bench, refusals)
+{
+	train_bench_options o = train_bench_options_default();
+	train_bench_result r;
+	char err[512];
+	o.precision = NN_DTYPE_FP16;
+	cr_assert_eq(train_bench_run(&o, &r, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "fp32 only"), "%s", err);
+	if (nn_cuda_device_count() == 0) {
+		o.cuda = true;
+		cr_assert_eq(train_bench_run(&o, &r, err, sizeof(err)), -1);
+		cr_assert(strstr(err, "no CUDA device"), "%s", err);
+	}
+}
