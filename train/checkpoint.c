@@ -220,6 +220,13 @@ static int ck_parse(const char *path, const uint8_t *buf, size_t len, ck_view *v
 		snprintf(err, errlen, "%s: checkpoint holds an invalid network: %s", path, why);
 		return -1;
 	}
+	/* Before anyone allocates the architecture: a header may ask for GBs. */
+	size_t need = nn_arch_floats(a);
+	if (v->n_floats != need) {
+		snprintf(err, errlen, "%s: checkpoint has %llu weights, its architecture %zu; %s",
+			 path, (unsigned long long)v->n_floats, need, again);
+		return -1;
+	}
 	v->data = buf + pos;
 	v->blob = buf + pos + (1 + v->n_mom) * v->n_floats * 4;
 	return 0;

@@ -10,7 +10,7 @@
 #include <zlib.h>
 
 #include "nn/net.h"
-#include "tests/nn/mem_limit.h"
+#include "tests/mem_limit.h"
 
 static char mf_dir[64];
 

@@ -11,7 +11,7 @@
 #include <zlib.h>
 
 #include "nn/backend.h"
-#include "tests/nn/mem_limit.h"
+#include "tests/mem_limit.h"
 
 #define LB 2   /* blocks */
 #define LC 8   /* channels */

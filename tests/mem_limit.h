@@ -1,8 +1,8 @@
 /* mem_limit.h: runs a piece of a test in a child process whose address
  * space may grow by a bounded amount, so a loader that allocates what a
  * hostile file asks for fails there instead of taking the machine's memory. */
-#ifndef SENTE_TESTS_NN_MEM_LIMIT_H
-#define SENTE_TESTS_NN_MEM_LIMIT_H
+#ifndef SENTE_TESTS_MEM_LIMIT_H
+#define SENTE_TESTS_MEM_LIMIT_H
 
 #include <stddef.h>
 

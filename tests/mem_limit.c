@@ -1,5 +1,5 @@
 /* mem_limit.c: see mem_limit.h. */
-#include "tests/nn/mem_limit.h"
+#include "tests/mem_limit.h"
 
 #include <stdio.h>
 #include <sys/resource.h>
