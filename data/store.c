@@ -2,6 +2,7 @@
 #include "data/store.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -196,6 +197,7 @@ struct store {
 	int last_rc;                      /* SQLite code of the last failure: BUSY is retried */
 	int64_t last_skipped;             /* corrupt rows store_recent_games skipped last */
 	char path[256];                   /* for messages (truncated) */
+	char dir[4096];                   /* the database's folder as given ("" for :memory:) */
 	char errmsg[512];                 /* the last failure */
 };
 
@@ -459,6 +461,15 @@ store *store_open_ex(const char *path, int flags, char *err, size_t errlen)
 	}
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	bool memory = !strcmp(path, ":memory:");
+	if (!memory && path[0]) {
+		const char *slash = strrchr(path, '/');
+		if (!slash)
+			snprintf(s->dir, sizeof(s->dir), ".");
+		else if (slash == path)
+			snprintf(s->dir, sizeof(s->dir), "/");
+		else
+			snprintf(s->dir, sizeof(s->dir), "%.*s", (int)(slash - path), path);
+	}
 	struct stat sb;
 	if (!memory && stat(path, &sb) != 0) {
 		if (!(flags & STORE_OPEN_CREATE) || errno != ENOENT) {
@@ -532,7 +543,63 @@ int store_schema_version(store *s)
 	return s->schema_version;
 }
 
+static const char *store_col_text(sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	return t ? (const char *)t : "";
+}
+
 /* ---- models ---------------------------------------------------------------- */
+
+/* Model files are stored relative to the database's folder when they lie
+ * in it, so a run's folder works from any working directory (and moved
+ * whole); an existing file elsewhere is stored absolute; a name that
+ * names no file is kept as given. */
+static void store_model_path_in(store *s, const char *file, char *out, size_t len)
+{
+	char rf[PATH_MAX], rd[PATH_MAX];
+	size_t n = strlen(s->dir);
+	snprintf(out, len, "%s", file);
+	if (!s->dir[0])
+		return;
+	/* DIR/x from a database DIR/sente.db: as the run's folder names it. */
+	if (file[0] != '/' && strcmp(s->dir, ".") != 0 && !strncmp(file, s->dir, n) &&
+	    file[n] == '/' && file[n + 1]) {
+		snprintf(out, len, "%s", file + n + 1);
+		return;
+	}
+	if (file[0] != '/' && !strcmp(s->dir, "."))
+		return; /* relative to the working folder, which is the database's */
+	if (!realpath(file, rf))
+		return;
+	if (realpath(s->dir, rd)) {
+		n = strlen(rd);
+		if (n == 1)
+			n = 0; /* the database is in / */
+		if (!strncmp(rf, rd, n) && rf[n] == '/') {
+			snprintf(out, len, "%s", rf + n + 1);
+			return;
+		}
+	}
+	snprintf(out, len, "%s", rf);
+}
+
+/* A stored model file as a path from the working folder: resolved against
+ * the database's folder. Rows written before paths were stored so (a path
+ * relative to the working folder of the writer) keep working: when the
+ * file is not in the database's folder but the stored path names one, that
+ * is it. Returns stored or buf. */
+static const char *store_model_path_out(store *s, const char *stored, char *buf, size_t len)
+{
+	if (stored[0] == '/' || !stored[0] || !s->dir[0] || !strcmp(s->dir, "."))
+		return stored;
+	int n = snprintf(buf, len, "%s%s%s", s->dir, strcmp(s->dir, "/") ? "/" : "", stored);
+	if (n < 0 || (size_t)n >= len)
+		return stored;
+	/* Not in the folder: an old row's file, or none at all (then the name
+	 * as registered). */
+	return access(buf, F_OK) == 0 ? buf : stored;
+}
 
 /* Arguments of a single-statement insert run through store_write. */
 typedef struct store_insert {
@@ -556,10 +623,12 @@ int store_add_model(store *s, const char *file, int64_t parent_id, int64_t train
 		    const char *notes, int64_t *id_out)
 {
 	int rc = -1;
+	char rel[PATH_MAX];
 	sqlite3_stmt *st = store_stmt(s, STORE_SQL_ADD_MODEL);
 	if (!st)
 		return -1;
-	SQLITE_CHECK(s, sqlite3_bind_text(st, 1, file, -1, SQLITE_TRANSIENT));
+	store_model_path_in(s, file, rel, sizeof(rel));
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 1, rel, -1, SQLITE_TRANSIENT));
 	if (parent_id > 0)
 		SQLITE_CHECK(s, sqlite3_bind_int64(st, 2, parent_id));
 	else
@@ -594,8 +663,9 @@ int store_latest_model(store *s, int64_t *id, char *file, size_t file_len, int64
 	if (id)
 		*id = sqlite3_column_int64(st, 0);
 	if (file && file_len) {
-		const unsigned char *t = sqlite3_column_text(st, 1);
-		snprintf(file, file_len, "%s", t ? (const char *)t : "");
+		char buf[PATH_MAX];
+		snprintf(file, file_len, "%s",
+			 store_model_path_out(s, store_col_text(st, 1), buf, sizeof(buf)));
 	}
 	if (train_step)
 		*train_step = sqlite3_column_int64(st, 2);
@@ -619,18 +689,12 @@ int store_model_file(store *s, int64_t id, char *file, size_t len)
 	}
 	if (step != SQLITE_ROW)
 		SQLITE_CHECK(s, step);
-	const unsigned char *t = sqlite3_column_text(st, 0);
-	snprintf(file, len, "%s", t ? (const char *)t : "");
+	char buf[PATH_MAX];
+	snprintf(file, len, "%s", store_model_path_out(s, store_col_text(st, 0), buf, sizeof(buf)));
 	rc = 0;
 out:
 	store_release(st);
 	return rc;
-}
-
-static const char *store_col_text(sqlite3_stmt *st, int col)
-{
-	const unsigned char *t = sqlite3_column_text(st, col);
-	return t ? (const char *)t : "";
 }
 
 int store_list_models(store *s, store_model_fn fn, void *ctx)
@@ -639,10 +703,11 @@ int store_list_models(store *s, store_model_fn fn, void *ctx)
 	sqlite3_stmt *st = store_stmt(s, STORE_SQL_LIST_MODELS);
 	if (!st)
 		return -1;
+	char buf[PATH_MAX];
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		store_model m = {
 			.id = sqlite3_column_int64(st, 0),
-			.file = store_col_text(st, 1),
+			.file = store_model_path_out(s, store_col_text(st, 1), buf, sizeof(buf)),
 			.parent_id = sqlite3_column_int64(st, 2),
 			.train_step = sqlite3_column_int64(st, 3),
 			.created = sqlite3_column_double(st, 4),

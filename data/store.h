@@ -61,6 +61,14 @@ extern const char *const store_migrations[STORE_SCHEMA_VERSION];
 
 /* ---- models -------------------------------------------------------------- */
 
+/* Model files are stored relative to the database's folder when they lie
+ * in it (DIR/models/x.sente as models/x.sente), absolute when they exist
+ * elsewhere, and as given when no such file exists; the functions below
+ * return them resolved against the database's folder, so a run's store
+ * opened from any working folder gives paths that exist. A row whose path
+ * names no file in the database's folder gives its path as stored (rows
+ * written relative to the writer's working folder keep working there). */
+
 /* Registers a model file; parent_id <= 0 means none. 0 or -1. */
 int store_add_model(store *s, const char *file, int64_t parent_id, int64_t train_step,
 		    const char *notes, int64_t *id_out);
@@ -73,7 +81,7 @@ int store_model_file(store *s, int64_t id, char *file, size_t len);
 /* A models row, for listings. Strings are valid during the callback only. */
 typedef struct store_model {
 	int64_t id;         /* models.id */
-	const char *file;   /* the model file as registered */
+	const char *file;   /* the model file, resolved as above */
 	int64_t parent_id;  /* the model it was trained from, 0 when none */
 	int64_t train_step; /* learner step it was exported at */
 	double created;     /* Unix time, seconds */

@@ -704,3 +704,82 @@ Test(store, matches_and_their_games)
 	cr_assert_eq(st.matches, 1);
 	store_close(s);
 }
+
+/* An empty file at path. */
+static void touch(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert(f, "%s", path);
+	fclose(f);
+}
+
+/* models.file of row id, as stored. */
+static void stored_model_file(const char *path, int64_t id, char *buf, size_t len)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT file FROM models WHERE id = ?1", -1, &st, NULL),
+		     SQLITE_OK);
+	sqlite3_bind_int64(st, 1, id);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+	snprintf(buf, len, "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+/* Model files are stored relative to the database's folder and returned
+ * resolved against it, from any working folder; a row written relative to
+ * the writer's working folder still gives its file there. */
+Test(store, model_paths_are_relative_to_the_database_folder)
+{
+	char err[512], file[1024], abs_outside[256];
+	cr_assert_eq(chdir(dir), 0);
+	cr_assert_eq(mkdir("run", 0777), 0);
+	cr_assert_eq(mkdir("run/models", 0777), 0);
+	cr_assert_eq(mkdir("elsewhere", 0777), 0);
+	touch("run/models/new.sente");
+	touch("run/models/old.sente");
+	touch("outside.sente");
+	snprintf(abs_outside, sizeof(abs_outside), "%s/outside.sente", dir);
+	store *s = store_open("run/sente.db", err, sizeof(err));
+	cr_assert(s, "%s", err);
+	int64_t in, outside;
+	cr_assert_eq(store_add_model(s, "run/models/new.sente", 0, 0, NULL, &in), 0, "%s",
+		     store_errmsg(s));
+	cr_assert_eq(store_add_model(s, "outside.sente", 0, 0, NULL, &outside), 0, "%s", store_errmsg(s));
+	store_close(s);
+	raw_sql("run/sente.db", "INSERT INTO models (id, file, created) "
+				"VALUES (100, 'run/models/old.sente', 1.7e9)");
+	stored_model_file("run/sente.db", in, file, sizeof(file));
+	cr_assert_str_eq(file, "models/new.sente");
+	stored_model_file("run/sente.db", outside, file, sizeof(file));
+	cr_assert_str_eq(file, abs_outside);
+
+	const char *cwd[] = { ".", "elsewhere", "elsewhere" };
+	const char *db[] = { "run/sente.db", "../run/sente.db", NULL }; /* NULL: absolute */
+	for (int k = 0; k < 3; k++) {
+		cr_assert_eq(chdir(dir), 0);
+		cr_assert_eq(chdir(cwd[k]), 0);
+		char db_file[256];
+		if (db[k])
+			snprintf(db_file, sizeof(db_file), "%s", db[k]);
+		else
+			snprintf(db_file, sizeof(db_file), "%s/run/sente.db", dir);
+		s = store_open_ex(db_file, 0, err, sizeof(err));
+		cr_assert(s, "%s", err);
+		cr_assert_eq(store_model_file(s, in, file, sizeof(file)), 0);
+		cr_assert_eq(access(file, F_OK), 0, "%s from %s: %s", db_file, cwd[k], file);
+		cr_assert_eq(store_model_file(s, outside, file, sizeof(file)), 0);
+		cr_assert_str_eq(file, abs_outside);
+		if (k == 0) {
+			/* The old row, from the folder it was written in. */
+			cr_assert_eq(store_model_file(s, 100, file, sizeof(file)), 0);
+			cr_assert_str_eq(file, "run/models/old.sente");
+		}
+		int64_t id;
+		cr_assert_eq(store_latest_model(s, &id, file, sizeof(file), NULL), 1);
+		cr_assert_eq(id, 100);
+		store_close(s);
+	}
+}
