@@ -1,6 +1,7 @@
 /* store.c: the SQLite store (see store.h for what it promises). */
 #include "data/store.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <sqlite3.h>
@@ -443,6 +444,34 @@ out:
 	return rc;
 }
 
+/* A WAL database opened read-only needs its -shm file, which a read-only
+ * folder cannot hold. With no -wal file beside it, the database file holds
+ * every commit and no writer can be at work (it would need the folder), so
+ * it is read as an immutable file. 0, or -1 (the first failure stands). */
+static int store_open_immutable(store *s, const char *path)
+{
+	char wal[4200], uri[3 * 4096 + 32];
+	struct stat sb;
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	if (stat(wal, &sb) == 0 || strlen(path) >= 4096)
+		return -1;
+	/* A URI: %, ? and # are escaped. */
+	size_t n = (size_t)snprintf(uri, sizeof(uri), "file:");
+	for (const char *p = path; *p; p++)
+		n += (size_t)(strchr("%?#", *p) ? snprintf(uri + n, sizeof(uri) - n, "%%%02X",
+							    (unsigned char)*p) :
+						  snprintf(uri + n, sizeof(uri) - n, "%c", *p));
+	snprintf(uri + n, sizeof(uri) - n, "?immutable=1");
+	sqlite3 *db = NULL;
+	if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return -1;
+	}
+	sqlite3_close(s->db);
+	s->db = db;
+	return 0;
+}
+
 store *store_open(const char *path, char *err, size_t errlen)
 {
 	return store_open_ex(path, STORE_OPEN_CREATE, err, errlen);
@@ -479,16 +508,43 @@ store *store_open_ex(const char *path, int flags, char *err, size_t errlen)
 	} else if (!memory && S_ISDIR(sb.st_mode)) {
 		store_failf(s, "is a directory, not a database");
 		goto out;
+	} else if (!memory && !S_ISREG(sb.st_mode)) {
+		/* SQLite would write beside it: /dev/null-journal. */
+		store_failf(s, "not a regular file (a device, a pipe or a socket), not a database");
+		goto out;
 	}
-	int oflags = SQLITE_OPEN_READWRITE | ((flags & STORE_OPEN_CREATE) ? SQLITE_OPEN_CREATE : 0);
+	bool readonly = (flags & STORE_OPEN_READONLY) != 0;
+	assert(!(readonly && (flags & STORE_OPEN_CREATE)));
+	int oflags = readonly ? SQLITE_OPEN_READONLY :
+				SQLITE_OPEN_READWRITE | ((flags & STORE_OPEN_CREATE) ? SQLITE_OPEN_CREATE : 0);
 	SQLITE_CHECK(s, sqlite3_open_v2(path, &s->db, oflags, NULL));
 	SQLITE_CHECK(s, sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS));
 
 	/* Look before changing anything: a foreign file must stay as it was. */
 	int version = 0;
 	int id = store_read_version(s, &version);
+	if (readonly && id == STORE_ID_FAIL && (s->last_rc & 0xff) == SQLITE_CANTOPEN &&
+	    store_open_immutable(s, path) == 0)
+		id = store_read_version(s, &version);
 	if (store_check_version(s, id, version))
 		goto out;
+	if (readonly) {
+		if (version == 0) {
+			store_failf(s, "not a sente database (an empty database%s)",
+				    memory ? "" : "; opened read-only, so it stays empty");
+			goto out;
+		}
+		if (version < STORE_SCHEMA_VERSION) {
+			store_failf(s, "schema %d, older than this sente's %d, and opened read-only: "
+				       "a command that writes to it (sente db FILE vacuum, or a run) "
+				       "migrates it", version, STORE_SCHEMA_VERSION);
+			goto out;
+		}
+		SQLITE_CHECK(s, sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL));
+		s->schema_version = version;
+		ok = true;
+		goto out;
+	}
 
 	SQLITE_CHECK(s, sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL));
 	/* Switching to WAL takes an exclusive lock; processes opening a new

@@ -37,7 +37,13 @@ typedef struct store store;
 
 /* store_open_ex flags. */
 enum {
-	STORE_OPEN_CREATE = 1, /* create the file when it does not exist */
+	STORE_OPEN_CREATE = 1,   /* create the file when it does not exist */
+	/* Read only (SQLITE_OPEN_READONLY): nothing is created, migrated or
+	 * switched to WAL, so a read-only file can be read and an empty one
+	 * stays empty; a file that is not a sente database of this schema
+	 * (an empty one, an older schema) is refused with the reason.
+	 * Writes fail. Not with STORE_OPEN_CREATE. */
+	STORE_OPEN_READONLY = 2,
 };
 
 /* Opens (creating it when missing) and migrates the database at `path`.
@@ -45,7 +51,9 @@ enum {
  * database, or was written by a newer sente. */
 store *store_open(const char *path, char *err, size_t errlen);
 /* store_open with flags: without STORE_OPEN_CREATE a missing file is an
- * error (for tools that inspect an existing run). */
+ * error (for tools that inspect an existing run). Either way a path that is
+ * not a regular file (after symbolic links: a directory, /dev/null) is
+ * refused. */
 store *store_open_ex(const char *path, int flags, char *err, size_t errlen);
 /* Closes the database and frees the store. Accepts NULL. */
 void store_close(store *s);

@@ -783,3 +783,40 @@ Test(store, model_paths_are_relative_to_the_database_folder)
 		store_close(s);
 	}
 }
+
+/* Read-only opens change nothing: an empty file is refused and stays
+ * empty, an older schema is refused rather than migrated; no open takes a
+ * path that is not a regular file. */
+Test(store, read_only_opens_write_nothing)
+{
+	char err[512];
+	struct stat st;
+	touch(db_path);
+	cr_assert_null(store_open_ex(db_path, STORE_OPEN_READONLY, err, sizeof(err)));
+	cr_assert(strstr(err, "not a sente database"), "%s", err);
+	cr_assert_eq(stat(db_path, &st), 0);
+	cr_assert_eq(st.st_size, 0, "the empty file was written");
+
+	char v1[160];
+	snprintf(v1, sizeof(v1), "%s/v1.db", dir);
+	raw_sql(v1, store_migrations[0]);
+	raw_sql(v1, "INSERT INTO meta VALUES ('schema_version', 1)");
+	cr_assert_null(store_open_ex(v1, STORE_OPEN_READONLY, err, sizeof(err)));
+	cr_assert(strstr(err, "schema 1") && strstr(err, "read-only"), "%s", err);
+	store *s = store_open(v1, err, sizeof(err));
+	cr_assert(s, "%s", err);
+	store_close(s);
+	s = store_open_ex(v1, STORE_OPEN_READONLY, err, sizeof(err));
+	cr_assert(s, "once migrated: %s", err);
+	cr_assert_eq(store_schema_version(s), STORE_SCHEMA_VERSION);
+	cr_assert_eq(store_add_metric(s, 1, "x", 1), -1, "a read-only store writes nothing");
+	store_close(s);
+
+	char link[160];
+	snprintf(link, sizeof(link), "%s/null.db", dir);
+	cr_assert_eq(symlink("/dev/null", link), 0);
+	for (int flags = 0; flags < 3; flags++) {
+		cr_assert_null(store_open_ex(link, flags, err, sizeof(err)));
+		cr_assert(strstr(err, "not a regular file"), "%s", err);
+	}
+}
