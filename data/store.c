@@ -1,7 +1,9 @@
 /* store.c: the SQLite store (see store.h for what it promises). */
 #include "data/store.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -197,6 +199,7 @@ struct store {
 	int busy_retries;                 /* store_write's retries (store_set_patience) */
 	int64_t last_skipped;             /* corrupt rows store_recent_games skipped last */
 	char path[256];                   /* for messages (truncated) */
+	char dir[4096];                   /* the database's folder as given ("" for :memory:) */
 	char errmsg[512];                 /* the last failure */
 };
 
@@ -442,6 +445,34 @@ out:
 	return rc;
 }
 
+/* A WAL database opened read-only needs its -shm file, which a read-only
+ * folder cannot hold. With no -wal file beside it, the database file holds
+ * every commit and no writer can be at work (it would need the folder), so
+ * it is read as an immutable file. 0, or -1 (the first failure stands). */
+static int store_open_immutable(store *s, const char *path)
+{
+	char wal[4200], uri[3 * 4096 + 32];
+	struct stat sb;
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	if (stat(wal, &sb) == 0 || strlen(path) >= 4096)
+		return -1;
+	/* A URI: %, ? and # are escaped. */
+	size_t n = (size_t)snprintf(uri, sizeof(uri), "file:");
+	for (const char *p = path; *p; p++)
+		n += (size_t)(strchr("%?#", *p) ? snprintf(uri + n, sizeof(uri) - n, "%%%02X",
+							    (unsigned char)*p) :
+						  snprintf(uri + n, sizeof(uri) - n, "%c", *p));
+	snprintf(uri + n, sizeof(uri) - n, "?immutable=1");
+	sqlite3 *db = NULL;
+	if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return -1;
+	}
+	sqlite3_close(s->db);
+	s->db = db;
+	return 0;
+}
+
 store *store_open(const char *path, char *err, size_t errlen)
 {
 	return store_open_ex(path, STORE_OPEN_CREATE, err, errlen);
@@ -460,6 +491,15 @@ store *store_open_ex(const char *path, int flags, char *err, size_t errlen)
 	}
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	bool memory = !strcmp(path, ":memory:");
+	if (!memory && path[0]) {
+		const char *slash = strrchr(path, '/');
+		if (!slash)
+			snprintf(s->dir, sizeof(s->dir), ".");
+		else if (slash == path)
+			snprintf(s->dir, sizeof(s->dir), "/");
+		else
+			snprintf(s->dir, sizeof(s->dir), "%.*s", (int)(slash - path), path);
+	}
 	struct stat sb;
 	if (!memory && stat(path, &sb) != 0) {
 		if (!(flags & STORE_OPEN_CREATE) || errno != ENOENT) {
@@ -469,8 +509,15 @@ store *store_open_ex(const char *path, int flags, char *err, size_t errlen)
 	} else if (!memory && S_ISDIR(sb.st_mode)) {
 		store_failf(s, "is a directory, not a database");
 		goto out;
+	} else if (!memory && !S_ISREG(sb.st_mode)) {
+		/* SQLite would write beside it: /dev/null-journal. */
+		store_failf(s, "not a regular file (a device, a pipe or a socket), not a database");
+		goto out;
 	}
-	int oflags = SQLITE_OPEN_READWRITE | ((flags & STORE_OPEN_CREATE) ? SQLITE_OPEN_CREATE : 0);
+	bool readonly = (flags & STORE_OPEN_READONLY) != 0;
+	assert(!(readonly && (flags & STORE_OPEN_CREATE)));
+	int oflags = readonly ? SQLITE_OPEN_READONLY :
+				SQLITE_OPEN_READWRITE | ((flags & STORE_OPEN_CREATE) ? SQLITE_OPEN_CREATE : 0);
 	SQLITE_CHECK(s, sqlite3_open_v2(path, &s->db, oflags, NULL));
 	SQLITE_CHECK(s, sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS));
 	s->busy_retries = STORE_BUSY_RETRIES;
@@ -478,8 +525,28 @@ store *store_open_ex(const char *path, int flags, char *err, size_t errlen)
 	/* Look before changing anything: a foreign file must stay as it was. */
 	int version = 0;
 	int id = store_read_version(s, &version);
+	if (readonly && id == STORE_ID_FAIL && (s->last_rc & 0xff) == SQLITE_CANTOPEN &&
+	    store_open_immutable(s, path) == 0)
+		id = store_read_version(s, &version);
 	if (store_check_version(s, id, version))
 		goto out;
+	if (readonly) {
+		if (version == 0) {
+			store_failf(s, "not a sente database (an empty database%s)",
+				    memory ? "" : "; opened read-only, so it stays empty");
+			goto out;
+		}
+		if (version < STORE_SCHEMA_VERSION) {
+			store_failf(s, "schema %d, older than this sente's %d, and opened read-only: "
+				       "a command that writes to it (sente db FILE vacuum, or a run) "
+				       "migrates it", version, STORE_SCHEMA_VERSION);
+			goto out;
+		}
+		SQLITE_CHECK(s, sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL));
+		s->schema_version = version;
+		ok = true;
+		goto out;
+	}
 
 	SQLITE_CHECK(s, sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL));
 	/* Switching to WAL takes an exclusive lock; processes opening a new
@@ -534,7 +601,63 @@ int store_schema_version(store *s)
 	return s->schema_version;
 }
 
+static const char *store_col_text(sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	return t ? (const char *)t : "";
+}
+
 /* ---- models ---------------------------------------------------------------- */
+
+/* Model files are stored relative to the database's folder when they lie
+ * in it, so a run's folder works from any working directory (and moved
+ * whole); an existing file elsewhere is stored absolute; a name that
+ * names no file is kept as given. */
+static void store_model_path_in(store *s, const char *file, char *out, size_t len)
+{
+	char rf[PATH_MAX], rd[PATH_MAX];
+	size_t n = strlen(s->dir);
+	snprintf(out, len, "%s", file);
+	if (!s->dir[0])
+		return;
+	/* DIR/x from a database DIR/sente.db: as the run's folder names it. */
+	if (file[0] != '/' && strcmp(s->dir, ".") != 0 && !strncmp(file, s->dir, n) &&
+	    file[n] == '/' && file[n + 1]) {
+		snprintf(out, len, "%s", file + n + 1);
+		return;
+	}
+	if (file[0] != '/' && !strcmp(s->dir, "."))
+		return; /* relative to the working folder, which is the database's */
+	if (!realpath(file, rf))
+		return;
+	if (realpath(s->dir, rd)) {
+		n = strlen(rd);
+		if (n == 1)
+			n = 0; /* the database is in / */
+		if (!strncmp(rf, rd, n) && rf[n] == '/') {
+			snprintf(out, len, "%s", rf + n + 1);
+			return;
+		}
+	}
+	snprintf(out, len, "%s", rf);
+}
+
+/* A stored model file as a path from the working folder: resolved against
+ * the database's folder. Rows written before paths were stored so (a path
+ * relative to the working folder of the writer) keep working: when the
+ * file is not in the database's folder but the stored path names one, that
+ * is it. Returns stored or buf. */
+static const char *store_model_path_out(store *s, const char *stored, char *buf, size_t len)
+{
+	if (stored[0] == '/' || !stored[0] || !s->dir[0] || !strcmp(s->dir, "."))
+		return stored;
+	int n = snprintf(buf, len, "%s%s%s", s->dir, strcmp(s->dir, "/") ? "/" : "", stored);
+	if (n < 0 || (size_t)n >= len)
+		return stored;
+	/* Not in the folder: an old row's file, or none at all (then the name
+	 * as registered). */
+	return access(buf, F_OK) == 0 ? buf : stored;
+}
 
 /* Arguments of a single-statement insert run through store_write. */
 typedef struct store_insert {
@@ -558,10 +681,12 @@ int store_add_model(store *s, const char *file, int64_t parent_id, int64_t train
 		    const char *notes, int64_t *id_out)
 {
 	int rc = -1;
+	char rel[PATH_MAX];
 	sqlite3_stmt *st = store_stmt(s, STORE_SQL_ADD_MODEL);
 	if (!st)
 		return -1;
-	SQLITE_CHECK(s, sqlite3_bind_text(st, 1, file, -1, SQLITE_TRANSIENT));
+	store_model_path_in(s, file, rel, sizeof(rel));
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 1, rel, -1, SQLITE_TRANSIENT));
 	if (parent_id > 0)
 		SQLITE_CHECK(s, sqlite3_bind_int64(st, 2, parent_id));
 	else
@@ -596,8 +721,9 @@ int store_latest_model(store *s, int64_t *id, char *file, size_t file_len, int64
 	if (id)
 		*id = sqlite3_column_int64(st, 0);
 	if (file && file_len) {
-		const unsigned char *t = sqlite3_column_text(st, 1);
-		snprintf(file, file_len, "%s", t ? (const char *)t : "");
+		char buf[PATH_MAX];
+		snprintf(file, file_len, "%s",
+			 store_model_path_out(s, store_col_text(st, 1), buf, sizeof(buf)));
 	}
 	if (train_step)
 		*train_step = sqlite3_column_int64(st, 2);
@@ -621,18 +747,12 @@ int store_model_file(store *s, int64_t id, char *file, size_t len)
 	}
 	if (step != SQLITE_ROW)
 		SQLITE_CHECK(s, step);
-	const unsigned char *t = sqlite3_column_text(st, 0);
-	snprintf(file, len, "%s", t ? (const char *)t : "");
+	char buf[PATH_MAX];
+	snprintf(file, len, "%s", store_model_path_out(s, store_col_text(st, 0), buf, sizeof(buf)));
 	rc = 0;
 out:
 	store_release(st);
 	return rc;
-}
-
-static const char *store_col_text(sqlite3_stmt *st, int col)
-{
-	const unsigned char *t = sqlite3_column_text(st, col);
-	return t ? (const char *)t : "";
 }
 
 int store_list_models(store *s, store_model_fn fn, void *ctx)
@@ -641,10 +761,11 @@ int store_list_models(store *s, store_model_fn fn, void *ctx)
 	sqlite3_stmt *st = store_stmt(s, STORE_SQL_LIST_MODELS);
 	if (!st)
 		return -1;
+	char buf[PATH_MAX];
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		store_model m = {
 			.id = sqlite3_column_int64(st, 0),
-			.file = store_col_text(st, 1),
+			.file = store_model_path_out(s, store_col_text(st, 1), buf, sizeof(buf)),
 			.parent_id = sqlite3_column_int64(st, 2),
 			.train_step = sqlite3_column_int64(st, 3),
 			.created = sqlite3_column_double(st, 4),

@@ -37,7 +37,13 @@ typedef struct store store;
 
 /* store_open_ex flags. */
 enum {
-	STORE_OPEN_CREATE = 1, /* create the file when it does not exist */
+	STORE_OPEN_CREATE = 1,   /* create the file when it does not exist */
+	/* Read only (SQLITE_OPEN_READONLY): nothing is created, migrated or
+	 * switched to WAL, so a read-only file can be read and an empty one
+	 * stays empty; a file that is not a sente database of this schema
+	 * (an empty one, an older schema) is refused with the reason.
+	 * Writes fail. Not with STORE_OPEN_CREATE. */
+	STORE_OPEN_READONLY = 2,
 };
 
 /* Opens (creating it when missing) and migrates the database at `path`.
@@ -45,7 +51,9 @@ enum {
  * database, or was written by a newer sente. */
 store *store_open(const char *path, char *err, size_t errlen);
 /* store_open with flags: without STORE_OPEN_CREATE a missing file is an
- * error (for tools that inspect an existing run). */
+ * error (for tools that inspect an existing run). Either way a path that is
+ * not a regular file (after symbolic links: a directory, /dev/null) is
+ * refused. */
 store *store_open_ex(const char *path, int flags, char *err, size_t errlen);
 /* Closes the database and frees the store. Accepts NULL. */
 void store_close(store *s);
@@ -70,6 +78,14 @@ bool store_last_busy(const store *s);
 
 /* ---- models -------------------------------------------------------------- */
 
+/* Model files are stored relative to the database's folder when they lie
+ * in it (DIR/models/x.sente as models/x.sente), absolute when they exist
+ * elsewhere, and as given when no such file exists; the functions below
+ * return them resolved against the database's folder, so a run's store
+ * opened from any working folder gives paths that exist. A row whose path
+ * names no file in the database's folder gives its path as stored (rows
+ * written relative to the writer's working folder keep working there). */
+
 /* Registers a model file; parent_id <= 0 means none. 0 or -1. */
 int store_add_model(store *s, const char *file, int64_t parent_id, int64_t train_step,
 		    const char *notes, int64_t *id_out);
@@ -82,7 +98,7 @@ int store_model_file(store *s, int64_t id, char *file, size_t len);
 /* A models row, for listings. Strings are valid during the callback only. */
 typedef struct store_model {
 	int64_t id;         /* models.id */
-	const char *file;   /* the model file as registered */
+	const char *file;   /* the model file, resolved as above */
 	int64_t parent_id;  /* the model it was trained from, 0 when none */
 	int64_t train_step; /* learner step it was exported at */
 	double created;     /* Unix time, seconds */

@@ -4,23 +4,17 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "data/record.h"
+#include "fuzz/fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	uint8_t *copy = malloc(size ? size : 1);
-	if (!copy)
-		return 0;
-	memcpy(copy, data, size);
 	/* Half the inputs get a valid CRC-32 (little-endian, last 4 bytes) so
 	 * the fuzzer reaches the decoder behind the checksum. */
-	if (size > 4 && (data[0] & 1)) {
-		uint32_t crc = (uint32_t)crc32(0L, copy, (uInt)(size - 4));
-		for (int i = 0; i < 4; i++)
-			copy[size - 4 + (size_t)i] = (uint8_t)(crc >> (8 * i));
-	}
+	uint8_t *copy = fuzz_copy(data, size, size > 0 && (data[0] & 1));
+	if (!copy)
+		return 0;
 	game_record r, back;
 	char err[256];
 	if (record_decode(copy, size, &r, err, sizeof(err)) == 0) {

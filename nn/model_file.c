@@ -217,15 +217,17 @@ if (fileio_crc(p, len - 4) != fileio_u32(p + len - 4)) {
 			 expect->board_w, expect->board_h);
 		goto fail;
 	}
+	/* The count (which the file's size matched) before the allocation: a
+	 * header alone may ask for gigabytes. */
+	size_t need = nn_arch_floats(&a);
+	if (need != count) {
+		snprintf(err, errlen, "corrupt model: %llu floats, the architecture %s needs %zu",
+			 (unsigned long long)count, nn_arch_describe(&a, desc, sizeof(desc)), need);
+		goto fail;
+	}
 	net = nn_net_new(&a, aerr, sizeof(aerr));
 	if (!net) {
 		snprintf(err, errlen, "%s", aerr);
-		goto fail;
-	}
-	if (net->n_floats != count) {
-		snprintf(err, errlen, "corrupt model: %llu floats, the architecture %s needs %zu",
-			 (unsigned long long)count, nn_arch_describe(&a, desc, sizeof(desc)),
-			 net->n_floats);
 		goto fail;
 	}
 	memcpy(net->data, p + off + hlen + 8, (size_t)count * 4);

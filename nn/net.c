@@ -194,6 +194,17 @@ static void conv_bn_identity(nn_net *net, nn_conv *c)
 	}
 }
 
+size_t nn_arch_floats(const nn_arch *a)
+{
+	nn_net *n = calloc(1, sizeof(*n)); /* about 13 KB: not on the stack */
+	if (!n)
+		return 0;
+	n->arch = *a;
+	size_t count = net_carve(n, NULL);
+	free(n);
+	return count;
+}
+
 nn_net *nn_net_new(const nn_arch *a, char *err, size_t errlen)
 {
 	if (nn_arch_check(a, err, errlen) < 0)

@@ -135,6 +135,9 @@ game_params nn_arch_params(const nn_arch *a);
 /* 0 when consistent, else -1 with a message. */
 int nn_arch_check(const nn_arch *a, char *err, size_t errlen);
 
+/* The float count of an architecture's weights (a model file's N), without
+ * allocating them; 0 when memory is short. a must pass nn_arch_check. */
+size_t nn_arch_floats(const nn_arch *a);
 /* A net with every weight zero, BN the identity (var 1 - eps, gamma 1).
  * NULL with a message when the architecture is invalid or memory short. */
 nn_net *nn_net_new(const nn_arch *a, char *err, size_t errlen);

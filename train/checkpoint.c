@@ -220,6 +220,13 @@ static int ck_parse(const char *path, const uint8_t *buf, size_t len, ck_view *v
 		snprintf(err, errlen, "%s: checkpoint holds an invalid network: %s", path, why);
 		return -1;
 	}
+	/* Before anyone allocates the architecture: a header may ask for GBs. */
+	size_t need = nn_arch_floats(a);
+	if (v->n_floats != need) {
+		snprintf(err, errlen, "%s: checkpoint has %llu weights, its architecture %zu; %s",
+			 path, (unsigned long long)v->n_floats, need, again);
+		return -1;
+	}
 	v->data = buf + pos;
 	v->blob = buf + pos + (1 + v->n_mom) * v->n_floats * 4;
 	return 0;
@@ -243,14 +250,22 @@ static nn_net *ck_net(const char *path, const ck_view *v, char *err, size_t errl
 	return net;
 }
 
+nn_net *train_ckpt_net_mem(const void *buf, size_t len, const char *name, char *err,
+			   size_t errlen)
+{
+	ck_view v;
+	if (ck_parse(name, buf, len, &v, err, errlen) < 0)
+		return NULL;
+	return ck_net(name, &v, err, errlen);
+}
+
 nn_net *trainer_checkpoint_net(const char *path, char *err, size_t errlen)
 {
 	size_t len;
-	ck_view v;
 	nn_net *net = NULL;
 	uint8_t *buf = fileio_slurp(path, "checkpoint", &len, err, errlen);
-	if (buf && ck_parse(path, buf, len, &v, err, errlen) == 0)
-		net = ck_net(path, &v, err, errlen);
+	if (buf)
+		net = train_ckpt_net_mem(buf, len, path, err, errlen);
 	free(buf);
 	return net;
 }
@@ -258,13 +273,23 @@ nn_net *trainer_checkpoint_net(const char *path, char *err, size_t errlen)
 int train_ckpt_read(const char *path, nn_net *net, float *const *mom, train_ckpt_state *s,
 		    void **blob, size_t *blob_len, char *err, size_t errlen)
 {
-	int rc = -1;
 	size_t len;
+	uint8_t *buf = fileio_slurp(path, "checkpoint", &len, err, errlen);
+	int rc = buf ? train_ckpt_read_mem(buf, len, path, net, mom, s, blob, blob_len, err, errlen)
+		     : -1;
+	free(buf);
+	return rc;
+}
+
+int train_ckpt_read_mem(const void *buf, size_t len, const char *path, nn_net *net,
+			float *const *mom, train_ckpt_state *s, void **blob, size_t *blob_len,
+			char *err, size_t errlen)
+{
+	int rc = -1;
 	ck_view v;
 	void *b = NULL;
 	char d1[160], d2[160];
-	uint8_t *buf = fileio_slurp(path, "checkpoint", &len, err, errlen);
-	if (!buf || ck_parse(path, buf, len, &v, err, errlen) < 0)
+	if (ck_parse(path, buf, len, &v, err, errlen) < 0)
 		goto out;
 	const nn_arch *a = &net->arch, *c = &v.arch;
 	if (a->game != c->game || a->board_w != c->board_w || a->board_h != c->board_h ||
@@ -317,7 +342,6 @@ int train_ckpt_read(const char *path, nn_net *net, float *const *mom, train_ckpt
 	rc = 0;
 out:
 	free(b);
-	free(buf);
 	return rc;
 }
 

@@ -39,5 +39,14 @@ int train_ckpt_write(const char *path, const nn_net *net, float *const *mom,
  * -1 with a message. */
 int train_ckpt_read(const char *path, nn_net *net, float *const *mom, train_ckpt_state *s,
 		    void **blob, size_t *blob_len, char *err, size_t errlen);
+/* The same over a checkpoint held in memory (for the fuzzer); `name` stands
+ * for the file in messages. */
+int train_ckpt_read_mem(const void *buf, size_t len, const char *name, nn_net *net,
+			float *const *mom, train_ckpt_state *s, void **blob, size_t *blob_len,
+			char *err, size_t errlen);
+/* The network a checkpoint in memory holds (trainer_checkpoint_net's
+ * parser): NULL with a message when the bytes are not a valid checkpoint. */
+nn_net *train_ckpt_net_mem(const void *buf, size_t len, const char *name, char *err,
+			   size_t errlen);
 
 #endif

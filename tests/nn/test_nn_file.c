@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "nn/net.h"
+#include "tests/mem_limit.h"
 
 static char mf_dir[64];
 
@@ -225,4 +226,42 @@ Test(nn_file, architecture_is_checked)
 	a.policy_outputs = 81;
 	cr_assert_null(nn_net_new(&a, err, sizeof(err)));
 	nn_net_free(NULL);
+}
+
+/* In the child of mem_limit_run: a model whose header asks for the largest
+ * architecture but holds no floats must be refused for its count. */
+static int huge_header_child(void *arg)
+{
+	const uint8_t *b = arg;
+	size_t len = 8 + 8 + 200 + NN_MAX_BLOCKS + 8 + 4;
+	char err[512];
+	nn_net *net = nn_net_load_mem(b, len, NULL, err, sizeof(err));
+	if (net)
+		return 2;
+	fprintf(stderr, "huge header: %s\n", err);
+	return strstr(err, "floats") ? 0 : 3;
+}
+
+Test(nn_file, a_header_is_checked_against_the_float_count_before_allocating)
+{
+	/* A valid checksum over a header of 80 blocks x 1024 channels (about
+	 * 6 GB of weights) followed by a count of 0 floats. */
+	nn_arch a = nn_arch_lz(19, NN_MAX_BLOCKS, NN_MAX_CHANNELS);
+	char err[256];
+	cr_assert_eq(nn_arch_check(&a, err, sizeof(err)), 0, "%s", err);
+	uint32_t f[14] = { (uint32_t)a.game, (uint32_t)a.board_w, (uint32_t)a.board_h,
+			   (uint32_t)a.encoding, (uint32_t)a.in_planes, (uint32_t)a.blocks,
+			   (uint32_t)a.channels, (uint32_t)a.se_channels, (uint32_t)a.policy_channels,
+			   (uint32_t)a.policy_outputs, (uint32_t)a.value_channels,
+			   (uint32_t)a.value_hidden, (uint32_t)a.value_outputs, 0 };
+	static uint8_t b[8 + 8 + 200 + NN_MAX_BLOCKS + 8 + 4];
+	uint32_t version = NN_FILE_VERSION, hlen = 200 + NN_MAX_BLOCKS;
+	memcpy(b, "SENTENET", 8);
+	memcpy(b + 8, &version, 4);
+	memcpy(b + 12, &hlen, 4);
+	memcpy(b + 16, f, sizeof(f)); /* then step, time, ids, block kinds: 0; count 0 */
+	put_crc(b, sizeof(b));
+	int rc = mem_limit_run(huge_header_child, b, (size_t)256 << 20);
+	cr_assert_eq(rc, 0, "the header's architecture was allocated before its count was "
+		     "checked (%d)", rc);
 }

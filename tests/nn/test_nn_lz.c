@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "nn/backend.h"
+#include "tests/mem_limit.h"
 
 #define LB 2   /* blocks */
 #define LC 8   /* channels */
@@ -302,4 +304,102 @@ Test(nn_lz, defects_are_refused)
 	cr_assert_null(nn_net_load(path, NULL, err, sizeof(err)));
 	cr_assert(strstr(err, "Leela Zero"), "gzip hint: %s", err);
 	raw_free(&r);
+}
+
+/* A whole text file, NUL-terminated (malloc'd). */
+static char *text_read(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert(f, "%s", path);
+	cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+	long n = ftell(f);
+	rewind(f);
+	char *t = malloc((size_t)n + 1);
+	cr_assert(t);
+	cr_assert_eq(fread(t, 1, (size_t)n, f), (size_t)n);
+	t[n] = 0;
+	fclose(f);
+	return t;
+}
+
+/* Writes head, then tok, then tail to path. */
+static void text_write3(const char *path, const char *head, size_t head_len, const char *tok,
+			const char *tail)
+{
+	FILE *f = fopen(path, "wb");
+	cr_assert(f);
+	fwrite(head, 1, head_len, f);
+	fputs(tok, f);
+	fputs(tail, f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+Test(nn_lz, every_number_must_be_finite_the_last_one_too)
+{
+	lz_raw r;
+	char path[128], err[512];
+	raw_make(&r, 5);
+	snprintf(path, sizeof(path), "%s/inf.txt", lz_dir);
+	raw_write(&r, path, 0, 0);
+	char *text = text_read(path);
+	/* "inf" for the input conv's first bias: strtof takes it without ERANGE. */
+	char *bias = strchr(strchr(text, '\n') + 1, '\n') + 1;
+	text_write3(path, text, (size_t)(bias - text), "inf", bias + strcspn(bias, " \n"));
+	cr_assert_null(nn_lz_import(path, err, sizeof(err)), "inf was taken for a weight");
+	cr_assert(strstr(err, "inf"), "inf: %s", err);
+	/* The last number, with no newline after it, out of a float's range. */
+	size_t n = strlen(text);
+	cr_assert(n > 2 && text[n - 1] == '\n');
+	text[--n] = 0;
+	char *last = strrchr(text, '\n') + 1;
+	text_write3(path, text, (size_t)(last - text), "1e99", "");
+	cr_assert_null(nn_lz_import(path, err, sizeof(err)), "1e99 was taken for the last weight");
+	cr_assert(strstr(err, "1e99"), "last: %s", err);
+	/* The same file with a finite last number and no newline loads. */
+	text_write3(path, text, (size_t)(last - text), "0.25", "");
+	nn_net *net = nn_lz_import(path, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	cr_assert_float_eq(net->value_fc2.b[0], 0.25f, 0);
+	nn_net_free(net);
+	free(text);
+	raw_free(&r);
+}
+
+/* In the child of mem_limit_run: the import of the file at arg must be
+ * refused for its shape, not for want of memory. */
+static int lz_bomb_child(void *arg)
+{
+	char err[512];
+	nn_net *net = nn_lz_import(arg, err, sizeof(err));
+	if (net)
+		return 2;
+	fprintf(stderr, "bomb: %s\n", err);
+	return strstr(err, "more than") ? 0 : 3;
+}
+
+Test(nn_lz, a_gzip_bomb_is_refused_in_bounded_memory, .timeout = 120)
+{
+	/* "1", then one line of 64M zeros: 128 MB of text in a few hundred KB of
+	 * gzip. No supported network has a first weight line of more than
+	 * 1024 x 18 x 9 numbers. */
+	char path[128];
+	static char zeros[1 << 20];
+	for (size_t i = 0; i < sizeof(zeros); i += 2) {
+		zeros[i] = '0';
+		zeros[i + 1] = ' ';
+	}
+	snprintf(path, sizeof(path), "%s/bomb.gz", lz_dir);
+	gzFile z = gzopen(path, "wb9");
+	cr_assert(z);
+	gzputs(z, "1\n");
+	for (int i = 0; i < 128; i++)
+		cr_assert_eq(gzwrite(z, zeros, sizeof(zeros)), (int)sizeof(zeros));
+	gzputs(z, "\n");
+	cr_assert_eq(gzclose(z), Z_OK);
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_lt(st.st_size, 1 << 20, "the bomb is %lld bytes", (long long)st.st_size);
+	/* 256 MB more address space: the numbers alone would need 256 MB. */
+	int rc = mem_limit_run(lz_bomb_child, path, (size_t)256 << 20);
+	cr_assert_eq(rc, 0, "the bomb was not refused for its shape in bounded memory (%d)", rc);
 }

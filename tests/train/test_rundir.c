@@ -180,17 +180,26 @@ Test(rundir, kills_between_checkpoint_model_and_row_lose_nothing, .timeout = 300
 	loop_test_rmdir(dir);
 }
 
+/* A CPU learner of a small Connect Four net (*net, to free after it). */
+static learner *small_learner(nn_net **net)
+{
+	char err[256];
+	*net = tu_net(GAME_KIND_CONNECT4, 0, 1, 8, 3);
+	learner_options lo = learner_options_default();
+	lo.train.batch = 8;
+	learner *L = learner_new(&learner_cpu, *net, &lo, err, sizeof(err));
+	cr_assert(L, "%s", err);
+	return L;
+}
+
 Test(rundir, saving_twice_at_one_step_keeps_both_files)
 {
 	char dir[] = "/tmp/sente-rundir-XXXXXX", err[512];
 	cr_assert(mkdtemp(dir));
 	rundir *r = rundir_open(dir, err, sizeof(err));
 	cr_assert(r, "%s", err);
-	nn_net *net = tu_net(GAME_KIND_CONNECT4, 0, 1, 8, 3);
-	learner_options lo = learner_options_default();
-	lo.train.batch = 8;
-	learner *L = learner_new(&learner_cpu, net, &lo, err, sizeof(err));
-	cr_assert(L, "%s", err);
+	nn_net *net;
+	learner *L = small_learner(&net);
 	int64_t id = 0;
 	cr_assert_eq(rundir_first_model(r, L, &id, "test", err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(id, 1);
@@ -212,4 +221,53 @@ Test(rundir, saving_twice_at_one_step_keeps_both_files)
 	nn_net_free(net);
 	rundir_close(r);
 	loop_test_rmdir(dir);
+}
+
+/* The models of a run, through a store opened at db: every file exists. */
+static void check_model_files_exist(const char *db_path)
+{
+	char err[512], file[1024];
+	store *db = store_open_ex(db_path, 0, err, sizeof(err));
+	cr_assert(db, "%s", err);
+	int64_t id = 0;
+	cr_assert_eq(store_latest_model(db, &id, file, sizeof(file), NULL), 1, "%s", store_errmsg(db));
+	cr_assert_eq(access(file, R_OK), 0, "%s: the latest model's file %s", db_path, file);
+	cr_assert_eq(store_model_file(db, 1, file, sizeof(file)), 0, "%s", store_errmsg(db));
+	cr_assert_eq(access(file, R_OK), 0, "%s: model 1's file %s", db_path, file);
+	model_list l = { .n = 0 };
+	cr_assert_eq(store_list_models(db, on_model, &l), 2);
+	for (int i = 0; i < l.n; i++)
+		cr_assert(l.m[i].readable, "%s: model %lld's file %s", db_path, (long long)l.m[i].id,
+			  l.m[i].file);
+	store_close(db);
+}
+
+Test(rundir, a_relative_dir_registers_models_found_from_any_folder)
+{
+	char top[] = "/tmp/sente-rundir-XXXXXX", err[512], abs_db[600];
+	cr_assert(mkdtemp(top));
+	cr_assert_eq(chdir(top), 0);
+	cr_assert_eq(mkdir("elsewhere", 0777), 0);
+	/* `--dir run`, relative to the working folder. */
+	rundir *r = rundir_open("run", err, sizeof(err));
+	cr_assert(r, "%s", err);
+	nn_net *net;
+	learner *L = small_learner(&net);
+	int64_t id = 0;
+	cr_assert_eq(rundir_first_model(r, L, &id, "test", err, sizeof(err)), 0, "%s", err);
+	learner_net(L)->data[0] += 1;
+	cr_assert_eq(rundir_save(r, L, &id, "test", err, sizeof(err)), 0, "%s", err);
+	learner_free(L);
+	nn_net_free(net);
+	rundir_close(r);
+	/* The same folder as the run saw it, then from another one, by a
+	 * relative and by an absolute path. */
+	check_model_files_exist("run/sente.db");
+	cr_assert_eq(chdir("elsewhere"), 0);
+	check_model_files_exist("../run/sente.db");
+	snprintf(abs_db, sizeof(abs_db), "%s/run/sente.db", top);
+	check_model_files_exist(abs_db);
+	cr_assert_eq(chdir("/"), 0);
+	check_model_files_exist(abs_db);
+	loop_test_rmdir(top);
 }

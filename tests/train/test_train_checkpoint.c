@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "tests/mem_limit.h"
+#include "train/checkpoint.h"
 #include "tests/train/train_util.h"
 
 static char ck_dir[] = "/tmp/sente_ckpt_XXXXXX";
@@ -291,4 +294,48 @@ Test(train_batch, connect4_mirror)
 	/* The opponent's disc in column 0 lands in column 6 of plane 1. */
 	cr_assert_eq(b->planes[42 + 6], 1.0f);
 	train_batch_free(b);
+}
+
+/* A checkpoint whose header names 80 blocks x 1024 channels (about 6 GB of
+ * weights) but holds 0 floats, with a valid CRC. */
+#define HUGE_CKPT_HLEN (13 * 4 + 4 + NN_MAX_BLOCKS + 16 + 2 * NN_ID_LEN + 4 + 4 + 8 * 4 + 4 + 4)
+static uint8_t huge_ckpt[16 + HUGE_CKPT_HLEN + 4];
+
+static int huge_ckpt_child(void *arg)
+{
+	char err[512];
+	nn_net *net = trainer_checkpoint_net(arg, err, sizeof(err));
+	if (net)
+		return 2;
+	fprintf(stderr, "huge checkpoint: %s\n", err);
+	return strstr(err, "weights") ? 0 : 3;
+}
+
+Test(train_checkpoint, a_header_is_checked_against_the_float_count_before_allocating)
+{
+	nn_arch a = nn_arch_lz(19, NN_MAX_BLOCKS, NN_MAX_CHANNELS);
+	uint32_t f[13] = { (uint32_t)a.game, (uint32_t)a.board_w, (uint32_t)a.board_h,
+			   (uint32_t)a.encoding, (uint32_t)a.in_planes, (uint32_t)a.blocks,
+			   (uint32_t)a.channels, (uint32_t)a.se_channels, (uint32_t)a.policy_channels,
+			   (uint32_t)a.policy_outputs, (uint32_t)a.value_channels,
+			   (uint32_t)a.value_hidden, (uint32_t)a.value_outputs };
+	uint8_t *b = huge_ckpt, *h = b + 16;
+	uint32_t version = TRAIN_CKPT_VERSION, hlen = HUGE_CKPT_HLEN, world = 1;
+	float scale = 1;
+	memcpy(b, "SENTECKP", 8);
+	memcpy(b + 8, &version, 4);
+	memcpy(b + 12, &hlen, 4);
+	memcpy(h, f, sizeof(f));
+	/* bn_folded, block kinds, meta, optimizer, moments 0, step, rng,
+	 * floats 0 and blob 0 stay zero; then the world and the loss scale. */
+	memcpy(h + HUGE_CKPT_HLEN - 8, &world, 4);
+	memcpy(h + HUGE_CKPT_HLEN - 4, &scale, 4);
+	uint32_t crc = (uint32_t)crc32(0L, b, (uInt)(sizeof(huge_ckpt) - 4));
+	memcpy(b + sizeof(huge_ckpt) - 4, &crc, 4);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/huge.ckpt", ck_dir);
+	spit(path, huge_ckpt, sizeof(huge_ckpt));
+	int rc = mem_limit_run(huge_ckpt_child, path, (size_t)256 << 20);
+	cr_assert_eq(rc, 0, "the header's architecture was allocated before its count was "
+		     "checked (%d)", rc);
 }
