@@ -1,6 +1,7 @@
 /* db.c: `sente db`, a look into a run's store: statistics, recent games,
  * models, SGF export, and compaction. One small function per subcommand,
  * dispatched through a table. */
+#include "engine/game_desc.h"
 #include "cli/db.h"
 
 #include <errno.h>
@@ -312,11 +313,36 @@ static int db_models(store *s, const db_opts *o)
 /* State of one export: where to, and what happened. */
 typedef struct db_export {
 	const char *dir;  /* output folder */
-	int64_t go;       /* Go games written */
-	int64_t c4;       /* Connect Four games written */
+	int64_t sgf;      /* games written as SGF (Go boards) */
+	int64_t lines;    /* games written as a line of moves */
 	int64_t skipped;  /* rows whose record did not decode */
 	bool failed;      /* a file could not be written: stop */
 } db_export;
+
+/* A record's moves as the game writes them, separated by nothing when
+ * every move is one character (Connect Four's columns), else by spaces;
+ * a newline at the end. malloc'd, NULL when memory is short. */
+static char *db_move_line(const game_record *r)
+{
+	static game g;
+	if (game_init(&g, &r->params) != GAME_OK)
+		return NULL;
+	size_t cap = (size_t)r->n_moves * 9 + 2, len = 0;
+	char *text = malloc(cap);
+	if (!text)
+		return NULL;
+	bool spaced = false;
+	char mv[16];
+	for (int i = 0; i < r->n_moves; i++)
+		if (strlen(game_move_to_text(&g, r->moves[i], mv)) > 1)
+			spaced = true;
+	for (int i = 0; i < r->n_moves; i++) {
+		game_move_to_text(&g, r->moves[i], mv);
+		len += (size_t)snprintf(text + len, cap - len, "%s%s", spaced && i ? " " : "", mv);
+	}
+	snprintf(text + len, cap - len, "\n");
+	return text;
+}
 
 /* Writes text to path through a temporary file and a rename, so a reader
  * never sees half a file. 0, or -1 with the reason printed. */
@@ -399,18 +425,17 @@ static int db_export_one(void *ctx, const store_game_info *g)
 	}
 	int rc = -1;
 	char *text = NULL;
-	if (r.params.kind == GAME_KIND_GO) {
+	const game_desc *d = game_desc_from_params(&r.params);
+	bool sgf = d->has_go_board;
+	if (sgf) {
 		snprintf(path, sizeof(path), "%s/game-%lld.sgf", e->dir, (long long)g->id);
 		text = db_go_sgf(g, &r);
 	} else {
-		snprintf(path, sizeof(path), "%s/game-%lld.c4.txt", e->dir, (long long)g->id);
-		text = malloc((size_t)r.n_moves + 2);
-		if (text) {
-			for (int i = 0; i < r.n_moves; i++)
-				text[i] = (char)('1' + r.moves[i]);
-			text[r.n_moves] = '\n';
-			text[r.n_moves + 1] = '\0';
-		}
+		/* One line of the moves as the game writes them (Connect Four:
+		 * the columns 1..7), named by the game's short name. */
+		const char *tag = d->aliases && d->aliases[0] ? d->aliases[0] : d->name;
+		snprintf(path, sizeof(path), "%s/game-%lld.%s.txt", e->dir, (long long)g->id, tag);
+		text = db_move_line(&r);
 	}
 	if (!text) {
 		fprintf(stderr, "sente db: game %lld: out of memory\n", (long long)g->id);
@@ -418,10 +443,10 @@ static int db_export_one(void *ctx, const store_game_info *g)
 	}
 	if (db_write_file(path, text))
 		goto out;
-	if (r.params.kind == GAME_KIND_GO)
-		e->go++;
+	if (sgf)
+		e->sgf++;
 	else
-		e->c4++;
+		e->lines++;
 	rc = 0;
 out:
 	free(text);
@@ -448,8 +473,8 @@ static int db_export_sgf(store *s, const db_opts *o)
 		fprintf(stderr, "sente db: %s: no game with id %ld\n", o->path, o->game_id);
 		return 1;
 	}
-	printf("exported %lld Go games (.sgf) and %lld Connect Four games (.c4.txt) to %s",
-	       (long long)e.go, (long long)e.c4, dir);
+	printf("exported %lld games as SGF and %lld as move lists (.txt) to %s",
+	       (long long)e.sgf, (long long)e.lines, dir);
 	if (e.skipped)
 		printf("; %lld corrupt rows skipped", (long long)e.skipped);
 	printf("\n");
