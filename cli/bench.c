@@ -435,8 +435,8 @@ static int bench_train(int argc, char **argv)
 		return cli_usage_error("bench train", "the cpu learner trains in fp32 only");
 	if (cuda && nn_cuda_device_count() == 0) {
 		fprintf(stderr, "sente bench train: no CUDA device (built with CUDA: %s, GPU trainer: "
-			"%s); use --backend cpu\n", nn_cuda_built() ? "yes" : "no",
-			gpu_train_built() ? "yes" : "no");
+			"%s): %s; use --backend cpu\n", nn_cuda_built() ? "yes" : "no",
+			gpu_train_built() ? "yes" : "no", nn_cuda_probe_error());
 		return 1;
 	}
 	g.device = device;

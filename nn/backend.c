@@ -139,7 +139,7 @@ static int set_open_cuda(nn_backend_set *s, const nn_net *net, int max_batch,
 	}
 	int devices = nn_cuda_device_count();
 	if (devices == 0) {
-		snprintf(why, whylen, "no CUDA device found");
+		snprintf(why, whylen, "no CUDA device found: %s", nn_cuda_probe_error());
 		return -1;
 	}
 	nn_backend_options o = *opt;

@@ -177,10 +177,12 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 			if (!o->backend.precision_given)
 				bo.precision = NN_DTYPE_FP16;
 		} else if (o->backend.kind == NN_BACKEND_CUDA) {
-			fprintf(stderr, "sente bench nn: skipped: %s\n",
+			fprintf(stderr, "sente bench nn: skipped: %s%s\n",
 				!nn_cuda_backend_built() ? "this binary has no CUDA backend (no nvcc or cuDNN at build)"
-				: nn_cuda_device_count() == 0 ? "no CUDA device found"
-							       : "no such CUDA device");
+				: nn_cuda_device_count() == 0 ? "no CUDA device found: "
+							       : "no such CUDA device",
+				nn_cuda_backend_built() && nn_cuda_device_count() == 0
+					? nn_cuda_probe_error() : "");
 			rc = 0;
 			goto out;
 		}
