@@ -21,16 +21,13 @@
 #include "nn/backend.h"
 #include "nn/cuda/cuda.h"
 #include "nn/cuda/pack.h"
+#include "tests/gpu_skip.h"
 
 #define CU_FP16_EPS 0x1p-10
 
 static void cu_need_device(void)
 {
-	if (nn_cuda_device_count() == 0)
-		cr_skip_test("no CUDA device (built with CUDA: %s, backend: %s); CPU tests still run",
-			     nn_cuda_built() ? "yes" : "no", nn_cuda_backend_built() ? "yes" : "no");
-	if (!nn_cuda_backend_built())
-		cr_skip_test("a CUDA device, but the backend was not built (no cuDNN)");
+	SKIP_WITHOUT_GPU_BUILT(nn_cuda_backend_built(), "the CUDA backend (needs cuDNN)");
 }
 
 static uint64_t cu_rng(uint64_t *s)

@@ -12,10 +12,11 @@
 
 #include "engine/fileio.h"
 #include "nn/cuda/cuda.h"
+#include "tests/gpu_skip.h"
 #include "tests/train/train_util.h"
 #include "train/checkpoint.h"
-#include "train/train_internal.h"
 #include "train/cuda/gpu_train.h"
+#include "train/train_internal.h"
 
 static char gt_dir[] = "/tmp/sente_gpu_train_XXXXXX";
 
@@ -36,12 +37,7 @@ TestSuite(gpu_train, .init = gt_setup, .fini = gt_teardown);
 
 #define NEED_DEVICE()                                                                        \
 	do {                                                                                 \
-		if (nn_cuda_device_count() == 0)                                             \
-			cr_skip_test("no CUDA device (built with CUDA: %s, GPU trainer: %s); "   \
-				     "CPU tests still run", nn_cuda_built() ? "yes" : "no",      \
-				     gpu_train_built() ? "yes" : "no");                          \
-		if (!gpu_train_built())                                                      \
-			cr_skip_test("a CUDA device, but the GPU trainer was not built (no cuDNN)"); \
+		SKIP_WITHOUT_GPU_BUILT(gpu_train_built(), "the GPU trainer (needs cuDNN)");  \
 	} while (0)
 
 /* ---- host tests ----------------------------------------------------------- */
