@@ -704,7 +704,12 @@ static int cb_create(const nn_net *net, int max_batch, const nn_backend_options 
 		memset(stage_host, 0, total);
 		st = (cb_stage){ .host = stage_host, .dev = c->wmem, .off = 0, .elt = c->elt };
 		cb_stage_all(c, &st, net, tw, tk, tb);
-		CUDA_CHECK(cudaMemcpy(c->wmem, stage_host, total, cudaMemcpyHostToDevice));
+		/* On the context's stream (non-blocking: a copy on the default
+		 * stream would not be ordered before its work), and waited for
+		 * before the staging copy is freed. */
+		CUDA_CHECK(cudaMemcpyAsync(c->wmem, stage_host, total, cudaMemcpyHostToDevice,
+					   c->stream));
+		CUDA_CHECK(cudaStreamSynchronize(c->stream));
 	}
 
 	/* Activations: one allocation carved by a table of sizes. */
@@ -725,7 +730,7 @@ static int cb_create(const nn_net *net, int max_batch, const nn_backend_options 
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 			cb_carve(NULL, &off, sizes[i]);
 		CUDA_CHECK(cudaMalloc(&c->amem, off));
-		CUDA_CHECK(cudaMemset(c->amem, 0, off));
+		CUDA_CHECK(cudaMemsetAsync(c->amem, 0, off, c->stream));
 		off = 0;
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 			*where[i] = cb_carve(c->amem, &off, sizes[i]);
