@@ -133,7 +133,7 @@ typedef struct cb_ctx {
 	cudaGraphExec_t graph[CB_MAX_BUCKETS]; /* per bucket, NULL: eager */
 	int capturing;          /* inside a stream capture: no fallbacks */
 	int n_fused;            /* layers running the fused call (for describe) */
-	char graph_note[160];   /* why graphs are off, or "" */
+	char graph_note[600];   /* why graphs are off, or "" */
 } cb_ctx;
 
 static size_t cb_align(size_t n) { return (n + CB_ALIGN - 1) / CB_ALIGN * CB_ALIGN; }
@@ -528,6 +528,27 @@ out:
 	return rc;
 }
 
+/* Why the capture of the bucket of `batch` failed, from each step's
+ * result: begin, enqueue (its message, "" when it went well), end and
+ * instantiate. Never empty. */
+static void cb_capture_reason(char *buf, size_t len, int batch, cudaError_t begin,
+			      const char *enqueue, cudaError_t end, cudaError_t inst)
+{
+	size_t at = (size_t)snprintf(buf, len, "off (capture of batch %d failed:", batch);
+	if (begin != cudaSuccess && at < len)
+		at += (size_t)snprintf(buf + at, len - at, " begin: %s;", cudaGetErrorString(begin));
+	if (enqueue[0] && at < len)
+		at += (size_t)snprintf(buf + at, len - at, " %s;", enqueue);
+	if (end != cudaSuccess && at < len)
+		at += (size_t)snprintf(buf + at, len - at, " end: %s;", cudaGetErrorString(end));
+	if (inst != cudaSuccess && at < len)
+		at += (size_t)snprintf(buf + at, len - at, " instantiate: %s;", cudaGetErrorString(inst));
+	if (at < len && buf[at - 1] == ';')
+		buf[--at] = '\0';
+	if (at + 1 < len)
+		snprintf(buf + at, len - at, ")");
+}
+
 /* Runs every bucket once (cuDNN may decline fused calls here, and lazy
  * module loading happens), then captures each as a graph. A failed capture
  * turns graphs off and is not an error. */
@@ -550,21 +571,24 @@ static int cb_warm_and_capture(cb_ctx *c, int want_graphs, char *err, size_t err
 	for (int bi = 0; bi < c->n_buckets; bi++) {
 		cudaGraph_t g = NULL;
 		char cerr[512] = "";
-		cudaError_t e = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal);
-		int r = -1;
-		if (e == cudaSuccess) {
+		cudaError_t eb = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal);
+		cudaError_t ee = cudaSuccess, ei = cudaSuccess;
+		int r = 0;
+		if (eb == cudaSuccess) {
 			c->capturing = 1;
 			r = cb_enqueue(c, bi, 1, cerr, sizeof(cerr));
 			c->capturing = 0;
-			e = cudaStreamEndCapture(c->stream, &g);
+			/* Always ended, also after a failed enqueue: its error (the
+			 * capture invalidated, and by what) is part of the reason. */
+			ee = cudaStreamEndCapture(c->stream, &g);
 		}
-		if (e == cudaSuccess && r == 0)
-			e = cudaGraphInstantiate(&c->graph[bi], g, 0);
+		if (eb == cudaSuccess && ee == cudaSuccess && r == 0)
+			ei = cudaGraphInstantiate(&c->graph[bi], g, 0);
 		if (g)
 			cudaGraphDestroy(g);
-		if (e != cudaSuccess || r != 0) {
-			snprintf(c->graph_note, sizeof(c->graph_note), "off (capture failed: %s)",
-				 r ? cerr : cudaGetErrorString(e));
+		if (eb != cudaSuccess || ee != cudaSuccess || ei != cudaSuccess || r != 0) {
+			cb_capture_reason(c->graph_note, sizeof(c->graph_note), c->bucket[bi], eb,
+					  r ? cerr : "", ee, ei);
 			cudaGetLastError();
 			for (int i = 0; i < c->n_buckets; i++)
 				if (c->graph[i]) {
@@ -756,7 +780,7 @@ static int cb_create(const nn_net *net, int max_batch, const nn_backend_options 
 	for (int i = 0; i < a->blocks; i++)
 		c->n_fused += c->conv1[i].fused + c->conv2[i].fused;
 	if (c->verbose) {
-		char buf[512];
+		char buf[1024];
 		nn_backend_cuda.describe(c, buf, sizeof(buf));
 		fprintf(stderr, "%s\n", buf);
 	}
