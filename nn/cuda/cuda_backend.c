@@ -103,6 +103,9 @@ typedef struct cb_ctx {
 	cudnnActivationDescriptor_t relu, ident;
 	cudnnTensorDescriptor_t td[CB_MAX_BUCKETS][N_SLOTS]; /* NHWC activations */
 	cudnnConvolutionFwdAlgo_t algo[N_SHAPES][CB_MAX_BUCKETS];
+	cudnnMathType_t math[N_SHAPES][CB_MAX_BUCKETS]; /* the math type cuDNN
+				 * timed the chosen algorithm with, set on the
+				 * layer's descriptor before each call */
 
 	cb_conv input;                    /* input conv */
 	cb_conv conv1[NN_MAX_BLOCKS], conv2[NN_MAX_BLOCKS]; /* the tower */
@@ -261,6 +264,21 @@ static void cb_conv_free(cb_conv *l)
 		cudnnDestroyTensorDescriptor(l->bd);
 }
 
+/* The math type of the precision: tensor ops for fp16, plain FMA for fp32
+ * (never TF32, whose 10-bit mantissa the fp32 path exists to avoid). */
+static cudnnMathType_t cb_plain_math(const cb_ctx *c)
+{
+	return c->dt == NN_DTYPE_FP16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+}
+
+/* Whether an algorithm cuDNN timed with math type m may serve this
+ * context: fp32 takes FMA results only (cuDNN's default math permits TF32
+ * on Ampere and later). */
+static int cb_math_ok(const cb_ctx *c, cudnnMathType_t m)
+{
+	return c->dt == NN_DTYPE_FP16 || m == CUDNN_FMA_MATH;
+}
+
 /* Runs conv l at bucket bi: y = act(conv(x) + bias + res); res may be NULL. */
 static int cb_conv_run(cb_ctx *c, cb_conv *l, int bi, const void *x, void *y, const void *res,
 		       int relu, char *err, size_t errlen)
@@ -269,10 +287,13 @@ static int cb_conv_run(cb_ctx *c, cb_conv *l, int bi, const void *x, void *y, co
 	const float one = 1.0f, zero = 0.0f;
 	cudnnTensorDescriptor_t xd = c->td[bi][l->in_slot], yd = c->td[bi][l->out_slot];
 	cudnnConvolutionFwdAlgo_t algo = c->algo[l->shape][bi];
+	cudnnMathType_t math = c->math[l->shape][bi];
 	if (l->fused) {
-		/* cuDNN allows the identity activation with this algorithm only. */
+		/* cuDNN allows the identity activation with this algorithm only,
+		 * which runs with the precision's own math type. */
 		cudnnConvolutionFwdAlgo_t fa =
 			relu ? algo : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+		CUDNN_CHECK(cudnnSetConvolutionMathType(l->cd, relu ? math : cb_plain_math(c)));
 		cudnnStatus_t s = cudnnConvolutionBiasActivationForward(
 			c->dnn, &one, xd, x, l->wd, l->w, l->cd, fa, c->ws, c->ws_bytes,
 			res ? &one : &zero, yd, res ? res : y, l->bd, l->b,
@@ -291,6 +312,7 @@ static int cb_conv_run(cb_ctx *c, cb_conv *l, int bi, const void *x, void *y, co
 			fprintf(stderr, "cuda: fused conv %dx%d %d->%d declined (%s), plain path\n",
 				l->k, l->k, l->cin, l->cout, cudnnGetErrorString(s));
 	}
+	CUDNN_CHECK(cudnnSetConvolutionMathType(l->cd, math));
 	CUDNN_CHECK(cudnnConvolutionForward(c->dnn, &one, xd, x, l->wd, l->w, l->cd, algo, c->ws,
 					    c->ws_bytes, &zero, yd, y));
 	CUDA_CHECK(nnk_bias_res_act(c->dt, y, l->bf, res, (long)c->bucket[bi] * c->hw, l->cout, relu,
@@ -498,15 +520,18 @@ static int cb_choose_algos(cb_ctx *c, size_t *need, char *err, size_t errlen)
 				CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(c->dnn, xd, l->wd, l->cd, yd,
 										   8, &got, perf));
 			for (int i = 0; i < got && !found; i++)
-				if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= CB_WS_LIMIT) {
+				if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= CB_WS_LIMIT &&
+				    cb_math_ok(c, perf[i].mathType)) {
 					c->algo[sh][bi] = perf[i].algo;
+					c->math[sh][bi] = perf[i].mathType;
 					if (perf[i].memory > *need)
 						*need = perf[i].memory;
 					found = 1;
 				}
 			if (!found) {
-				snprintf(err, errlen, "cuDNN has no algorithm for a %dx%d conv %d->%d at batch %d",
-					 l->k, l->k, l->cin, l->cout, c->bucket[bi]);
+				snprintf(err, errlen, "cuDNN has no algorithm for a %dx%d conv %d->%d at batch %d%s",
+					 l->k, l->k, l->cin, l->cout, c->bucket[bi],
+					 c->dt == NN_DTYPE_FP32 ? " with FMA math (no TF32)" : "");
 				rc = -1;
 				goto out;
 			}
@@ -518,8 +543,9 @@ static int cb_choose_algos(cb_ctx *c, size_t *need, char *err, size_t errlen)
 			    ws > *need && ws <= CB_WS_LIMIT)
 				*need = ws;
 			if (c->verbose)
-				fprintf(stderr, "cuda: conv %dx%d %d->%d batch %d: algorithm %d\n", l->k, l->k,
-					l->cin, l->cout, c->bucket[bi], (int)c->algo[sh][bi]);
+				fprintf(stderr, "cuda: conv %dx%d %d->%d batch %d: algorithm %d, math type %d\n",
+					l->k, l->k, l->cin, l->cout, c->bucket[bi], (int)c->algo[sh][bi],
+					(int)c->math[sh][bi]);
 		}
 	}
 out:
