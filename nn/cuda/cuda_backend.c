@@ -44,6 +44,7 @@
 
 #include "nn/cuda/cuda_common.h"
 #include "nn/cuda/cuda_dl.h"
+#include "nn/cuda/cudnn_status.h"
 #include "nn/cuda/kernels.h"
 #include "nn/cuda/pack.h"
 
@@ -51,6 +52,17 @@
 /* cuDNN and cuBLAS are dlopened at the first create (cuda_dl.h): every
  * call below goes through that table. */
 static int cb_dl_ready(char *err, size_t errlen) { return nn_cuda_dl_ready(err, errlen); }
+
+/* cudnn_status.c decides on cuDNN 9's codes: they must be this header's. */
+_Static_assert((int)CUDNN_STATUS_BAD_PARAM == NN_CUDNN_STATUS_BAD_PARAM &&
+		       (int)CUDNN_STATUS_NOT_SUPPORTED == NN_CUDNN_STATUS_NOT_SUPPORTED &&
+		       (int)CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER ==
+			       NN_CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER &&
+		       (int)CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE ==
+			       NN_CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE &&
+		       (int)CUDNN_STATUS_INTERNAL_ERROR == NN_CUDNN_STATUS_INTERNAL_ERROR &&
+		       (int)CUDNN_STATUS_EXECUTION_FAILED == NN_CUDNN_STATUS_EXECUTION_FAILED,
+	       "cudnn_status.h's codes are cuDNN 9's");
 
 #define CB_MAX_BUCKETS 16
 #define CB_WS_LIMIT ((size_t)256 << 20)   /* largest cuDNN workspace we accept */
@@ -300,12 +312,13 @@ static int cb_conv_run(cb_ctx *c, cb_conv *l, int bi, const void *x, void *y, co
 			relu ? c->relu : c->ident, yd, y);
 		if (s == CUDNN_STATUS_SUCCESS)
 			return 0;
-		if (c->capturing) {
-			snprintf(err, errlen, "%s:%d: fused convolution during capture: %s", __FILE__,
-				 __LINE__, cudnnGetErrorString(s));
+		if (c->capturing || !nn_cudnn_fused_declines((int)s)) {
+			snprintf(err, errlen, "%s:%d: fused convolution %dx%d %d->%d%s: %s (%d)",
+				 __FILE__, __LINE__, l->k, l->k, l->cin, l->cout,
+				 c->capturing ? " during capture" : "", cudnnGetErrorString(s), (int)s);
 			return -1;
 		}
-		/* Declined: this layer takes the plain path from now on. */
+		/* Declined (not supported): this layer takes the plain path from now on. */
 		cudaGetLastError();
 		l->fused = 0;
 		if (c->verbose)
