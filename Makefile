@@ -110,7 +110,7 @@ LIB  = $(BUILD)/libsente.a
 BIN  = bin/sente
 TESTBIN = $(BUILD)/tests/sente_tests
 
-.PHONY: all test test-run asan bench run deps fuzz fuzz-run clean help
+.PHONY: all test test-run asan bench run deps fuzz fuzz-run clean help gpu-probe
 
 all: $(BIN)
 
@@ -135,6 +135,14 @@ CLI_TESTED_OBJ = $(BUILD)/cli/opt.o
 $(TESTBIN): $(TEST_OBJ) $(CLI_TESTED_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(TEST_OBJ) $(CLI_TESTED_OBJ) $(LIB) $(LDLIBS) -lcriterion -o $@
+
+# What sente sees of the CUDA devices (scripts/gpu_check.sh compares it
+# with nvidia-smi).
+GPU_PROBE = $(BUILD)/bin/gpu_probe
+gpu-probe: $(GPU_PROBE)
+$(GPU_PROBE): scripts/gpu_probe.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
 # The test binary runs from the repository root so that fixtures under
 # tests/data are found; bin/sente is built too since some tests drive it.
