@@ -142,7 +142,7 @@ static int set_open_cuda(nn_backend_set *s, const nn_net *net, int max_batch,
 	}
 	int devices = nn_cuda_device_count();
 	if (devices == 0) {
-		snprintf(why, whylen, "no CUDA device found: %s", nn_cuda_probe_error());
+		snprintf(why, whylen, "no device: %s", nn_cuda_probe_error());
 		return -1;
 	}
 	nn_backend_options o = *opt;
@@ -219,11 +219,11 @@ int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
 		return -1;
 	s->n = 1;
 	s->precision = o.precision;
-	if (why[0])
-		snprintf(s->what, sizeof(s->what), "cpu %s (CUDA %s: %s%s)",
+	if (why[0]) /* the note first: a long reason may be cut */
+		snprintf(s->what, sizeof(s->what), "cpu %s (CUDA %s%s: %s)",
 			 nn_dtype_name(o.precision),
 			 opt->kind == NN_BACKEND_CUDA ? "requested but not usable, falling back" : "not used",
-			 why, note);
+			 note, why);
 	else
 		snprintf(s->what, sizeof(s->what), "cpu %s%s", nn_dtype_name(o.precision),
 			 note[0] ? " (fp16 is GPU-only)" : "");

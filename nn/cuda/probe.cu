@@ -50,8 +50,8 @@ static void probe_run(void)
 	probe_version(p->runtime_version, rt, sizeof(rt));
 	size_t at = 0;
 	if (e != cudaSuccess)
-		at = (size_t)snprintf(p->reason, sizeof(p->reason), "cudaGetDeviceCount: %s (%s)",
-				      cudaGetErrorName(e), cudaGetErrorString(e));
+		at = (size_t)snprintf(p->reason, sizeof(p->reason), "%s (%s)", cudaGetErrorName(e),
+				      cudaGetErrorString(e));
 	else
 		at = (size_t)snprintf(p->reason, sizeof(p->reason),
 				      "the driver reports no device (CUDA_VISIBLE_DEVICES=%s)",
@@ -60,17 +60,16 @@ static void probe_run(void)
 	if (at < sizeof(p->reason)) {
 		if (p->driver_version == 0)
 			at += (size_t)snprintf(p->reason + at, sizeof(p->reason) - at,
-					       "; no CUDA driver (libcuda.so.1); runtime %s", rt);
+					       "; no driver (libcuda.so.1), runtime %s", rt);
 		else
 			at += (size_t)snprintf(p->reason + at, sizeof(p->reason) - at,
-					       "; driver supports CUDA %s, runtime is %s%s", drv, rt,
+					       "; driver CUDA %s, runtime %s%s", drv, rt,
 					       p->driver_version < p->runtime_version
 						       ? " (driver too old for this runtime)"
 						       : "");
 	}
 	if (at < sizeof(p->reason) && access("/dev/nvidiactl", F_OK) != 0)
-		snprintf(p->reason + at, sizeof(p->reason) - at, "; no /dev/nvidiactl (no GPU "
-			 "passed to this machine or container)");
+		snprintf(p->reason + at, sizeof(p->reason) - at, "; no /dev/nvidiactl");
 }
 
 extern "C" const nn_cuda_probe *nn_cuda_probe_status(void)
