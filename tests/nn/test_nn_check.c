@@ -41,6 +41,22 @@ static float *ck_planes(const nn_net *net, uint64_t seed)
 	return p;
 }
 
+/* A checking backend of test against ref on net, one thread. */
+static nn_backend *ck_open(const nn_net *net, const nn_backend_ops *test,
+			   const nn_backend_ops *ref, double tolerance, int warn_only)
+{
+	char err[512];
+	nn_backend_options o = nn_backend_options_default();
+	o.threads = 1;
+	o.check_test = test;
+	o.check_ref = ref;
+	o.check_tolerance = tolerance;
+	o.check_warn_only = warn_only;
+	nn_backend *be = nn_backend_new(&nn_backend_check, net, CK_MAXB, &o, err, sizeof(err));
+	cr_assert(be, "%s", err);
+	return be;
+}
+
 /* Runs batches 1, 3 and 8 through `be` and checks them against a plain
  * CPU backend's outputs: the checking backend hands back the test's. */
 static void ck_run(nn_backend *be, const nn_net *net, const float *planes)
@@ -70,15 +86,9 @@ static void ck_run(nn_backend *be, const nn_net *net, const float *planes)
 
 Test(nn_check, cpu_against_the_reference_is_within_tolerance)
 {
-	char err[512];
 	nn_net *net = ck_net(11);
 	float *planes = ck_planes(net, 12);
-	nn_backend_options o = nn_backend_options_default();
-	o.threads = 1;
-	o.check_test = &nn_backend_cpu;
-	o.check_ref = &nn_backend_reference;
-	nn_backend *be = nn_backend_new(&nn_backend_check, net, CK_MAXB, &o, err, sizeof(err));
-	cr_assert(be, "%s", err);
+	nn_backend *be = ck_open(net, &nn_backend_cpu, &nn_backend_reference, 0, 0);
 	ck_run(be, net, planes);
 	nn_check_stats st;
 	nn_check_get_stats(be, &st);
@@ -100,14 +110,9 @@ Test(nn_check, cpu_against_the_reference_is_within_tolerance)
 
 Test(nn_check, cpu_against_itself_agrees_exactly)
 {
-	char err[512];
 	nn_net *net = ck_net(21);
 	float *planes = ck_planes(net, 22);
-	nn_backend_options o = nn_backend_options_default();
-	o.threads = 1;
-	o.check_test = o.check_ref = &nn_backend_cpu;
-	nn_backend *be = nn_backend_new(&nn_backend_check, net, CK_MAXB, &o, err, sizeof(err));
-	cr_assert(be, "%s", err);
+	nn_backend *be = ck_open(net, &nn_backend_cpu, &nn_backend_cpu, 0, 0);
 	ck_run(be, net, planes);
 	nn_check_stats st;
 	nn_check_get_stats(be, &st);
@@ -122,26 +127,17 @@ Test(nn_check, cpu_against_itself_agrees_exactly)
  * check_warn_only is counted and passes. */
 Test(nn_check, beyond_the_tolerance_fails_or_is_reported)
 {
-	char err[512];
 	nn_net *net = ck_net(31);
 	float *planes = ck_planes(net, 32);
 	size_t np = (size_t)net->arch.policy_outputs;
 	float *pol = malloc(sizeof(float) * np * CK_MAXB), val[CK_MAXB];
-	nn_backend_options o = nn_backend_options_default();
-	o.threads = 1;
-	o.check_test = &nn_backend_cpu;
-	o.check_ref = &nn_backend_reference;
-	o.check_tolerance = 1e-12;
-	nn_backend *be = nn_backend_new(&nn_backend_check, net, CK_MAXB, &o, err, sizeof(err));
-	cr_assert(be, "%s", err);
+	nn_backend *be = ck_open(net, &nn_backend_cpu, &nn_backend_reference, 1e-12, 0);
 	cr_assert_eq(nn_backend_forward(be, 4, planes, pol, val, NULL), -1);
 	nn_check_stats st;
 	nn_check_get_stats(be, &st);
 	cr_assert_eq(st.beyond, 1);
 	nn_backend_free(be);
-	o.check_warn_only = 1;
-	be = nn_backend_new(&nn_backend_check, net, CK_MAXB, &o, err, sizeof(err));
-	cr_assert(be, "%s", err);
+	be = ck_open(net, &nn_backend_cpu, &nn_backend_reference, 1e-12, 1);
 	cr_assert_eq(nn_backend_forward(be, 4, planes, pol, val, NULL), 0);
 	cr_assert_eq(nn_backend_forward(be, 2, planes, pol, val, NULL), 0);
 	nn_check_get_stats(be, &st);

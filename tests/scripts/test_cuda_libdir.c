@@ -5,37 +5,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
+
+#include "tests/scripts/script_util.h"
 
 /* Runs the script on home; its exit status, its output (newline cut). */
 static int libdir(const char *home, char *out, size_t len)
 {
 	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "sh scripts/cuda_libdir.sh %s 2>&1", home);
-	FILE *p = popen(cmd, "r");
-	cr_assert(p);
-	size_t n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
+	snprintf(cmd, sizeof(cmd), "sh scripts/cuda_libdir.sh %s", home);
+	int rc = script_run(cmd, out, len);
+	size_t n = strlen(out);
 	if (n && out[n - 1] == '\n')
 		out[n - 1] = '\0';
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* An empty file home/rel, folders made on the way. */
-static void touch(const char *home, const char *rel)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", home, rel);
-	for (char *p = path + strlen(home) + 1; (p = strchr(p, '/')) != NULL; p++) {
-		*p = '\0';
-		mkdir(path, 0755);
-		*p = '/';
-	}
-	FILE *f = fopen(path, "w");
-	cr_assert(f, "%s", path);
-	fclose(f);
+	return rc;
 }
 
 static void rm_rf(const char *dir)
@@ -65,7 +47,7 @@ Test(cuda_libdir, finds_lib64_lib_and_versioned_runtimes)
 		char home[] = "/tmp/sente-cudalib-XXXXXX", out[1024], want[1024];
 		cr_assert(mkdtemp(home));
 		for (int f = 0; f < 4 && cases[i].files[f]; f++)
-			touch(home, cases[i].files[f]);
+			script_put(home, cases[i].files[f], "");
 		int rc = libdir(home, out, sizeof(out));
 		if (cases[i].want) {
 			snprintf(want, sizeof(want), "%s/%s", home, cases[i].want);

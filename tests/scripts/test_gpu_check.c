@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "nn/cuda/cuda.h"
+#include "tests/scripts/script_util.h"
 
 Test(gpu_check, without_a_device_it_says_so_and_stops)
 {
@@ -14,13 +14,8 @@ Test(gpu_check, without_a_device_it_says_so_and_stops)
 		cr_skip_test("a GPU machine: the script would run for real");
 	char dir[] = "/tmp/sente-gpucheck-XXXXXX", cmd[512], out[8192];
 	cr_assert(mkdtemp(dir));
-	snprintf(cmd, sizeof(cmd), "sh scripts/gpu_check.sh %s 2>&1", dir);
-	FILE *p = popen(cmd, "r");
-	cr_assert(p);
-	size_t n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	int st = pclose(p);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 3, "%s", out);
+	snprintf(cmd, sizeof(cmd), "sh scripts/gpu_check.sh %s", dir);
+	cr_assert_eq(script_run(cmd, out, sizeof(out)), 3, "%s", out);
 	cr_assert(strstr(out, "NO CUDA DEVICE"), "%s", out);
 	cr_assert(strstr(out, "nothing was built"), "%s", out);
 	cr_assert(strstr(out, "---- summary"), "%s", out);
