@@ -253,7 +253,7 @@ run_suites() {
 }
 
 CUDA_SUITES="cuda/* nn_cuda/* nn_cuda_pack/* nn_cuda_status/* nn_select/* nn_check/* cli_backend/* \
-gpu_replay/* gpu_train/* grad_reducer/* launch/* comm/* gpu_learner/*"
+gpu_replay/* gpu_train/* gpu_layers/* grad_reducer/* launch/* comm/* gpu_learner/*"
 if want cuda && enough 60 cuda; then
 	set -f
 	# shellcheck disable=SC2086
@@ -270,12 +270,12 @@ if want sanitize && enough 60 sanitize; then
 		set -f
 		# memcheck: every CUDA suite of our code paths; cuDNN's own calls too.
 		run_suites memcheck "$OUTD/sanitize.log" 150 600 "$san --tool memcheck" \
-			'cuda/*' 'nn_cuda/*' 'gpu_replay/*' 'gpu_train/*' 'grad_reducer/*'
+			'cuda/*' 'nn_cuda/*' 'gpu_replay/*' 'gpu_train/*' 'gpu_layers/*' 'grad_reducer/*'
 		# racecheck: the tests that run our kernels (expansion, SE, heads,
 		# replay sampling, the trainer's kernels) at small shapes.
 		run_suites racecheck "$OUTD/sanitize.log" 90 600 "$san --tool racecheck" \
 			'cuda/*' 'nn_cuda/expand_kernel_matches_host' 'nn_cuda/se_go9_fp32' \
-			'gpu_replay/*' 'gpu_train/fp32_step_matches_cpu_go_sgd'
+			'gpu_replay/*' 'gpu_layers/*' 'gpu_train/fp32_step_matches_cpu_go_sgd'
 		set +f
 		unset CUDNN_LOGERR_DBG CUDNN_LOGDEST_DBG
 		errs=$(grep -c "========= ERROR SUMMARY: [1-9]" "$OUTD/sanitize.log")
