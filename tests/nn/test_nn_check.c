@@ -84,14 +84,28 @@ static void ck_run(nn_backend *be, const nn_net *net, const float *planes)
 	free(pol2);
 }
 
-Test(nn_check, cpu_against_the_reference_is_within_tolerance)
+/* Checks test against ref on a net of `seed` through ck_run; the stats,
+ * and the description into d. */
+static nn_check_stats ck_check(uint64_t seed, const nn_backend_ops *test,
+			       const nn_backend_ops *ref, char *d, size_t dlen)
 {
-	nn_net *net = ck_net(11);
-	float *planes = ck_planes(net, 12);
-	nn_backend *be = ck_open(net, &nn_backend_cpu, &nn_backend_reference, 0, 0);
+	nn_net *net = ck_net(seed);
+	float *planes = ck_planes(net, seed + 1);
+	nn_backend *be = ck_open(net, test, ref, 0, 0);
 	ck_run(be, net, planes);
 	nn_check_stats st;
 	nn_check_get_stats(be, &st);
+	be->ops->describe(be->ctx, d, dlen);
+	nn_backend_free(be);
+	free(planes);
+	nn_net_free(net);
+	return st;
+}
+
+Test(nn_check, cpu_against_the_reference_is_within_tolerance)
+{
+	char d[1024];
+	nn_check_stats st = ck_check(11, &nn_backend_cpu, &nn_backend_reference, d, sizeof(d));
 	cr_assert_eq(st.forwards, 3);
 	cr_assert_eq(st.positions, 12);
 	cr_assert_eq(st.beyond, 0);
@@ -100,27 +114,15 @@ Test(nn_check, cpu_against_the_reference_is_within_tolerance)
 			  st.worst[k]);
 		cr_assert(st.worst[k] > 0.0 || k == 2, "fp32 against double differs somewhere");
 	}
-	char d[1024];
-	be->ops->describe(be->ctx, d, sizeof(d));
 	cr_assert(strstr(d, "check") && strstr(d, "reference"), "%s", d);
-	nn_backend_free(be);
-	free(planes);
-	nn_net_free(net);
 }
 
 Test(nn_check, cpu_against_itself_agrees_exactly)
 {
-	nn_net *net = ck_net(21);
-	float *planes = ck_planes(net, 22);
-	nn_backend *be = ck_open(net, &nn_backend_cpu, &nn_backend_cpu, 0, 0);
-	ck_run(be, net, planes);
-	nn_check_stats st;
-	nn_check_get_stats(be, &st);
+	char d[1024];
+	nn_check_stats st = ck_check(21, &nn_backend_cpu, &nn_backend_cpu, d, sizeof(d));
 	for (int k = 0; k < NN_CHECK_OUTPUTS; k++)
 		cr_assert(st.worst[k] < 1e-6, "output %d: %g", k, st.worst[k]);
-	nn_backend_free(be);
-	free(planes);
-	nn_net_free(net);
 }
 
 /* A tolerance no real arithmetic meets: the forward fails, or with

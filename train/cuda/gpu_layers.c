@@ -22,12 +22,14 @@ static int gl_no_device(char *err, size_t errlen)
 	return 1;
 }
 
-/* One device allocation carved into n pieces of sizes[i] floats. */
+/* On device 0, one allocation carved into n pieces of sizes[i] floats,
+ * zeroed. */
 static int gl_alloc(float **base, float **piece[], const size_t sizes[], int n, char *err,
 		    size_t errlen)
 {
 	int rc = 0;
 	size_t total = 0;
+	CUDA_CHECK(cudaSetDevice(0));
 	for (int i = 0; i < n; i++)
 		total += (sizes[i] + 63) / 64 * 64;
 	CUDA_CHECK(cudaMalloc((void **)base, total * sizeof(float)));
@@ -82,7 +84,6 @@ int gpu_layer_bn(int n, int c, int h, int w, const float *x, const float *gamma,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	CUDA_CHECK(cudaSetDevice(0));
 	if (gl_alloc(&base, pieces, sizes, (int)(sizeof(sizes) / sizeof(sizes[0])), err, errlen) < 0) {
 		rc = -1;
 		goto out;
@@ -124,7 +125,6 @@ int gpu_layer_relu(int n, int c, int h, int w, const float *x, const float *dy, 
 	float *base = NULL, *yd, *g, *zero;
 	float **pieces[] = { &yd, &g, &zero };
 	const size_t sizes[] = { (size_t)cnt, (size_t)cnt, 1 };
-	CUDA_CHECK(cudaSetDevice(0));
 	if (gl_alloc(&base, pieces, sizes, 3, err, errlen) < 0) {
 		rc = -1;
 		goto out;
@@ -153,7 +153,6 @@ int gpu_layer_fc(int n, int nin, int nout, const float *x, const float *wt, cons
 	float **pieces[] = { &xd, &wd, &bd, &gd, &yd, &dxd, &dwd, &dbd };
 	const size_t sizes[] = { (size_t)n * nin, (size_t)nout * nin, (size_t)nout, (size_t)n * nout,
 				 (size_t)n * nout, (size_t)n * nin, (size_t)nout * nin, (size_t)nout };
-	CUDA_CHECK(cudaSetDevice(0));
 	if (gl_alloc(&base, pieces, sizes, 8, err, errlen) < 0) {
 		rc = -1;
 		goto out;
@@ -191,7 +190,6 @@ int gpu_layer_losses(int n, int np, const float *logits, const float *policy, in
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	CUDA_CHECK(cudaSetDevice(0));
 	if (gl_alloc(&base, pieces, sizes, 8, err, errlen) < 0) {
 		rc = -1;
 		goto out;
