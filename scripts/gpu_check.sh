@@ -18,7 +18,7 @@
 #   all       the whole suite
 #   bench     inference 6x64/10x128/20x256 at batches 1..1024 in fp16 and
 #             fp32, search, training 10x128 and 20x256 in fp16/bf16/fp32
-#             (with MFU), and a one-minute `sente run --backend cuda`: JSON
+#             (with MFU), and a 45-second `sente run --backend cuda`: JSON
 #             lines in bench/results/gpu-DATE-COMMIT.jsonl (copied to
 #             OUTDIR/bench.jsonl; the first line names the device, driver,
 #             date and commit)
@@ -215,10 +215,10 @@ if want probe; then
 fi
 
 # run_suites NAME LOG CAP PER_TEST PREFIX FILTER...: runs the test binary
-# once per filter (PREFIX before it: a sanitizer, or ""), each run bounded
-# by CAP seconds and each test by PER_TEST (Criterion's own timeout, so a
-# hung test fails alone and the summary still comes), appends to LOG, adds
-# one summary row.
+# once per filter (PREFIX before it: a sanitizer, or ""), all of them
+# within CAP seconds and each test within PER_TEST (Criterion's own
+# timeout, so a hung test fails alone and the summary still comes),
+# appends to LOG, adds one summary row.
 : >"$OUTD/tests.log"
 run_suites() {
 	name=$1
@@ -229,11 +229,16 @@ run_suites() {
 	pre=$1
 	shift
 	tested=0 failing=0 crashing=0 bad=""
+	end=$(($(elapsed) + cap))
 	for f in "$@"; do
-		[ "$(left)" -lt 30 ] && { bad="$bad $f(no time left)"; failing=$((failing + 1)); continue; }
+		rem=$((end - $(elapsed)))
+		if [ "$rem" -lt 10 ] || [ "$(left)" -lt 30 ]; then
+			bad="$bad $f(not run: out of time)"
+			continue
+		fi
 		echo "== $name $f" >>"$log"
 		# shellcheck disable=SC2086
-		sente "$(bound "$cap")" $pre "$TB" --filter "$f" --jobs 4 --timeout "$per" --verbose >>"$log" 2>&1
+		sente "$(bound "$rem")" $pre "$TB" --filter "$f" --jobs 4 --timeout "$per" --verbose >>"$log" 2>&1
 		rc=$?
 		syn=$(grep "Synthesis" "$log" | tail -n 1)
 		[ $rc -eq 124 ] || [ $rc -eq 137 ] && bad="$bad $f(killed at the bound)"
@@ -257,7 +262,7 @@ gpu_replay/* gpu_train/* gpu_layers/* grad_reducer/* launch/* comm/* gpu_learner
 if want cuda && enough 60 cuda; then
 	set -f
 	# shellcheck disable=SC2086
-	run_suites cuda "$OUTD/tests.log" 200 180 "" $CUDA_SUITES
+	run_suites cuda "$OUTD/tests.log" 150 120 "" $CUDA_SUITES
 	set +f
 fi
 
@@ -269,11 +274,11 @@ if want sanitize && enough 60 sanitize; then
 		san="$COMPUTE_SAN --target-processes all --error-exitcode 9 --print-limit 20"
 		set -f
 		# memcheck: every CUDA suite of our code paths; cuDNN's own calls too.
-		run_suites memcheck "$OUTD/sanitize.log" 150 600 "$san --tool memcheck" \
+		run_suites memcheck "$OUTD/sanitize.log" 90 90 "$san --tool memcheck" \
 			'cuda/*' 'nn_cuda/*' 'gpu_replay/*' 'gpu_train/*' 'gpu_layers/*' 'grad_reducer/*'
 		# racecheck: the tests that run our kernels (expansion, SE, heads,
 		# replay sampling, the trainer's kernels) at small shapes.
-		run_suites racecheck "$OUTD/sanitize.log" 90 600 "$san --tool racecheck" \
+		run_suites racecheck "$OUTD/sanitize.log" 45 45 "$san --tool racecheck" \
 			'cuda/*' 'nn_cuda/expand_kernel_matches_host' 'nn_cuda/se_go9_fp32' \
 			'gpu_replay/*' 'gpu_layers/*' 'gpu_train/fp32_step_matches_cpu_go_sgd'
 		set +f
@@ -287,7 +292,7 @@ fi
 
 if want all && enough 90 all; then
 	echo "== all" >>"$OUTD/tests.log"
-	sente "$(bound 240)" "$TB" --jobs "$(nproc)" --timeout 200 >>"$OUTD/all.log" 2>&1
+	sente "$(bound 130)" "$TB" --jobs "$(nproc)" --timeout 120 >>"$OUTD/all.log" 2>&1
 	rc=$?
 	cat "$OUTD/all.log" >>"$OUTD/tests.log"
 	syn=$(grep "Synthesis" "$OUTD/all.log" | tail -n 1)
@@ -330,7 +335,7 @@ if want bench && enough 60 bench; then
 	for p in fp16 fp32; do
 		for shape in 6x64 10x128 20x256; do
 			b 60 bench nn --backend cuda --precision "$p" --blocks "${shape%x*}" --channels "${shape#*x}" \
-				--batch 1,2,4,8,16,32,64,128,256,512,1024 --seconds 0.5 --accuracy-positions 64
+				--batch 1,2,4,8,16,32,64,128,256,512,1024 --seconds 0.25 --accuracy-positions 64
 		done
 	done
 	b 60 bench search --backend cuda -t 8 -b 256 -v 20000 --blocks 10 --channels 128 --repeat 1
@@ -343,10 +348,10 @@ if want bench && enough 60 bench; then
 	# A short run of the whole loop on the GPU: its exit and time as a line.
 	if [ "$(left)" -ge 100 ]; then
 		t1=$(date +%s)
-		sente 90 "$S" run --backend cuda --game connect4 --dir "$R/run" --minutes 1 \
+		sente 75 "$S" run --backend cuda --game connect4 --dir "$R/run" --minutes 0.75 \
 			>"$OUTD/run.log" 2>&1
 		rrc=$?
-		echo "{\"bench\":\"run\",\"backend\":\"cuda\",\"game\":\"connect4\",\"minutes\":1,\"exit\":$rrc,\"seconds\":$(($(date +%s) - t1))}" >>"$J"
+		echo "{\"bench\":\"run\",\"backend\":\"cuda\",\"game\":\"connect4\",\"minutes\":0.75,\"exit\":$rrc,\"seconds\":$(($(date +%s) - t1))}" >>"$J"
 		[ $rrc -ne 0 ] && fails="$fails [run --backend cuda: exit $rrc, run.log]" && nfail=$((nfail + 1))
 	else
 		fails="$fails [run: no time left]"

@@ -284,11 +284,19 @@ static cudnnMathType_t cb_plain_math(const cb_ctx *c)
 }
 
 /* Whether an algorithm cuDNN timed with math type m may serve this
- * context: fp32 takes FMA results only (cuDNN's default math permits TF32
- * on Ampere and later). */
+ * context: fp32 refuses tensor-op results (TF32), and whatever it takes
+ * runs with FMA math (cb_run_math), never the default math that permits
+ * TF32 on Ampere and later. */
 static int cb_math_ok(const cb_ctx *c, cudnnMathType_t m)
 {
-	return c->dt == NN_DTYPE_FP16 || m == CUDNN_FMA_MATH;
+	return c->dt == NN_DTYPE_FP16 || m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH;
+}
+
+/* The math type a chosen algorithm runs with: cuDNN's for fp16, FMA for
+ * fp32. */
+static cudnnMathType_t cb_run_math(const cb_ctx *c, cudnnMathType_t found)
+{
+	return c->dt == NN_DTYPE_FP16 ? found : CUDNN_FMA_MATH;
 }
 
 /* Runs conv l at bucket bi: y = act(conv(x) + bias + res); res may be NULL. */
@@ -536,7 +544,7 @@ static int cb_choose_algos(cb_ctx *c, size_t *need, char *err, size_t errlen)
 				if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= CB_WS_LIMIT &&
 				    cb_math_ok(c, perf[i].mathType)) {
 					c->algo[sh][bi] = perf[i].algo;
-					c->math[sh][bi] = perf[i].mathType;
+					c->math[sh][bi] = cb_run_math(c, perf[i].mathType);
 					if (perf[i].memory > *need)
 						*need = perf[i].memory;
 					found = 1;
