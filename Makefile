@@ -24,6 +24,12 @@ NVCC := $(shell command -v nvcc 2>/dev/null || ls $(CUDA_HOME)/bin/nvcc 2>/dev/n
 CUDNN_H := $(firstword $(wildcard $(CUDA_HOME)/include/cudnn.h /usr/include/cudnn.h /usr/include/x86_64-linux-gnu/cudnn.h))
 NCCL_H  := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
 MPICC   := $(shell command -v mpicc 2>/dev/null)
+# The CUDA library folder (lib64, or lib as in pip and conda toolkits) and
+# how to link libcudart (-lcudart, or -l:libcudart.so.N where only the
+# versioned file is there): scripts/cuda_libdir.sh.
+CUDA_LIBDIR_FOUND := $(shell sh scripts/cuda_libdir.sh $(CUDA_HOME) 2>/dev/null)
+CUDA_LIBDIR  := $(or $(word 1,$(CUDA_LIBDIR_FOUND)),$(CUDA_HOME)/lib64)
+CUDA_RT_LINK := $(or $(word 2,$(CUDA_LIBDIR_FOUND)),-lcudart)
 
 # MPI (the learner's CPU collectives, and what mpirun launches): the flags
 # come from the wrapper compiler, so any MPI with mpicc --showme works.
@@ -56,6 +62,7 @@ QUIET_DEPS := 1
 endif
 ifndef QUIET_DEPS
 $(info sente: nvcc   $(if $(NVCC),found ($(NVCC)),not found)$(if $(filter 0,$(USE_CUDA)), -- CUDA backend not built,))
+$(if $(filter 1,$(USE_CUDA)),$(info sente: CUDA libraries $(if $(CUDA_LIBDIR_FOUND),in $(CUDA_LIBDIR) ($(CUDA_RT_LINK)),not found under $(CUDA_HOME) (lib64, lib) -- linking will fail)))
 $(info sente: cuDNN  $(if $(CUDNN_H),found ($(CUDNN_H)),not found$(if $(filter 1,$(USE_CUDA)), -- CUDA inference backend not built,)))
 $(info sente: NCCL   $(if $(NCCL_H),found ($(NCCL_H))$(if $(filter 0,$(USE_CUDA)), -- unused without CUDA,),not found))
 $(info sente: MPI    $(if $(filter 1,$(USE_MPI)),found ($(MPICC)),$(if $(MPICC),found but not used (MPI=0),not found) -- sente train runs single-process))
@@ -78,15 +85,15 @@ NVCCFLAGS = -O2 -g -std=c++17 -I. -MMD -MP -Xcompiler -fPIC,-Wall \
 	-gencode arch=compute_90,code=compute_90
 CU_OBJ    = $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
 CFLAGS   += -DSENTE_HAVE_CUDA=1 -I$(CUDA_HOME)/include
-LDLIBS   += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
+LDLIBS   += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR)
 # The inference backend (nn/cuda/cuda_backend.c) needs cuDNN and cuBLAS,
 # which it dlopens at its first use (linked, their load costs every process
 # 0.35 s and 220 MB); without cuDNN only the device probe is built and
 # --backend cuda says so.
 ifneq ($(CUDNN_H),)
-CFLAGS   += -DSENTE_HAVE_CUDNN=1 -DSENTE_CUDA_LIB_DIR='"$(CUDA_HOME)/lib64"'
+CFLAGS   += -DSENTE_HAVE_CUDNN=1 -DSENTE_CUDA_LIB_DIR='"$(CUDA_LIBDIR)"'
 endif
-LDLIBS   += -lcudart -lstdc++
+LDLIBS   += $(CUDA_RT_LINK) -lstdc++
 # NCCL (train/comm_nccl.c): with CUDA only.
 ifneq ($(NCCL_H),)
 CFLAGS   += -DSENTE_HAVE_NCCL=1
@@ -103,7 +110,7 @@ LIB  = $(BUILD)/libsente.a
 BIN  = bin/sente
 TESTBIN = $(BUILD)/tests/sente_tests
 
-.PHONY: all test test-run asan bench run deps fuzz fuzz-run clean help
+.PHONY: all test test-run asan bench run deps fuzz fuzz-run clean help gpu-probe
 
 all: $(BIN)
 
@@ -128,6 +135,14 @@ CLI_TESTED_OBJ = $(BUILD)/cli/opt.o
 $(TESTBIN): $(TEST_OBJ) $(CLI_TESTED_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(TEST_OBJ) $(CLI_TESTED_OBJ) $(LIB) $(LDLIBS) -lcriterion -o $@
+
+# What sente sees of the CUDA devices (scripts/gpu_check.sh compares it
+# with nvidia-smi).
+GPU_PROBE = $(BUILD)/bin/gpu_probe
+gpu-probe: $(GPU_PROBE)
+$(GPU_PROBE): scripts/gpu_probe.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
 # The test binary runs from the repository root so that fixtures under
 # tests/data are found; bin/sente is built too since some tests drive it.

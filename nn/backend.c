@@ -18,16 +18,17 @@ nn_backend_options nn_backend_options_default(void)
 	return o;
 }
 
-static const char *const kind_names[] = { "auto", "cpu", "cuda" };
+static const char *const kind_names[] = { "auto", "cpu", "cuda", "check" };
+enum { N_KINDS = sizeof(kind_names) / sizeof(kind_names[0]) };
 
 const char *nn_backend_kind_name(nn_backend_kind k)
 {
-	return (unsigned)k < 3 ? kind_names[k] : "?";
+	return (unsigned)k < N_KINDS ? kind_names[k] : "?";
 }
 
 bool nn_backend_kind_from_name(const char *name, nn_backend_kind *out)
 {
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < N_KINDS; i++)
 		if (strcmp(name, kind_names[i]) == 0) {
 			*out = (nn_backend_kind)i;
 			return true;
@@ -113,7 +114,9 @@ int nn_backend_parse_flag(const char *flag, const char *value, nn_backend_option
 	if (!strcmp(flag, "--backend")) {
 		if (nn_backend_kind_from_name(value, &opt->kind))
 			return 1;
-		snprintf(err, errlen, "--backend takes auto, cpu or cuda, got '%s'", value);
+		snprintf(err, errlen,
+			 "--backend takes auto, cpu or cuda (or check: cuda checked against the cpu), "
+			 "got '%s'", value);
 		return -1;
 	}
 	if (!strcmp(flag, "--gpus"))
@@ -139,7 +142,7 @@ static int set_open_cuda(nn_backend_set *s, const nn_net *net, int max_batch,
 	}
 	int devices = nn_cuda_device_count();
 	if (devices == 0) {
-		snprintf(why, whylen, "no CUDA device found");
+		snprintf(why, whylen, "no device: %s", nn_cuda_probe_error());
 		return -1;
 	}
 	nn_backend_options o = *opt;
@@ -173,10 +176,34 @@ fail:
 	return -1;
 }
 
+/* --backend check: one checking backend on the first listed GPU, no
+ * fallback (a check that fell back to the CPU would check nothing). */
+static int set_open_check(nn_backend_set *s, const nn_net *net, int max_batch,
+			  const nn_backend_options *opt, char *err, size_t errlen)
+{
+	if (!opt->check_test && nn_cuda_device_count() == 0) {
+		snprintf(err, errlen, "--backend check needs a CUDA device: %s", nn_cuda_probe_error());
+		return -1;
+	}
+	nn_backend_options o = *opt;
+	o.precision = opt->precision_given ? opt->precision : NN_DTYPE_FP16;
+	o.device = opt->n_gpus > 0 ? opt->gpus[0] : 0;
+	s->be[0] = nn_backend_new(&nn_backend_check, net, max_batch, &o, err, errlen);
+	if (!s->be[0])
+		return -1;
+	s->n = 1;
+	s->precision = o.precision;
+	snprintf(s->what, sizeof(s->what), "check: %s %s on GPU %d against cpu fp32",
+		 o.check_test ? o.check_test->name : "cuda", nn_dtype_name(o.precision), o.device);
+	return 0;
+}
+
 int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
 			const nn_backend_options *opt, char *err, size_t errlen)
 {
 	memset(s, 0, sizeof(*s));
+	if (opt->kind == NN_BACKEND_CHECK)
+		return set_open_check(s, net, max_batch, opt, err, errlen);
 	char why[600] = "";
 	if (opt->kind != NN_BACKEND_CPU && set_open_cuda(s, net, max_batch, opt, why, sizeof(why)) == 0)
 		return 0;
@@ -192,11 +219,11 @@ int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
 		return -1;
 	s->n = 1;
 	s->precision = o.precision;
-	if (why[0])
-		snprintf(s->what, sizeof(s->what), "cpu %s (CUDA %s: %s%s)",
+	if (why[0]) /* the note first: a long reason may be cut */
+		snprintf(s->what, sizeof(s->what), "cpu %s (CUDA %s%s: %s)",
 			 nn_dtype_name(o.precision),
 			 opt->kind == NN_BACKEND_CUDA ? "requested but not usable, falling back" : "not used",
-			 why, note);
+			 note, why);
 	else
 		snprintf(s->what, sizeof(s->what), "cpu %s%s", nn_dtype_name(o.precision),
 			 note[0] ? " (fp16 is GPU-only)" : "");

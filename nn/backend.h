@@ -30,6 +30,8 @@ typedef enum nn_backend_kind {
 	NN_BACKEND_CPU = 1,
 	NN_BACKEND_CUDA = 2, /* falls back to the CPU, with a message, when no
 			      * device can be used */
+	NN_BACKEND_CHECK = 3, /* CUDA checked against the CPU on every batch
+			       * (nn_backend_check); no fallback */
 } nn_backend_kind;
 
 #define NN_MAX_GPUS 16
@@ -59,6 +61,12 @@ typedef struct nn_backend_options {
 	int cuda_no_fusion;     /* 1: plain convolution + separate bias/residual/
 				 * activation kernel instead of cuDNN's fused call */
 	int cuda_no_graphs;     /* 1: launch every forward eagerly, no CUDA graphs */
+	/* The checking backend (nn_backend_check): */
+	const struct nn_backend_ops *check_test; /* the backend checked; NULL: cuda */
+	const struct nn_backend_ops *check_ref;  /* checked against; NULL: cpu (fp32) */
+	double check_tolerance; /* largest |test - ref| / max(1, |ref|); 0: by the
+				 * precision (nn_check_tolerance) */
+	int check_warn_only;    /* 1: report differences beyond it, never fail */
 } nn_backend_options;
 
 #define NN_CALIB_POSITIONS_DEFAULT 256
@@ -108,6 +116,29 @@ nn_backend *nn_backend_new(const nn_backend_ops *ops, const nn_net *net, int max
 void nn_backend_free(nn_backend *be);
 int nn_backend_forward(nn_backend *be, int batch, const float *planes, float *policy_logits,
 		       float *value, float *wdl_or_null);
+
+/* The checking backend (nn/check.c): runs opt->check_test (CUDA by
+ * default) and opt->check_ref (the CPU in fp32 by default) on every batch,
+ * returns the first one's outputs, reports on stderr every forward whose
+ * largest difference (policy, value or wdl) is beyond the tolerance, and
+ * fails it unless check_warn_only; a summary goes to stderr at destroy. */
+extern const nn_backend_ops nn_backend_check;
+/* nn_reference_forward (plain loops in double) as a backend: slow, for
+ * checking others. */
+extern const nn_backend_ops nn_backend_reference;
+
+/* What a checking backend has seen. */
+enum { NN_CHECK_OUTPUTS = 3 }; /* policy, value, wdl */
+typedef struct nn_check_stats {
+	long forwards;                   /* forwards compared */
+	long positions;                  /* positions in them */
+	long beyond;                     /* forwards beyond the tolerance */
+	double worst[NN_CHECK_OUTPUTS];  /* largest difference: policy, value, wdl */
+} nn_check_stats;
+/* The stats of a backend made with nn_backend_check. */
+void nn_check_get_stats(const nn_backend *be, nn_check_stats *out);
+/* The default tolerance for a backend checked at `precision`. */
+double nn_check_tolerance(nn_dtype precision);
 
 /* Parses the flags every front end shares: --backend auto|cpu|cuda, --gpus
  * LIST, --precision fp32|bf16|int8|fp16 (which sets precision_given).

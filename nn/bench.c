@@ -173,14 +173,16 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 		bo.device = o->backend.n_gpus > 0 ? o->backend.gpus[0] : 0;
 		if (bo.device < nn_cuda_device_count() && nn_cuda_backend_built()) {
 			cuda = 1;
-			ops = &nn_backend_cuda;
+			ops = o->backend.kind == NN_BACKEND_CHECK ? &nn_backend_check : &nn_backend_cuda;
 			if (!o->backend.precision_given)
 				bo.precision = NN_DTYPE_FP16;
-		} else if (o->backend.kind == NN_BACKEND_CUDA) {
-			fprintf(stderr, "sente bench nn: skipped: %s\n",
+		} else if (o->backend.kind == NN_BACKEND_CUDA || o->backend.kind == NN_BACKEND_CHECK) {
+			fprintf(stderr, "sente bench nn: skipped: %s%s\n",
 				!nn_cuda_backend_built() ? "this binary has no CUDA backend (no nvcc or cuDNN at build)"
-				: nn_cuda_device_count() == 0 ? "no CUDA device found"
-							       : "no such CUDA device");
+				: nn_cuda_device_count() == 0 ? "no CUDA device found: "
+							       : "no such CUDA device",
+				nn_cuda_backend_built() && nn_cuda_device_count() == 0
+					? nn_cuda_probe_error() : "");
 			rc = 0;
 			goto out;
 		}

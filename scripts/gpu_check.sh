@@ -2,23 +2,122 @@
 # The GPU checks in one command, for a machine with a CUDA device and no
 # package access (the project's lent H100s): builds sente against the host
 # libraries carried in .gpu/ (scripts/gpu_pack.sh, run beforehand on the
-# development machine) and the CUDA libraries that PyTorch's wheels carry
-# (cuDNN, NCCL, cuBLAS), runs the CUDA test suites and the rest of the
-# suite, then the GPU benchmarks. Figures go to OUTDIR/bench.jsonl as JSON
-# lines (the first line names the device, date and commit), logs beside
-# them; a short summary is printed last.
+# development machine) and the CUDA libraries of the toolkit or of
+# PyTorch's wheels (cuDNN, NCCL, cuBLAS), then, each stage bounded so that
+# the whole fits one device call of 10 minutes and ends in a summary:
+#
+#   probe     driver, device and library versions; what sente sees
+#             (build-gpu/bin/gpu_probe) against nvidia-smi -L: stops if
+#             they differ or the self-test kernel fails
+#   cuda      the CUDA suites (inference, packing, selection, checking
+#             backend, GPU replay and trainer, NCCL on one GPU: comm,
+#             grad_reducer, launch, GPU learner), SENTE_REQUIRE_GPU=1 so
+#             that a skipped device test is a failure
+#   sanitize  the CUDA suites under compute-sanitizer memcheck, our own
+#             kernels under racecheck, with cuDNN's error log on
+#   all       the whole suite
+#   bench     inference 6x64/10x128/20x256 at batches 1..1024 in fp16 and
+#             fp32, search, training 10x128 and 20x256 in fp16/bf16/fp32
+#             (with MFU), and a 30-second `sente run --backend cuda`: JSON
+#             lines in bench/results/gpu-DATE-COMMIT.jsonl (copied to
+#             OUTDIR/bench.jsonl; the first line names the device, driver,
+#             date and commit)
+#
+# Without a device it says so and stops (exit 3) before building.
+# Carried Debian libraries are put on LD_LIBRARY_PATH only for sente's own
+# test and bench processes, never for make, gcc, nvcc or nvidia-smi.
 #
 # usage: SENTE_COMMIT=$(git rev-parse --short HEAD) scripts/gpu_check.sh [OUTDIR]
-#   OUTDIR  default $OUT (the device tool's) or /tmp/sente-gpu
-#   SENTE_GPU_TESTS=cuda   only the CUDA suites (default all: the whole suite)
-#   SENTE_GPU_BENCH=0      skip the benchmarks
+#   OUTDIR              default $OUT (the device tool's) or /tmp/sente-gpu
+#   SENTE_GPU_STAGES    comma-separated subset of build,probe,cuda,sanitize,
+#                       all,bench (default all of them; "build" alone needs
+#                       no device)
+#   SENTE_GPU_BUDGET    seconds for the whole script (default 560)
+#   SENTE_GPU_TESTS=cuda  the old spelling of "skip the whole suite"
+#   SENTE_GPU_BENCH=0     likewise for the benchmarks
+#
+# If one call is not enough (a cold build, a slow sanitizer), split it in
+# two calls on the same warm machine, the second reusing build-gpu/:
+#   SENTE_GPU_STAGES=build,probe,cuda,sanitize scripts/gpu_check.sh
+#   SENTE_GPU_STAGES=build,probe,all,bench scripts/gpu_check.sh
 set -u
+T0=$(date +%s)
+BUDGET=${SENTE_GPU_BUDGET:-560}
+STAGES=${SENTE_GPU_STAGES:-build,probe,cuda,sanitize,all,bench}
+[ "${SENTE_GPU_TESTS:-all}" = cuda ] && STAGES=$(echo "$STAGES" | sed 's/,all//; s/^all,//')
+[ "${SENTE_GPU_BENCH:-1}" = 0 ] && STAGES=$(echo "$STAGES" | sed 's/,bench//; s/^bench,//')
 OUTD=${1:-${OUT:-/tmp/sente-gpu}}
 mkdir -p "$OUTD"
+SUM=$OUTD/summary.txt
+: >"$SUM"
+FAILED=0
+
+want() { case ",$STAGES," in *,"$1",*) return 0 ;; esac; return 1; }
+elapsed() { echo $(($(date +%s) - T0)); }
+left() { echo $((BUDGET - $(elapsed))); }
+# bound CAP: seconds a step may take, CAP or what is left (less a margin
+# for the summary), at least 1.
+bound() {
+	l=$(($(left) - 15))
+	[ "$l" -gt "$1" ] && l=$1
+	[ "$l" -lt 1 ] && l=1
+	echo "$l"
+}
+# result STAGE STATUS TEXT: one summary row; FAIL counts.
+result() {
+	printf '%-9s %-5s %s\n' "$1" "$2" "$3" >>"$SUM"
+	echo "gpu_check: $1: $2 $3"
+	[ "$2" = FAIL ] && FAILED=1
+	return 0
+}
+finish() {
+	echo "---- summary ($(elapsed) s of a $BUDGET s budget; logs in $OUTD)"
+	cat "$SUM"
+	if [ -f "$OUTD/tests.log" ]; then
+		grep -E "^\[FAIL\]" "$OUTD/tests.log" | sort -u | head -n 30
+		grep -E "^\[----\].*(SENTE_REQUIRE_GPU|Assertion|failed)" "$OUTD/tests.log" | head -n 20
+	fi
+	[ -n "${L:-}" ] && rm -rf "$L"
+	exit "$1"
+}
+# enough SECONDS STAGE: true when SECONDS are left, else a SKIP row.
+enough() {
+	[ "$(left)" -ge "$1" ] && return 0
+	result "$2" SKIP "not run: $(left) s left of the budget, needs about $1 (split the call, see the top of scripts/gpu_check.sh)"
+	return 1
+}
+
+# ---- the device, before anything else ----------------------------------------
+if command -v nvidia-smi >/dev/null 2>&1; then
+	SMI_L=$(nvidia-smi -L 2>&1)
+else
+	SMI_L="nvidia-smi not found"
+fi
+SMI_N=$(printf '%s\n' "$SMI_L" | grep -c '^GPU [0-9]')
+if [ "$SMI_N" -eq 0 ] && [ "$STAGES" != build ]; then
+	nodes=$(ls /dev/nvidia* 2>/dev/null | tr '\n' ' ')
+	echo "gpu_check: NO CUDA DEVICE on this machine: nvidia-smi -L says: $(printf '%s' "$SMI_L" | head -n 3 | tr '\n' ' ')"
+	echo "gpu_check: device nodes: ${nodes:-none (/dev/nvidia* absent)}"
+	echo "gpu_check: nothing was built or checked. Run this on a GPU machine (the device tool), or"
+	echo "gpu_check: SENTE_GPU_STAGES=build to check the build alone."
+	result device FAIL "no CUDA device (nvidia-smi: $(printf '%s' "$SMI_L" | head -n 1))"
+	finish 3
+fi
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+	SMI_N=$(echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .)
+fi
+
+# ---- toolchain and libraries ---------------------------------------------------
 G=$PWD/.gpu
-[ -d "$G/lib" ] || { echo "gpu_check: no .gpu/: run scripts/gpu_pack.sh on the development machine and carry .gpu" >&2; exit 2; }
+[ -d "$G/lib" ] || {
+	result build FAIL "no .gpu/: run scripts/gpu_pack.sh on the development machine and carry .gpu"
+	finish 2
+}
 NVCC=$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)
-[ -x "$NVCC" ] || { echo "gpu_check: nvcc not found" >&2; exit 2; }
+[ -x "$NVCC" ] || {
+	result build FAIL "nvcc not found"
+	finish 2
+}
 CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$NVCC")")")
 NV=$(python3 -c 'import nvidia; print(list(nvidia.__path__)[0])' 2>/dev/null || true)
 
@@ -30,13 +129,35 @@ find_one() {
 		[ -n "$d" ] && [ -d "$d" ] && find -L "$d" -name "$n" 2>/dev/null | head -n 1
 	done | head -n 1
 }
+CUDA_LIBDIR=$(sh scripts/cuda_libdir.sh "$CUDA_HOME" | cut -d' ' -f1)
 CUDNN_H=$(find_one cudnn.h "$CUDA_HOME/include" /usr/include "$NV")
 NCCL_H=$(find_one nccl.h "$CUDA_HOME/include" /usr/include "$NV")
-CUDNN_SO=$(find_one 'libcudnn.so.[0-9]*' "$CUDA_HOME/lib64" /usr/lib/x86_64-linux-gnu "$NV")
-NCCL_SO=$(find_one 'libnccl.so.[0-9]*' "$CUDA_HOME/lib64" /usr/lib/x86_64-linux-gnu "$NV")
-CUBLAS_SO=$(find_one 'libcublas.so.[0-9]*' "$CUDA_HOME/lib64" "$NV")
-echo "gpu_check: CUDA $CUDA_HOME; cudnn.h ${CUDNN_H:-none}; nccl.h ${NCCL_H:-none}"
-echo "gpu_check: libs ${CUDNN_SO:-no cuDNN} ${NCCL_SO:-no NCCL} ${CUBLAS_SO:-no cuBLAS}"
+CUDNN_SO=$(find_one 'libcudnn.so.[0-9]*' "$CUDA_HOME/lib64" "$CUDA_HOME/lib" /usr/lib/x86_64-linux-gnu "$NV")
+NCCL_SO=$(find_one 'libnccl.so.[0-9]*' "$CUDA_HOME/lib64" "$CUDA_HOME/lib" /usr/lib/x86_64-linux-gnu "$NV")
+CUBLAS_SO=$(find_one 'libcublas.so.[0-9]*' "$CUDA_HOME/lib64" "$CUDA_HOME/lib" "$NV")
+COMPUTE_SAN=$(command -v compute-sanitizer 2>/dev/null || ls "$CUDA_HOME/bin/compute-sanitizer" \
+	/usr/local/cuda/bin/compute-sanitizer 2>/dev/null | head -n 1)
+[ -z "$COMPUTE_SAN" ] && COMPUTE_SAN=$(find_one compute-sanitizer "$NV")
+
+# "MAJOR.MINOR.PATCH" from #defines NAME_MAJOR/_MINOR/_PATCH* in the files.
+hdr_version() {
+	pre=$1
+	shift
+	awk -v p="$pre" '$1 == "#define" && $2 == p "MAJOR" { a = $3 } $1 == "#define" && $2 == p "MINOR" { b = $3 }
+		$1 == "#define" && ($2 == p "PATCHLEVEL" || $2 == p "PATCH") { c = $3 }
+		END { if (a != "") print a "." b "." c; else print "?" }' "$@" 2>/dev/null
+}
+{
+	echo "driver, devices: $(nvidia-smi --query-gpu=index,name,driver_version,memory.total,compute_cap --format=csv,noheader 2>&1 | tr '\n' ';')"
+	echo "nvidia-smi -L: $(printf '%s' "$SMI_L" | tr '\n' ';')"
+	echo "nvcc: $("$NVCC" --version | tail -n 1) ($CUDA_HOME, libraries in ${CUDA_LIBDIR:-?})"
+	echo "cuDNN: headers $(hdr_version CUDNN_ "$(dirname "${CUDNN_H:-/none}")"/cudnn_version*.h "${CUDNN_H:-/none}"), library ${CUDNN_SO:-none}"
+	echo "NCCL: headers $(hdr_version NCCL_ "${NCCL_H:-/none}"), library ${NCCL_SO:-none}"
+	echo "cuBLAS: headers $(hdr_version CUBLAS_VER_ "$CUDA_HOME/include/cublas_api.h"), library ${CUBLAS_SO:-none}"
+	echo "compute-sanitizer: ${COMPUTE_SAN:-not found}"
+	echo "gcc: $(gcc --version | head -n 1)"
+} >"$OUTD/versions.txt"
+sed 's/^/gpu_check: /' "$OUTD/versions.txt"
 
 # Link-time names for libraries that wheels carry only under their soname.
 L=$(mktemp -d)
@@ -45,58 +166,209 @@ inc="$G/include"
 libp="$G/lib:$L"
 for f in "$CUDNN_H" "$NCCL_H"; do [ -n "$f" ] && inc="$inc:$(dirname "$f")"; done
 for f in "$CUDNN_SO" "$NCCL_SO" "$CUBLAS_SO"; do [ -n "$f" ] && libp="$libp:$(dirname "$f")"; done
+# The build sees the carried headers and libraries through the compiler's
+# and linker's own variables; only sente's processes get LD_LIBRARY_PATH.
 export CPATH="$inc${CPATH:+:$CPATH}"
 export LIBRARY_PATH="$libp${LIBRARY_PATH:+:$LIBRARY_PATH}"
-export LD_LIBRARY_PATH="$libp:$CUDA_HOME/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+RUNLIB="$libp${CUDA_LIBDIR:+:$CUDA_LIBDIR}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# sente SECONDS CMD...: runs one of sente's processes, bounded, with the
+# carried libraries; a device test that would skip fails instead.
+sente() {
+	t=$1
+	shift
+	timeout -k 15 "$t" env LD_LIBRARY_PATH="$RUNLIB" SENTE_REQUIRE_GPU=1 "$@"
+}
 
 B=build-gpu
-echo "gpu_check: building ($(nproc) jobs)"
-if ! make -j"$(nproc)" CUDA=1 MPI=0 CUDA_HOME="$CUDA_HOME" ${CUDNN_H:+CUDNN_H="$CUDNN_H"} \
-	${NCCL_H:+NCCL_H="$NCCL_H"} BUILD=$B BIN=$B/bin/sente $B/bin/sente $B/tests/sente_tests \
-	>"$OUTD/build.log" 2>&1; then
-	tail -n 30 "$OUTD/build.log"
-	echo "gpu_check: build failed (build.log)"
-	exit 1
-fi
 S=$B/bin/sente
-export SENTE_BIN=$PWD/$S
+TB=$B/tests/sente_tests
+export SENTE_BIN="$PWD/$S"
+if want build || [ ! -x "$TB" ]; then
+	echo "gpu_check: building ($(nproc) jobs)"
+	if timeout -k 10 "$(bound 300)" make -j"$(nproc)" CUDA=1 MPI=0 CUDA_HOME="$CUDA_HOME" \
+		${CUDNN_H:+CUDNN_H="$CUDNN_H"} ${NCCL_H:+NCCL_H="$NCCL_H"} \
+		LDFLAGS="-Wl,-rpath-link,$libp" BUILD=$B BIN=$S $S "$TB" $B/bin/gpu_probe \
+		>"$OUTD/build.log" 2>&1; then
+		result build PASS "$(grep -c ' -c ' "$OUTD/build.log") objects compiled, $(elapsed) s"
+	else
+		tail -n 30 "$OUTD/build.log"
+		result build FAIL "see build.log"
+		finish 1
+	fi
+fi
+[ "$STAGES" = build ] && finish $FAILED
 
-# Tests: the CUDA suites first (their results are what a GPU session is
-# for), then the rest.
+# ---- what sente sees --------------------------------------------------------------
+if want probe; then
+	sente 60 $B/bin/gpu_probe >"$OUTD/probe.txt" 2>&1
+	prc=$?
+	sed 's/^/gpu_check: sente sees: /' "$OUTD/probe.txt"
+	seen=$(awk '$1 == "devices" { print $2 }' "$OUTD/probe.txt")
+	if [ "${seen:-0}" != "$SMI_N" ]; then
+		result probe FAIL "nvidia-smi lists $SMI_N device(s), sente sees ${seen:-none}: $(grep -E '^(no_device|libraries)' "$OUTD/probe.txt" | head -n 1)"
+		finish 1
+	elif [ $prc -ne 0 ]; then
+		result probe FAIL "$(grep -E '^(libraries|selftest)' "$OUTD/probe.txt" | grep -v ' ok$' | head -n 1)"
+		finish 1
+	fi
+	result probe PASS "$seen device(s), as nvidia-smi; libraries loaded, self-test ok"
+fi
+
+# run_suites NAME LOG CAP PER_TEST PREFIX FILTER...: runs the test binary
+# once per filter (PREFIX before it: a sanitizer, or ""), all of them
+# within CAP seconds and each test within PER_TEST (Criterion's own
+# timeout, so a hung test fails alone and the summary still comes),
+# appends to LOG, adds one summary row.
 : >"$OUTD/tests.log"
-for f in 'cuda/*' 'nn_cuda/*' 'nn_cuda_pack/*' 'nn_select/*' 'cli_backend/*' 'gpu_replay/*' \
-	'gpu_train/*' 'grad_reducer/*' 'launch/*' 'gpu_learner/*'; do
-	echo "== $f" >>"$OUTD/tests.log"
-	timeout 300 $B/tests/sente_tests --filter "$f" --jobs 4 --verbose >>"$OUTD/tests.log" 2>&1
-done
-if [ "${SENTE_GPU_TESTS:-all}" = all ]; then
+run_suites() {
+	name=$1
+	log=$2
+	cap=$3
+	per=$4
+	shift 4
+	pre=$1
+	shift
+	tested=0 failing=0 crashing=0 bad=""
+	end=$(($(elapsed) + cap))
+	for f in "$@"; do
+		rem=$((end - $(elapsed)))
+		if [ "$rem" -lt 10 ] || [ "$(left)" -lt 30 ]; then
+			bad="$bad $f(not run: out of time)"
+			continue
+		fi
+		echo "== $name $f" >>"$log"
+		# shellcheck disable=SC2086
+		sente "$(bound "$rem")" $pre "$TB" --filter "$f" --jobs 4 --timeout "$per" --verbose >>"$log" 2>&1
+		rc=$?
+		syn=$(grep "Synthesis" "$log" | tail -n 1)
+		[ $rc -eq 124 ] || [ $rc -eq 137 ] && bad="$bad $f(killed at the bound)"
+		t=$(echo "$syn" | sed -n 's/.*Tested: \([0-9]*\).*/\1/p')
+		fl=$(echo "$syn" | sed -n 's/.*Failing: \([0-9]*\).*/\1/p')
+		cr=$(echo "$syn" | sed -n 's/.*Crashing: \([0-9]*\).*/\1/p')
+		tested=$((tested + ${t:-0}))
+		failing=$((failing + ${fl:-0}))
+		crashing=$((crashing + ${cr:-0}))
+		[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 ] && [ "${fl:-0}" = 0 ] && bad="$bad $f(exit $rc)"
+	done
+	if [ $failing -eq 0 ] && [ $crashing -eq 0 ] && [ -z "$bad" ]; then
+		result "$name" PASS "$tested tests"
+	else
+		result "$name" FAIL "$tested tests, $failing failing, $crashing crashing${bad:+;$bad}"
+	fi
+}
+
+CUDA_SUITES="cuda/* nn_cuda/* nn_cuda_pack/* nn_cuda_status/* nn_select/* nn_check/* cli_backend/* \
+gpu_replay/* gpu_train/* gpu_layers/* grad_reducer/* launch/* comm/* gpu_learner/*"
+if want cuda && enough 60 cuda; then
+	set -f
+	# shellcheck disable=SC2086
+	run_suites cuda "$OUTD/tests.log" 150 120 "" $CUDA_SUITES
+	set +f
+fi
+
+if want sanitize && enough 60 sanitize; then
+	if [ -z "$COMPUTE_SAN" ]; then
+		result sanitize SKIP "compute-sanitizer not found (not in PATH, $CUDA_HOME/bin or the wheels)"
+	else
+		export CUDNN_LOGERR_DBG=1 CUDNN_LOGDEST_DBG=stderr
+		san="$COMPUTE_SAN --target-processes all --error-exitcode 9 --print-limit 20"
+		set -f
+		# memcheck: every CUDA suite of our code paths; cuDNN's own calls too.
+		run_suites memcheck "$OUTD/sanitize.log" 90 90 "$san --tool memcheck" \
+			'cuda/*' 'nn_cuda/*' 'gpu_replay/*' 'gpu_train/*' 'gpu_layers/*' 'grad_reducer/*'
+		# racecheck: the tests that run our kernels (expansion, SE, heads,
+		# replay sampling, the trainer's kernels) at small shapes.
+		run_suites racecheck "$OUTD/sanitize.log" 45 45 "$san --tool racecheck" \
+			'cuda/*' 'nn_cuda/expand_kernel_matches_host' 'nn_cuda/se_go9_fp32' \
+			'gpu_replay/*' 'gpu_layers/*' 'gpu_train/fp32_step_matches_cpu_go_sgd'
+		set +f
+		unset CUDNN_LOGERR_DBG CUDNN_LOGDEST_DBG
+		errs=$(grep -c "========= ERROR SUMMARY: [1-9]" "$OUTD/sanitize.log")
+		[ "$errs" -gt 0 ] && result sanitize FAIL "$errs process(es) with sanitizer errors (sanitize.log)"
+		grep -q "CUDNN_STATUS\|cuDNN.*ERROR\|E! " "$OUTD/sanitize.log" &&
+			result cudnn-log NOTE "cuDNN logged errors (grep 'E!' sanitize.log)"
+	fi
+fi
+
+if want all && enough 90 all; then
 	echo "== all" >>"$OUTD/tests.log"
-	timeout 400 $B/tests/sente_tests --jobs "$(nproc)" >>"$OUTD/tests.log" 2>&1
+	sente "$(bound 130)" "$TB" --jobs "$(nproc)" --timeout 120 >>"$OUTD/all.log" 2>&1
+	rc=$?
+	cat "$OUTD/all.log" >>"$OUTD/tests.log"
+	syn=$(grep "Synthesis" "$OUTD/all.log" | tail -n 1)
+	if [ $rc -eq 0 ]; then
+		result all PASS "${syn#*Synthesis: }"
+	else
+		result all FAIL "${syn:-no summary (exit $rc$([ $rc -eq 124 ] && echo ', killed at the bound'))}"
+	fi
 fi
 
-if [ "${SENTE_GPU_BENCH:-1}" != 0 ]; then
-	dev=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
-	{
-		echo "{\"device\":\"$dev\",\"date\":\"$(date -u +%Y-%m-%d)\",\"commit\":\"${SENTE_COMMIT:-unknown}\"}"
-		for p in fp16 fp32; do
-			for shape in 10x128 20x256; do
-				b=${shape%x*}
-				c=${shape#*x}
-				timeout 120 $S bench nn --backend cuda --precision $p --blocks $b --channels $c \
-					--batch 1,8,64,256 --seconds 1
-				timeout 120 $S bench train --backend cuda --precision $p --size 19 --blocks $b \
-					--channels $c --batch 256 --steps 20
-			done
+if want bench && enough 60 bench; then
+	commit=${SENTE_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+	day=$(date -u +%Y-%m-%d)
+	mkdir -p bench/results
+	J=bench/results/gpu-$day-$commit.jsonl
+	dev=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '"\\')
+	drv=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '"\\')
+	echo "{\"device\":\"$dev\",\"driver\":\"$drv\",\"date\":\"$day\",\"commit\":\"$commit\"}" >"$J"
+	: >"$OUTD/bench.err"
+	nb=0 nfail=0 fails=""
+	R=$(mktemp -d)
+	# b CAP ARGS...: one benchmark, bounded; its JSON lines into J.
+	b() {
+		cap=$1
+		shift
+		if [ "$(left)" -lt 25 ]; then
+			nfail=$((nfail + 1))
+			fails="$fails [$*: no time left]"
+			return
+		fi
+		nb=$((nb + 1))
+		echo "== $*" >>"$OUTD/bench.err"
+		sente "$(bound "$cap")" "$S" "$@" >"$R/out" 2>>"$OUTD/bench.err"
+		rc=$?
+		grep '^{' "$R/out" >>"$J"
+		if [ $rc -ne 0 ] || ! grep -q '^{' "$R/out"; then
+			nfail=$((nfail + 1))
+			fails="$fails [$(echo "$*" | cut -c1-70): exit $rc]"
+		fi
+	}
+	for p in fp16 fp32; do
+		for shape in 6x64 10x128 20x256; do
+			b 60 bench nn --backend cuda --precision "$p" --blocks "${shape%x*}" --channels "${shape#*x}" \
+				--batch 1,2,4,8,16,32,64,128,256,512,1024 --seconds 0.25 --accuracy-positions 64
 		done
-		timeout 120 $S bench train --backend cuda --precision bf16 --size 19 --blocks 20 \
-			--channels 256 --batch 256 --steps 20
-		timeout 120 $S bench search --backend cuda -t 8 -b 256 -v 20000 --blocks 20 --channels 256 \
-			--repeat 1
-	} 2>"$OUTD/bench.err" >"$OUTD/bench.jsonl"
+	done
+	b 60 bench search --backend cuda -t 8 -b 256 -v 20000 --blocks 10 --channels 128 --repeat 1
+	for shape in 10x128 20x256; do
+		for p in fp16 bf16 fp32; do
+			b 60 bench train --backend cuda --precision "$p" --size 19 --blocks "${shape%x*}" \
+				--channels "${shape#*x}" --batch 256 --steps 20
+		done
+	done
+	# A short run of the whole loop on the GPU: its exit and time as a line.
+	if [ "$(left)" -ge 110 ]; then
+		t1=$(date +%s)
+		sente 90 "$S" run --backend cuda --game connect4 --dir "$R/run" --minutes 0.5 \
+			>"$OUTD/run.log" 2>&1
+		rrc=$?
+		echo "{\"bench\":\"run\",\"backend\":\"cuda\",\"game\":\"connect4\",\"minutes\":0.5,\"exit\":$rrc,\"seconds\":$(($(date +%s) - t1))}" >>"$J"
+		[ $rrc -ne 0 ] && fails="$fails [run --backend cuda: exit $rrc, run.log]" && nfail=$((nfail + 1))
+	else
+		fails="$fails [run: no time left]"
+		nfail=$((nfail + 1))
+	fi
+	rm -rf "$R"
+	cp "$J" "$OUTD/bench.jsonl"
+	lines=$(($(wc -l <"$J") - 1))
+	# A benchmark that skipped or fell back to the CPU exits 0: caught here.
+	miss=$(grep -c "skipped\|error\|failed\|falling back" "$OUTD/bench.err")
+	if [ "$nfail" -eq 0 ] && [ "$miss" -eq 0 ]; then
+		result bench PASS "$nb commands, $lines JSON lines in $J"
+	else
+		result bench FAIL "$nb commands, $lines JSON lines in $J; $miss error line(s) in bench.err;$fails"
+	fi
+	cut -c1-240 "$J"
 fi
 
-echo "---- summary"
-grep -E "^== |Synthesis" "$OUTD/tests.log"
-grep -E "^\[FAIL\]|^\[----\].*(Assertion|Test).*failed" "$OUTD/tests.log" | head -n 20
-[ -f "$OUTD/bench.jsonl" ] && cut -c1-300 "$OUTD/bench.jsonl"
-rm -rf "$L"
+finish $FAILED

@@ -57,8 +57,9 @@ static int check_options(const train_bench_options *o, char *err, size_t errlen)
 		return -1;
 	}
 	if (o->cuda && nn_cuda_device_count() == 0) {
-		snprintf(err, errlen, "no CUDA device (built with CUDA: %s, GPU trainer: %s); use "
-			 "--backend cpu", nn_cuda_built() ? "yes" : "no", gpu_train_built() ? "yes" : "no");
+		snprintf(err, errlen, "no CUDA device (built with CUDA: %s, GPU trainer: %s): %s; use "
+			 "--backend cpu", nn_cuda_built() ? "yes" : "no", gpu_train_built() ? "yes" : "no",
+			 nn_cuda_probe_error());
 		return -1;
 	}
 	return 0;

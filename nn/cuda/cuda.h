@@ -14,8 +14,28 @@ extern "C" {
 /* True when this binary was built with the CUDA backend. */
 int nn_cuda_built(void);
 /* Number of usable CUDA devices; 0 when none, when the driver is missing, or
- * when the binary was built without CUDA. Never fails loudly. */
+ * when the binary was built without CUDA. Never fails loudly: the reason
+ * for 0 is kept, see nn_cuda_probe_status. */
 int nn_cuda_device_count(void);
+
+/* What the device probe saw, taken once per process (the first call of any
+ * nn_cuda_* function that needs it). */
+typedef struct nn_cuda_probe {
+	int devices;         /* what nn_cuda_device_count returns */
+	int error;           /* cudaError_t of cudaGetDeviceCount; 0: success */
+	int driver_version;  /* cudaDriverGetVersion (12040 = CUDA 12.4); 0: no driver */
+	int runtime_version; /* cudaRuntimeGetVersion of the libcudart loaded */
+	char reason[400];    /* why there is no device, "" when there is one */
+} nn_cuda_probe;
+/* The probe's result; never NULL. */
+const nn_cuda_probe *nn_cuda_probe_status(void);
+/* Why nn_cuda_device_count() is 0 (the cudaError's name and string, the
+ * driver and runtime versions, missing /dev/nvidia* nodes, a build without
+ * CUDA), or "" when there is a device. Never NULL. */
+const char *nn_cuda_probe_error(void);
+/* "CUDA driver 12.4, runtime 13.0" or "no CUDA driver, runtime 13.0" into
+ * buf (for reports). */
+void nn_cuda_versions(char *buf, size_t len);
 /* Runs a small kernel on `device` and checks its result: 0 on success, 1 when
  * there is no such device, -1 on a CUDA error (described in err). */
 int nn_cuda_selftest(int device, char *err, size_t errlen);

@@ -44,6 +44,7 @@
 
 #include "nn/cuda/cuda_common.h"
 #include "nn/cuda/cuda_dl.h"
+#include "nn/cuda/cudnn_status.h"
 #include "nn/cuda/kernels.h"
 #include "nn/cuda/pack.h"
 
@@ -51,6 +52,17 @@
 /* cuDNN and cuBLAS are dlopened at the first create (cuda_dl.h): every
  * call below goes through that table. */
 static int cb_dl_ready(char *err, size_t errlen) { return nn_cuda_dl_ready(err, errlen); }
+
+/* cudnn_status.c decides on cuDNN 9's codes: they must be this header's. */
+_Static_assert((int)CUDNN_STATUS_BAD_PARAM == NN_CUDNN_STATUS_BAD_PARAM &&
+		       (int)CUDNN_STATUS_NOT_SUPPORTED == NN_CUDNN_STATUS_NOT_SUPPORTED &&
+		       (int)CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER ==
+			       NN_CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER &&
+		       (int)CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE ==
+			       NN_CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE &&
+		       (int)CUDNN_STATUS_INTERNAL_ERROR == NN_CUDNN_STATUS_INTERNAL_ERROR &&
+		       (int)CUDNN_STATUS_EXECUTION_FAILED == NN_CUDNN_STATUS_EXECUTION_FAILED,
+	       "cudnn_status.h's codes are cuDNN 9's");
 
 #define CB_MAX_BUCKETS 16
 #define CB_WS_LIMIT ((size_t)256 << 20)   /* largest cuDNN workspace we accept */
@@ -103,6 +115,9 @@ typedef struct cb_ctx {
 	cudnnActivationDescriptor_t relu, ident;
 	cudnnTensorDescriptor_t td[CB_MAX_BUCKETS][N_SLOTS]; /* NHWC activations */
 	cudnnConvolutionFwdAlgo_t algo[N_SHAPES][CB_MAX_BUCKETS];
+	cudnnMathType_t math[N_SHAPES][CB_MAX_BUCKETS]; /* the math type cuDNN
+				 * timed the chosen algorithm with, set on the
+				 * layer's descriptor before each call */
 
 	cb_conv input;                    /* input conv */
 	cb_conv conv1[NN_MAX_BLOCKS], conv2[NN_MAX_BLOCKS]; /* the tower */
@@ -133,7 +148,7 @@ typedef struct cb_ctx {
 	cudaGraphExec_t graph[CB_MAX_BUCKETS]; /* per bucket, NULL: eager */
 	int capturing;          /* inside a stream capture: no fallbacks */
 	int n_fused;            /* layers running the fused call (for describe) */
-	char graph_note[160];   /* why graphs are off, or "" */
+	char graph_note[600];   /* why graphs are off, or "" */
 } cb_ctx;
 
 static size_t cb_align(size_t n) { return (n + CB_ALIGN - 1) / CB_ALIGN * CB_ALIGN; }
@@ -261,6 +276,29 @@ static void cb_conv_free(cb_conv *l)
 		cudnnDestroyTensorDescriptor(l->bd);
 }
 
+/* The math type of the precision: tensor ops for fp16, plain FMA for fp32
+ * (never TF32, whose 10-bit mantissa the fp32 path exists to avoid). */
+static cudnnMathType_t cb_plain_math(const cb_ctx *c)
+{
+	return c->dt == NN_DTYPE_FP16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+}
+
+/* Whether an algorithm cuDNN timed with math type m may serve this
+ * context: fp32 refuses tensor-op results (TF32), and whatever it takes
+ * runs with FMA math (cb_run_math), never the default math that permits
+ * TF32 on Ampere and later. */
+static int cb_math_ok(const cb_ctx *c, cudnnMathType_t m)
+{
+	return c->dt == NN_DTYPE_FP16 || m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH;
+}
+
+/* The math type a chosen algorithm runs with: cuDNN's for fp16, FMA for
+ * fp32. */
+static cudnnMathType_t cb_run_math(const cb_ctx *c, cudnnMathType_t found)
+{
+	return c->dt == NN_DTYPE_FP16 ? found : CUDNN_FMA_MATH;
+}
+
 /* Runs conv l at bucket bi: y = act(conv(x) + bias + res); res may be NULL. */
 static int cb_conv_run(cb_ctx *c, cb_conv *l, int bi, const void *x, void *y, const void *res,
 		       int relu, char *err, size_t errlen)
@@ -269,28 +307,33 @@ static int cb_conv_run(cb_ctx *c, cb_conv *l, int bi, const void *x, void *y, co
 	const float one = 1.0f, zero = 0.0f;
 	cudnnTensorDescriptor_t xd = c->td[bi][l->in_slot], yd = c->td[bi][l->out_slot];
 	cudnnConvolutionFwdAlgo_t algo = c->algo[l->shape][bi];
+	cudnnMathType_t math = c->math[l->shape][bi];
 	if (l->fused) {
-		/* cuDNN allows the identity activation with this algorithm only. */
+		/* cuDNN allows the identity activation with this algorithm only,
+		 * which runs with the precision's own math type. */
 		cudnnConvolutionFwdAlgo_t fa =
 			relu ? algo : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+		CUDNN_CHECK(cudnnSetConvolutionMathType(l->cd, relu ? math : cb_plain_math(c)));
 		cudnnStatus_t s = cudnnConvolutionBiasActivationForward(
 			c->dnn, &one, xd, x, l->wd, l->w, l->cd, fa, c->ws, c->ws_bytes,
 			res ? &one : &zero, yd, res ? res : y, l->bd, l->b,
 			relu ? c->relu : c->ident, yd, y);
 		if (s == CUDNN_STATUS_SUCCESS)
 			return 0;
-		if (c->capturing) {
-			snprintf(err, errlen, "%s:%d: fused convolution during capture: %s", __FILE__,
-				 __LINE__, cudnnGetErrorString(s));
+		if (c->capturing || !nn_cudnn_fused_declines((int)s)) {
+			snprintf(err, errlen, "%s:%d: fused convolution %dx%d %d->%d%s: %s (%d)",
+				 __FILE__, __LINE__, l->k, l->k, l->cin, l->cout,
+				 c->capturing ? " during capture" : "", cudnnGetErrorString(s), (int)s);
 			return -1;
 		}
-		/* Declined: this layer takes the plain path from now on. */
+		/* Declined (not supported): this layer takes the plain path from now on. */
 		cudaGetLastError();
 		l->fused = 0;
 		if (c->verbose)
 			fprintf(stderr, "cuda: fused conv %dx%d %d->%d declined (%s), plain path\n",
 				l->k, l->k, l->cin, l->cout, cudnnGetErrorString(s));
 	}
+	CUDNN_CHECK(cudnnSetConvolutionMathType(l->cd, math));
 	CUDNN_CHECK(cudnnConvolutionForward(c->dnn, &one, xd, x, l->wd, l->w, l->cd, algo, c->ws,
 					    c->ws_bytes, &zero, yd, y));
 	CUDA_CHECK(nnk_bias_res_act(c->dt, y, l->bf, res, (long)c->bucket[bi] * c->hw, l->cout, relu,
@@ -498,15 +541,18 @@ static int cb_choose_algos(cb_ctx *c, size_t *need, char *err, size_t errlen)
 				CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(c->dnn, xd, l->wd, l->cd, yd,
 										   8, &got, perf));
 			for (int i = 0; i < got && !found; i++)
-				if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= CB_WS_LIMIT) {
+				if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= CB_WS_LIMIT &&
+				    cb_math_ok(c, perf[i].mathType)) {
 					c->algo[sh][bi] = perf[i].algo;
+					c->math[sh][bi] = cb_run_math(c, perf[i].mathType);
 					if (perf[i].memory > *need)
 						*need = perf[i].memory;
 					found = 1;
 				}
 			if (!found) {
-				snprintf(err, errlen, "cuDNN has no algorithm for a %dx%d conv %d->%d at batch %d",
-					 l->k, l->k, l->cin, l->cout, c->bucket[bi]);
+				snprintf(err, errlen, "cuDNN has no algorithm for a %dx%d conv %d->%d at batch %d%s",
+					 l->k, l->k, l->cin, l->cout, c->bucket[bi],
+					 c->dt == NN_DTYPE_FP32 ? " with FMA math (no TF32)" : "");
 				rc = -1;
 				goto out;
 			}
@@ -518,14 +564,36 @@ static int cb_choose_algos(cb_ctx *c, size_t *need, char *err, size_t errlen)
 			    ws > *need && ws <= CB_WS_LIMIT)
 				*need = ws;
 			if (c->verbose)
-				fprintf(stderr, "cuda: conv %dx%d %d->%d batch %d: algorithm %d\n", l->k, l->k,
-					l->cin, l->cout, c->bucket[bi], (int)c->algo[sh][bi]);
+				fprintf(stderr, "cuda: conv %dx%d %d->%d batch %d: algorithm %d, math type %d\n",
+					l->k, l->k, l->cin, l->cout, c->bucket[bi], (int)c->algo[sh][bi],
+					(int)c->math[sh][bi]);
 		}
 	}
 out:
 	cudaFree(scratch);
 	cudaGetLastError();
 	return rc;
+}
+
+/* Why the capture of the bucket of `batch` failed, from each step's
+ * result: begin, enqueue (its message, "" when it went well), end and
+ * instantiate. Never empty. */
+static void cb_capture_reason(char *buf, size_t len, int batch, cudaError_t begin,
+			      const char *enqueue, cudaError_t end, cudaError_t inst)
+{
+	size_t at = (size_t)snprintf(buf, len, "off (capture of batch %d failed:", batch);
+	if (begin != cudaSuccess && at < len)
+		at += (size_t)snprintf(buf + at, len - at, " begin: %s;", cudaGetErrorString(begin));
+	if (enqueue[0] && at < len)
+		at += (size_t)snprintf(buf + at, len - at, " %s;", enqueue);
+	if (end != cudaSuccess && at < len)
+		at += (size_t)snprintf(buf + at, len - at, " end: %s;", cudaGetErrorString(end));
+	if (inst != cudaSuccess && at < len)
+		at += (size_t)snprintf(buf + at, len - at, " instantiate: %s;", cudaGetErrorString(inst));
+	if (at < len && buf[at - 1] == ';')
+		buf[--at] = '\0';
+	if (at + 1 < len)
+		snprintf(buf + at, len - at, ")");
 }
 
 /* Runs every bucket once (cuDNN may decline fused calls here, and lazy
@@ -550,21 +618,24 @@ static int cb_warm_and_capture(cb_ctx *c, int want_graphs, char *err, size_t err
 	for (int bi = 0; bi < c->n_buckets; bi++) {
 		cudaGraph_t g = NULL;
 		char cerr[512] = "";
-		cudaError_t e = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal);
-		int r = -1;
-		if (e == cudaSuccess) {
+		cudaError_t eb = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal);
+		cudaError_t ee = cudaSuccess, ei = cudaSuccess;
+		int r = 0;
+		if (eb == cudaSuccess) {
 			c->capturing = 1;
 			r = cb_enqueue(c, bi, 1, cerr, sizeof(cerr));
 			c->capturing = 0;
-			e = cudaStreamEndCapture(c->stream, &g);
+			/* Always ended, also after a failed enqueue: its error (the
+			 * capture invalidated, and by what) is part of the reason. */
+			ee = cudaStreamEndCapture(c->stream, &g);
 		}
-		if (e == cudaSuccess && r == 0)
-			e = cudaGraphInstantiate(&c->graph[bi], g, 0);
+		if (eb == cudaSuccess && ee == cudaSuccess && r == 0)
+			ei = cudaGraphInstantiate(&c->graph[bi], g, 0);
 		if (g)
 			cudaGraphDestroy(g);
-		if (e != cudaSuccess || r != 0) {
-			snprintf(c->graph_note, sizeof(c->graph_note), "off (capture failed: %s)",
-				 r ? cerr : cudaGetErrorString(e));
+		if (eb != cudaSuccess || ee != cudaSuccess || ei != cudaSuccess || r != 0) {
+			cb_capture_reason(c->graph_note, sizeof(c->graph_note), c->bucket[bi], eb,
+					  r ? cerr : "", ee, ei);
 			cudaGetLastError();
 			for (int i = 0; i < c->n_buckets; i++)
 				if (c->graph[i]) {
@@ -704,7 +775,12 @@ static int cb_create(const nn_net *net, int max_batch, const nn_backend_options 
 		memset(stage_host, 0, total);
 		st = (cb_stage){ .host = stage_host, .dev = c->wmem, .off = 0, .elt = c->elt };
 		cb_stage_all(c, &st, net, tw, tk, tb);
-		CUDA_CHECK(cudaMemcpy(c->wmem, stage_host, total, cudaMemcpyHostToDevice));
+		/* On the context's stream (non-blocking: a copy on the default
+		 * stream would not be ordered before its work), and waited for
+		 * before the staging copy is freed. */
+		CUDA_CHECK(cudaMemcpyAsync(c->wmem, stage_host, total, cudaMemcpyHostToDevice,
+					   c->stream));
+		CUDA_CHECK(cudaStreamSynchronize(c->stream));
 	}
 
 	/* Activations: one allocation carved by a table of sizes. */
@@ -725,7 +801,7 @@ static int cb_create(const nn_net *net, int max_batch, const nn_backend_options 
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 			cb_carve(NULL, &off, sizes[i]);
 		CUDA_CHECK(cudaMalloc(&c->amem, off));
-		CUDA_CHECK(cudaMemset(c->amem, 0, off));
+		CUDA_CHECK(cudaMemsetAsync(c->amem, 0, off, c->stream));
 		off = 0;
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 			*where[i] = cb_carve(c->amem, &off, sizes[i]);
@@ -751,7 +827,7 @@ static int cb_create(const nn_net *net, int max_batch, const nn_backend_options 
 	for (int i = 0; i < a->blocks; i++)
 		c->n_fused += c->conv1[i].fused + c->conv2[i].fused;
 	if (c->verbose) {
-		char buf[512];
+		char buf[1024];
 		nn_backend_cuda.describe(c, buf, sizeof(buf));
 		fprintf(stderr, "%s\n", buf);
 	}

@@ -9,6 +9,16 @@
 int nn_cuda_built(void) { return 0; }
 int nn_cuda_device_count(void) { return 0; }
 
+static const nn_cuda_probe no_cuda = {
+	.reason = "this binary was built without CUDA (make CUDA=1 needs nvcc)",
+};
+
+const nn_cuda_probe *nn_cuda_probe_status(void) { return &no_cuda; }
+
+const char *nn_cuda_probe_error(void) { return no_cuda.reason; }
+
+void nn_cuda_versions(char *buf, size_t len) { snprintf(buf, len, "built without CUDA"); }
+
 int nn_cuda_selftest(int device, char *err, size_t errlen)
 {
 	snprintf(err, errlen, "built without CUDA (make CUDA=1 needs nvcc)");

@@ -4,7 +4,9 @@
 #include "nn/cuda/cuda.h"
 #include "nn/cuda/cuda_common.h"
 
+#include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 // y = a * x + y, one element per thread.
 __global__ void probe_axpy(int n, float a, const float *x, float *y)
@@ -16,14 +18,80 @@ __global__ void probe_axpy(int n, float a, const float *x, float *y)
 
 extern "C" int nn_cuda_built(void) { return 1; }
 
-extern "C" int nn_cuda_device_count(void)
+static nn_cuda_probe probe_result;
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+
+// "12.4" from 12040.
+static void probe_version(int v, char *buf, size_t len)
 {
+	snprintf(buf, len, "%d.%d", v / 1000, v % 1000 / 10);
+}
+
+static void probe_run(void)
+{
+	nn_cuda_probe *p = &probe_result;
 	int n = 0;
-	if (cudaGetDeviceCount(&n) != cudaSuccess) {
+	cudaError_t e = cudaGetDeviceCount(&n);
+	if (e != cudaSuccess) {
 		cudaGetLastError(); // clear the sticky "no driver" error
-		return 0;
+		n = 0;
 	}
-	return n;
+	p->devices = n;
+	p->error = (int)e;
+	if (cudaDriverGetVersion(&p->driver_version) != cudaSuccess)
+		p->driver_version = 0;
+	if (cudaRuntimeGetVersion(&p->runtime_version) != cudaSuccess)
+		p->runtime_version = 0;
+	cudaGetLastError();
+	if (n > 0)
+		return;
+	char drv[32], rt[32];
+	probe_version(p->driver_version, drv, sizeof(drv));
+	probe_version(p->runtime_version, rt, sizeof(rt));
+	size_t at = 0;
+	if (e != cudaSuccess)
+		at = (size_t)snprintf(p->reason, sizeof(p->reason), "%s (%s)", cudaGetErrorName(e),
+				      cudaGetErrorString(e));
+	else
+		at = (size_t)snprintf(p->reason, sizeof(p->reason),
+				      "the driver reports no device (CUDA_VISIBLE_DEVICES=%s)",
+				      getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES")
+								     : "unset");
+	if (at < sizeof(p->reason)) {
+		if (p->driver_version == 0)
+			at += (size_t)snprintf(p->reason + at, sizeof(p->reason) - at,
+					       "; no driver (libcuda.so.1), runtime %s", rt);
+		else
+			at += (size_t)snprintf(p->reason + at, sizeof(p->reason) - at,
+					       "; driver CUDA %s, runtime %s%s", drv, rt,
+					       p->driver_version < p->runtime_version
+						       ? " (driver too old for this runtime)"
+						       : "");
+	}
+	if (at < sizeof(p->reason) && access("/dev/nvidiactl", F_OK) != 0)
+		snprintf(p->reason + at, sizeof(p->reason) - at, "; no /dev/nvidiactl");
+}
+
+extern "C" const nn_cuda_probe *nn_cuda_probe_status(void)
+{
+	pthread_once(&probe_once, probe_run);
+	return &probe_result;
+}
+
+extern "C" const char *nn_cuda_probe_error(void) { return nn_cuda_probe_status()->reason; }
+
+extern "C" int nn_cuda_device_count(void) { return nn_cuda_probe_status()->devices; }
+
+extern "C" void nn_cuda_versions(char *buf, size_t len)
+{
+	const nn_cuda_probe *p = nn_cuda_probe_status();
+	char drv[32], rt[32];
+	probe_version(p->driver_version, drv, sizeof(drv));
+	probe_version(p->runtime_version, rt, sizeof(rt));
+	if (p->driver_version)
+		snprintf(buf, len, "CUDA driver %s, runtime %s", drv, rt);
+	else
+		snprintf(buf, len, "no CUDA driver, runtime %s", rt);
 }
 
 extern "C" int nn_cuda_selftest(int device, char *err, size_t errlen)

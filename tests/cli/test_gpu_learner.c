@@ -12,14 +12,12 @@
 
 #include "nn/cuda/cuda.h"
 #include "tests/cli/cli_util.h"
+#include "tests/gpu_skip.h"
 #include "train/trainer.h"
 
 static void gl_need(int devices)
 {
-	if (nn_cuda_device_count() < devices)
-		cr_skip_test("needs %d CUDA device%s (%d visible): the GPU learner is checked on a "
-			     "machine with one", devices, devices == 1 ? "" : "s",
-			     nn_cuda_device_count());
+	SKIP_WITHOUT_GPUS(devices);
 }
 
 static char *gl_slurp(const char *path)

@@ -5,7 +5,11 @@
  * blocks: pooling, gates and the identity-activation conv; win/draw/loss
  * and tanh heads), with the fused and the plain convolution paths, with and
  * without CUDA graphs, and with planes that cannot be bit-packed (float
- * upload). Batches 1, 7, 64 and 256, boards 9x9, 19x19 and Connect Four.
+ * upload). Batches 1, 2, 7, 16, 64, 128 and 256 (512 and 1024 in the
+ * large cases), boards 9x9, 19x19 and Connect Four. Each case also reads
+ * the backend's description: fusion on every conv it should be on (all of
+ * them for plain blocks, all but the SE blocks' second conv otherwise),
+ * none when turned off, and graphs on unless asked off.
  *
  * fp32: |cuda - cpu| <= 1e-4 * max(1, |cpu|). fp16: the tower runs in
  * half precision, so the bound is scaled to fp16's epsilon (2^-10):
@@ -15,22 +19,20 @@
  * have not yet been checked on a device. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nn/backend.h"
 #include "nn/cuda/cuda.h"
 #include "nn/cuda/pack.h"
+#include "tests/gpu_skip.h"
 
 #define CU_FP16_EPS 0x1p-10
 
 static void cu_need_device(void)
 {
-	if (nn_cuda_device_count() == 0)
-		cr_skip_test("no CUDA device (built with CUDA: %s, backend: %s); CPU tests still run",
-			     nn_cuda_built() ? "yes" : "no", nn_cuda_backend_built() ? "yes" : "no");
-	if (!nn_cuda_backend_built())
-		cr_skip_test("a CUDA device, but the backend was not built (no cuDNN)");
+	SKIP_WITHOUT_GPU_BUILT(nn_cuda_backend_built(), "the CUDA backend (needs cuDNN)");
 }
 
 static uint64_t cu_rng(uint64_t *s)
@@ -84,12 +86,33 @@ typedef struct cu_case {
 	nn_dtype prec;
 	int no_fusion, no_graphs;
 	int float_planes;    /* 1: planes that cannot be packed */
+	int large;           /* 1: max batch 1024, batches up to 1024 */
 } cu_case;
+
+/* What the description says: fused convs of all, graphs on or why off. */
+static void cu_check_describe(const nn_backend *gpu, const cu_case *k)
+{
+	char d[1024];
+	gpu->ops->describe(gpu->ctx, d, sizeof(d));
+	int fused = -1, convs = -1;
+	const char *f = strstr(d, "fused conv+bias+act on ");
+	cr_assert(f && sscanf(f, "fused conv+bias+act on %d of %d", &fused, &convs) == 2, "%s", d);
+	cr_assert_eq(convs, 3 + 2 * k->blocks, "%s", d);
+	int se_blocks = k->se > 0 ? (k->blocks + 1) / 2 : 0;
+	if (k->no_fusion)
+		cr_assert_eq(fused, 0, "fusion was turned off: %s", d);
+	else
+		cr_assert_geq(fused, convs - se_blocks, "cuDNN declined fusion: %s", d);
+	if (k->no_graphs)
+		cr_assert(strstr(d, "graphs off (asked)"), "%s", d);
+	else
+		cr_assert(strstr(d, "graphs on"), "graphs should be on: %s", d);
+}
 
 static void cu_check(const cu_case *k)
 {
 	cu_need_device();
-	enum { MAXB = 256 };
+	const int MAXB = k->large ? 1024 : 256;
 	char err[512];
 	game_params gp = game_params_default(k->game);
 	if (k->game == GAME_KIND_GO)
@@ -127,10 +150,13 @@ static void cu_check(const cu_case *k)
 	o.cuda_no_graphs = k->no_graphs;
 	nn_backend *gpu = nn_backend_new(&nn_backend_cuda, net, MAXB, &o, err, sizeof(err));
 	cr_assert(gpu, "cuda create: %s", err);
+	cu_check_describe(gpu, k);
 	double tol = k->prec == NN_DTYPE_FP32 ? 1e-4 : 32 * CU_FP16_EPS;
-	static const int batches[] = { 1, 7, 64, 256 };
-	for (int bi = 0; bi < 4; bi++) {
+	static const int batches[] = { 1, 7, 64, 256, 2, 16, 128, 512, 1024 };
+	for (int bi = 0; bi < (int)(sizeof(batches) / sizeof(batches[0])); bi++) {
 		int b = batches[bi];
+		if (b > MAXB)
+			continue;
 		cr_assert_eq(nn_backend_forward(cpu, b, planes, pc, vc, wc), 0);
 		cr_assert_eq(nn_backend_forward(gpu, b, planes, pg, vg, wg), 0, "cuda forward failed");
 		cu_close(pg, pc, np * b, tol, "policy", b);
@@ -199,3 +225,6 @@ Test(nn_cuda, odd_channels_go9_fp32) { cu_check(&(cu_case){ GO9, 2, 20, 4, 1, F3
 Test(nn_cuda, no_graphs_go19_fp16) { cu_check(&(cu_case){ GO19, 1, 32, 0, 1, F16, 0, 1 }); }
 /* Planes that cannot be bit-packed go up as floats. */
 Test(nn_cuda, float_planes_go9_fp32) { cu_check(&(cu_case){ GO9, 1, 16, 0, 1, F32, 0, 0, 1 }); }
+/* Large batches (buckets 512 and 1024), both precisions, against the CPU. */
+Test(nn_cuda, large_batches_go9_fp32) { cu_check(&(cu_case){ GO9, 2, 32, 0, 3, F32, 0, 0, 0, 1 }); }
+Test(nn_cuda, large_batches_go19_fp16) { cu_check(&(cu_case){ GO19, 1, 32, 0, 1, F16, 0, 0, 0, 1 }); }

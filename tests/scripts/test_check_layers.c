@@ -4,34 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+
+#include "tests/scripts/script_util.h"
 
 /* Runs the script on root; its exit status, output into out. */
 static int check(const char *root, char *out, size_t len)
 {
 	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "sh scripts/check_layers.sh %s 2>&1", root);
-	FILE *p = popen(cmd, "r");
-	cr_assert(p);
-	size_t n = fread(out, 1, len - 1, p);
-	out[n] = '\0';
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void put(const char *root, const char *file, const char *text)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", root, file);
-	for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')) != NULL; p++) {
-		*p = '\0';
-		mkdir(path, 0755);
-		*p = '/';
-	}
-	FILE *f = fopen(path, "w");
-	cr_assert(f, "%s", path);
-	fputs(text, f);
-	fclose(f);
+	snprintf(cmd, sizeof(cmd), "sh scripts/check_layers.sh %s", root);
+	return script_run(cmd, out, len);
 }
 
 Test(check_layers, the_repository_keeps_its_layers)
@@ -44,12 +25,12 @@ Test(check_layers, a_bad_include_fails_and_is_named)
 {
 	char root[] = "/tmp/sente-layers-XXXXXX", out[4096];
 	cr_assert(mkdtemp(root));
-	put(root, "engine/ok.c", "#include <stdio.h>\n#include \"engine/game.h\"\n");
-	put(root, "loop/ok.c", "#include \"train/learner.h\"\n#include \"match/match.h\"\n");
+	script_put(root, "engine/ok.c", "#include <stdio.h>\n#include \"engine/game.h\"\n");
+	script_put(root, "loop/ok.c", "#include \"train/learner.h\"\n#include \"match/match.h\"\n");
 	cr_assert_eq(check(root, out, sizeof(out)), 0, "%s", out);
-	put(root, "train/bad.c", "#include \"train/learner.h\"\n\n#include \"selfplay/selfplay.h\"\n");
-	put(root, "nn/cuda/bad.cu", "#include \"search/mcts.h\"\n");
-	put(root, "search/bad.h", "#  include \"cli/cli.h\"\n");
+	script_put(root, "train/bad.c", "#include \"train/learner.h\"\n\n#include \"selfplay/selfplay.h\"\n");
+	script_put(root, "nn/cuda/bad.cu", "#include \"search/mcts.h\"\n");
+	script_put(root, "search/bad.h", "#  include \"cli/cli.h\"\n");
 	cr_assert_eq(check(root, out, sizeof(out)), 1, "%s", out);
 	cr_assert(strstr(out, "train/bad.c:3: train/ may not include selfplay/"), "%s", out);
 	cr_assert(strstr(out, "nn/cuda/bad.cu:1: nn/ may not include search/"), "%s", out);

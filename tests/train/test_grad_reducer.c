@@ -12,6 +12,7 @@
 
 #include "engine/rng.h"
 #include "nn/cuda/cuda.h"
+#include "tests/gpu_skip.h"
 #include "train/comm.h"
 #include "train/cuda/grad_reducer.h"
 
@@ -263,8 +264,7 @@ Test(grad_reducer, k_ranks_out_of_order_and_odd_sizes)
  * ready(), so the comm stream must wait for them. */
 Test(grad_reducer, nccl_single_gpu)
 {
-	if (nn_cuda_device_count() == 0)
-		cr_skip_test("built with NCCL, but no CUDA device here");
+	SKIP_WITHOUT_GPU();
 	enum { NN = 3 * 1000 * 1000 + 17 };
 	char err[256] = "";
 	comm *b = comm_new_single();

@@ -14,6 +14,7 @@
 #include "engine/clock.h"
 #include "engine/rng.h"
 #include "nn/cuda/cuda.h"
+#include "tests/gpu_skip.h"
 #include "train/comm.h"
 #include "train/launch.h"
 
@@ -308,8 +309,7 @@ Test(launch, gpu_for_local_rank)
 /* The launcher's way on one GPU: an id made here, a rank made from it. */
 Test(launch, nccl_from_id_single_gpu)
 {
-	if (nn_cuda_device_count() == 0)
-		cr_skip_test("built with NCCL, but no CUDA device here");
+	SKIP_WITHOUT_GPU();
 	char err[256] = "", id[COMM_NCCL_ID_HEX];
 	cr_assert_eq(comm_nccl_unique_id(id, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(strlen(id), COMM_NCCL_ID_HEX - 1);

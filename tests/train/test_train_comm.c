@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/gpu_skip.h"
 #include "tests/train/train_util.h"
 #include "train/comm.h"
 
@@ -53,8 +54,7 @@ Test(comm, world_without_launcher_is_single)
 /* A one-GPU communicator: the collectives run (and keep the values). */
 Test(comm, nccl_single_gpu)
 {
-	if (nn_cuda_device_count() == 0)
-		cr_skip_test("built with NCCL, but no CUDA device here");
+	SKIP_WITHOUT_GPU();
 	char err[256] = "";
 	comm *b = comm_new_single();
 	comm *c = comm_new_nccl(b, 0, err, sizeof(err));

@@ -22,6 +22,7 @@
 #include "data/record.h"
 #include "nn/cuda/cuda.h"
 #include "nn/cuda/pack.h"
+#include "tests/gpu_skip.h"
 #include "train/cuda/gpu_replay.h"
 #include "train/trainer.h"
 
@@ -413,9 +414,7 @@ Test(gpu_replay, host_window_refuses_sampling)
 
 static void gr_need_device(void)
 {
-	if (nn_cuda_device_count() == 0)
-		cr_skip_test("no CUDA device (built with CUDA: %s); the host tests still run",
-			     nn_cuda_built() ? "yes" : "no");
+	SKIP_WITHOUT_GPU();
 }
 
 Test(gpu_replay, device_ring_wraps_and_drops_oldest)

@@ -336,6 +336,10 @@ static int device_init(gpu_replay *gr, char *err, size_t errlen)
 	CUDA_CHECK(cudaMemcpy(gr->tables, gr->L.point_inv, pt, cudaMemcpyHostToDevice));
 	CUDA_CHECK(cudaMemcpy((char *)gr->tables + pt, gr->L.action_inv, at,
 			      cudaMemcpyHostToDevice));
+	/* Those copies went to the default stream, which the non-blocking
+	 * streams below (and the caller's) are not ordered after: waited for
+	 * here, once, before any kernel reads the tables. */
+	CUDA_CHECK(cudaStreamSynchronize(0));
 	/* Non-blocking: uploads must not serialise with work on the legacy
 	 * default stream; every ordering is made explicit with events. */
 	CUDA_CHECK(cudaStreamCreateWithFlags(&gr->copy, cudaStreamNonBlocking));

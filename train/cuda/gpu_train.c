@@ -584,6 +584,10 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 	CUDA_CHECK(cudaMemcpy(t->rv, hmap + t->nwc + t->nfc + t->J, (size_t)t->J * 4,
 			      cudaMemcpyHostToDevice));
 	CUDA_CHECK(cudaMemcpy(t->drole, t->role, nf, cudaMemcpyHostToDevice));
+	/* The memset and the map copies went to the default stream; the
+	 * weights' upload and gathers below run on the trainer's non-blocking
+	 * stream, which does not wait for it. */
+	CUDA_CHECK(cudaStreamSynchronize(0));
 	if (gt_upload_weights(t, net->data, err, errlen) < 0)
 		goto fail;
 
