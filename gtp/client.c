@@ -42,6 +42,9 @@ gtp_client *gtp_client_start(const char *command, const char *stderr_path, char 
 		goto fail;
 	}
 	if (c->pid == 0) {
+		/* A group of its own, so that whatever the shell starts is
+		 * killed with it (see gtp_client_free). */
+		setpgid(0, 0);
 		dup2(in[0], 0);
 		dup2(out[1], 1);
 		int e = open(stderr_path ? stderr_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -52,6 +55,7 @@ gtp_client *gtp_client_start(const char *command, const char *stderr_path, char 
 		execl("/bin/sh", "sh", "-c", command, (char *)NULL);
 		_exit(127);
 	}
+	setpgid(c->pid, c->pid); /* as the child does: whichever runs first */
 	close(in[0]);
 	close(out[1]);
 	c->to_engine = in[1];
@@ -80,14 +84,21 @@ void gtp_client_free(gtp_client *c)
 	}
 	close(c->to_engine);
 	close(c->from_engine);
-	/* Give it a moment to exit by itself, then make sure. */
+	/* Give it a moment to exit by itself, then kill its whole group: the
+	 * shell's children (the engine itself, when the shell did not exec it)
+	 * would otherwise live on as orphans. The leader is reaped only after
+	 * that, so that its pid, the group's id, cannot be reused meanwhile. */
 	for (int i = 0; i < 50; i++) {
-		if (waitpid(c->pid, NULL, WNOHANG) == c->pid)
-			goto done;
+		siginfo_t si;
+		si.si_pid = 0;
+		if (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0)
+			goto done; /* reaped by someone else: the group is not ours to kill */
+		if (si.si_pid == c->pid)
+			break;
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
-	kill(c->pid, SIGKILL);
+	kill(-c->pid, SIGKILL);
 	waitpid(c->pid, NULL, 0);
 done:
 	free(c);

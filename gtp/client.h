@@ -18,12 +18,13 @@ typedef enum gtp_client_status {
 
 typedef struct gtp_client gtp_client;
 
-/* Starts `command` (run by /bin/sh -c) with pipes to its stdin and stdout;
- * its stderr goes to stderr_path (NULL: /dev/null). NULL with a message
- * when it cannot start. */
+/* Starts `command` (run by /bin/sh -c, in a process group of its own) with
+ * pipes to its stdin and stdout; its stderr goes to stderr_path (NULL:
+ * /dev/null). NULL with a message when it cannot start. */
 gtp_client *gtp_client_start(const char *command, const char *stderr_path, char *err,
 			     size_t errlen);
-/* Asks the engine to quit, waits a moment, then kills it; NULL is fine. */
+/* Asks the engine to quit, waits a moment, then kills its process group
+ * (whatever it started that is still running); NULL is fine. */
 void gtp_client_free(gtp_client *c);
 
 /* Sends one command line (no newline needed) and waits up to timeout_s for

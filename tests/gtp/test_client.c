@@ -2,11 +2,13 @@
  * 9x9 game between sente and GNU Go that ends with a result and a valid
  * SGF. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/clock.h"
 #include "engine/game.h"
 #include "engine/sgf.h"
 #include "gtp/client.h"
@@ -47,6 +49,79 @@ Test(gtp_client, hung_engine_times_out)
 	cr_assert_eq(gtp_client_send(c, "name", 0.3, NULL, 0), GTP_CLIENT_TIMEOUT);
 	cr_assert(!gtp_client_usable(c));
 	gtp_client_free(c); /* kills it: must not wait 30 s */
+}
+
+/* Process pid's state letter and process group from /proc/PID/stat; false
+ * when there is no such process. */
+static bool proc_stat(long pid, char *state, long *pgrp)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+	long ppid;
+	return p && sscanf(p + 1, " %c %ld %ld", state, &ppid, pgrp) == 3;
+}
+
+/* Whether a process that is not a zombie is in process group pgrp. */
+static bool group_has_live_process(long pgrp)
+{
+	DIR *d = opendir("/proc");
+	cr_assert(d);
+	bool found = false;
+	for (struct dirent *de; !found && (de = readdir(d));) {
+		char *end, state;
+		long pid = strtol(de->d_name, &end, 10), g;
+		if (*end == '\0' && pid > 0 && proc_stat(pid, &state, &g) && g == pgrp && state != 'Z')
+			found = true;
+	}
+	closedir(d);
+	return found;
+}
+
+/* An engine that is a shell which started a child that hangs: on the
+ * timeout, freeing the client kills the child too, not only the shell. */
+Test(gtp_client, hung_engine_is_killed_with_its_children, .timeout = 20)
+{
+	char dir[] = "/tmp/sente-gtpc-XXXXXX", cmd[512], err[256];
+	cr_assert(mkdtemp(dir));
+	char pids[128];
+	snprintf(pids, sizeof(pids), "%s/pids", dir);
+	snprintf(cmd, sizeof(cmd), "sleep 30 & echo $$ $! > %s.tmp; mv %s.tmp %s; wait", pids, pids, pids);
+	gtp_client *c = gtp_client_start(cmd, NULL, err, sizeof(err));
+	cr_assert(c, "%s", err);
+	cr_assert_eq(gtp_client_send(c, "name", 0.3, NULL, 0), GTP_CLIENT_TIMEOUT);
+	long shell = 0, child = 0;
+	for (int i = 0; i < 500 && !shell; i++) {
+		FILE *f = fopen(pids, "r");
+		if (f) {
+			cr_assert_eq(fscanf(f, "%ld %ld", &shell, &child), 2);
+			fclose(f);
+		} else {
+			usleep(10000);
+		}
+	}
+	cr_assert(shell > 0 && child > 0, "the engine never wrote %s", pids);
+	char state;
+	long pgrp;
+	cr_assert(proc_stat(child, &state, &pgrp), "the hung child is running");
+	cr_assert_eq(pgrp, shell, "the engine runs in a process group of its own");
+	double t0 = clock_now();
+	gtp_client_free(c);
+	cr_assert_lt(clock_now() - t0, 3.0, "freeing a hung engine does not wait for it");
+	/* SIGKILL lands within moments; then at most a zombie is left until
+	 * init reaps it, and nothing else of the group. */
+	for (int i = 0; i < 100 && group_has_live_process(shell); i++)
+		usleep(10000);
+	cr_assert(!proc_stat(child, &state, &pgrp) || state == 'Z', "the engine's child survived");
+	cr_assert(!group_has_live_process(shell), "a process of the engine's group survived");
+	unlink(pids);
+	rmdir(dir);
 }
 
 Test(gtp_client, dead_engine_is_reported, .timeout = 10)
