@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -106,6 +107,27 @@ done:
 
 bool gtp_client_usable(const gtp_client *c) { return c && !c->broken; }
 const char *gtp_client_command(const gtp_client *c) { return c->command; }
+
+bool gtp_client_parse_score(const char *ans, int *result, double *score)
+{
+	if (!strcmp(ans, "0")) {
+		*result = 0;
+		*score = 0;
+		return true;
+	}
+	if ((ans[0] != 'B' && ans[0] != 'W' && ans[0] != 'b' && ans[0] != 'w') || ans[1] != '+')
+		return false;
+	int sign = (ans[0] == 'B' || ans[0] == 'b') ? 1 : -1;
+	char *end;
+	double v = strtod(ans + 2, &end);
+	if (end == ans + 2)
+		v = 0; /* "B+R", "W+T": a winner without a number */
+	else if (!isfinite(v))
+		return false;
+	*result = sign;
+	*score = sign * v;
+	return true;
+}
 
 const char *gtp_client_status_name(gtp_client_status s)
 {

@@ -32,6 +32,10 @@ void gtp_client_free(gtp_client *c);
  * to answer (may be NULL). */
 gtp_client_status gtp_client_send(gtp_client *c, const char *command, double timeout_s,
 				  char *answer, size_t answer_len);
+/* Parses a final_score answer ("B+3.5", "W+R", "0", case aside): the
+ * winner (+1 Black, -1 White, 0 a draw) and Black's score. False when it
+ * is not one, its number included: NaN or infinity is no score. */
+bool gtp_client_parse_score(const char *ans, int *result, double *score);
 /* False once the engine is known dead or timed out (its pipe state is then
  * unknown and the client should be restarted). */
 bool gtp_client_usable(const gtp_client *c);

@@ -149,6 +149,23 @@ Test(gtp_client, garbage_is_a_protocol_error_or_timeout, .timeout = 10)
 	gtp_client_free(c);
 }
 
+Test(gtp_client, final_score_answers)
+{
+	int r;
+	double sc;
+	cr_assert(gtp_client_parse_score("B+3.5", &r, &sc));
+	cr_assert(r == 1 && sc == 3.5);
+	cr_assert(gtp_client_parse_score("w+12", &r, &sc));
+	cr_assert(r == -1 && sc == -12);
+	cr_assert(gtp_client_parse_score("W+R", &r, &sc));
+	cr_assert(r == -1 && sc == 0);
+	cr_assert(gtp_client_parse_score("0", &r, &sc));
+	cr_assert(r == 0 && sc == 0);
+	const char *bad[] = { "B+nan", "W+inf", "B+-INFINITY", "B+1e999", "B3", "", "draw" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert(!gtp_client_parse_score(bad[i], &r, &sc), "'%s' is no score", bad[i]);
+}
+
 /* A full 9x9 game: sente (uniform policy, few visits) against GNU Go level 1,
  * moves relayed through two clients; the result and an SGF that replays to
  * the same final position. */
