@@ -38,6 +38,17 @@ Test(cli, unknown_flag_exits_2)
 	cr_assert_eq(cli_test_run("demo --size", out, sizeof(out)), 2, "a flag missing its value");
 }
 
+Test(cli, gtp_komi_that_is_not_a_number_exits_2)
+{
+	const char *bad[] = { "nan", "inf", "-inf" };
+	for (int i = 0; i < 3; i++) {
+		char args[64];
+		snprintf(args, sizeof(args), "gtp -q --komi %s </dev/null", bad[i]);
+		cr_assert_eq(cli_test_run(args, out, sizeof(out)), 2, "%s: %s", args, out);
+		cr_assert(strstr(out, "--komi"), "%s", out);
+	}
+}
+
 Test(cli, command_help)
 {
 	cr_assert_eq(cli_test_run("bench --help", out, sizeof(out)), 0);
