@@ -225,6 +225,24 @@ static bool parse_int_arg(const char *s, int *out)
 	return true;
 }
 
+/* A decimal number, the only kind GTP has: strtod alone would also take
+ * hex ("0x10" as 16), "inf" and "nan". False for those, for anything
+ * else, and for trailing text. */
+static bool parse_real_arg(const char *s, double *out)
+{
+	const char *p = s + (*s == '+' || *s == '-');
+	if (!isdigit((unsigned char)p[0]) && p[0] != '.')
+		return false;
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+		return false;
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !isfinite(v))
+		return false;
+	*out = v;
+	return true;
+}
+
 static bool cmd_protocol_version(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 {
 	reply_add(r, "2");
@@ -291,13 +309,12 @@ static bool cmd_clear_board(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 
 static bool cmd_komi(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 {
-	char *end;
+	double k;
 	if (!need_args(c, 1, r))
 		return false;
 	if (!is_go(e))
 		return true; /* accepted and ignored: Connect Four has no komi */
-	double k = strtod(c->argv[0], &end);
-	if (end == c->argv[0] || *end || !isfinite(k))
+	if (!parse_real_arg(c->argv[0], &k))
 		return fail(r, "komi not a float");
 	/* Komi is kept in steps of 0.5, as area scoring needs; GUIs send
 	 * e.g. 6.5 or 7.5. Round anything else to the nearest half. */
@@ -861,9 +878,8 @@ static bool cmd_stop(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 
 static bool parse_seconds(const char *s, double *out)
 {
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *end || !isfinite(v) || v < 0 || v > 1e7)
+	double v;
+	if (!parse_real_arg(s, &v) || v < 0 || v > 1e7)
 		return false;
 	*out = v;
 	return true;

@@ -122,6 +122,20 @@ Test(gtp_golden, connect4) { golden("connect4", GAME_KIND_CONNECT4, 7); }
 Test(gtp_golden, search) { golden("search", GAME_KIND_GO, 19); }
 Test(gtp_golden, c4search) { golden("c4search", GAME_KIND_CONNECT4, 7); }
 
+/* A fresh engine on an empty 9x9 board: no network, one thread, quiet. */
+static gtp_engine *new_engine_9x9(void)
+{
+	gtp_options opt = gtp_options_default();
+	opt.game.size = 9;
+	opt.search.threads = 1;
+	opt.ponder = false;
+	opt.quiet = true;
+	char err[128];
+	gtp_engine *e = gtp_engine_new(&opt, err, sizeof(err));
+	cr_assert(e, "%s", err);
+	return e;
+}
+
 /* Input for an engine on a pipe, written by a thread (it may exceed what
  * the pipe holds). */
 typedef struct pipe_feed {
@@ -152,15 +166,9 @@ static char *run_on_pipe(const char *input, size_t len)
 	pipe_feed f = { .fd = p[1], .data = input, .len = len };
 	pthread_t t;
 	cr_assert_eq(pthread_create(&t, NULL, feed_pipe, &f), 0);
-	gtp_options opt = gtp_options_default();
-	opt.game.size = 9;
-	opt.search.threads = 1;
-	opt.ponder = false;
-	opt.quiet = true;
-	char err[128], *got = NULL;
+	char *got = NULL;
 	size_t got_len = 0;
-	gtp_engine *e = gtp_engine_new(&opt, err, sizeof(err));
-	cr_assert(e, "%s", err);
+	gtp_engine *e = new_engine_9x9();
 	FILE *in = fdopen(p[0], "r");
 	FILE *out = open_memstream(&got, &got_len);
 	gtp_engine_run(e, in, out);
@@ -199,4 +207,35 @@ Test(gtp_input, an_overlong_line_is_discarded_whole)
 	free(got);
 	free(in);
 	rmdir(dir);
+}
+
+/* The answers of a fresh 9x9 engine to `input`'s lines, handed in one by
+ * one; malloc'd. */
+static char *handle_lines(const char *input)
+{
+	char *got = NULL;
+	size_t got_len = 0;
+	gtp_engine *e = new_engine_9x9();
+	FILE *out = open_memstream(&got, &got_len);
+	for (const char *p = input; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
+		gtp_engine_handle(e, p, n, out);
+		p += n;
+	}
+	fclose(out);
+	gtp_engine_free(e);
+	return got;
+}
+
+/* GTP numbers are decimal: strtod's hex, infinity and NaN are refused. */
+Test(gtp_engine, numbers_are_decimal)
+{
+	char *got = handle_lines("1 komi 0x10\n2 komi inf\n3 komi nan\n4 komi -6.5\n"
+				 "5 time_settings 0x10 0 0\n6 time_settings 0 0X1p4 1\n"
+				 "7 time_left b 0x10 0\n8 time_settings 300 .5 1\n");
+	cr_assert_str_eq(got, "?1 komi not a float\n\n?2 komi not a float\n\n?3 komi not a float\n\n"
+			      "=4\n\n?5 syntax error\n\n?6 syntax error\n\n?7 syntax error\n\n"
+			      "=8\n\n");
+	free(got);
 }
