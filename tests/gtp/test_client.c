@@ -36,7 +36,13 @@ Test(gtp_client, talks_to_sente)
 	cr_assert_eq(gtp_client_send(c, "showboard", 10, ans, sizeof(ans)), GTP_CLIENT_OK);
 	cr_assert(strstr(ans, "A B C"), "a multi-line answer arrives whole: %s", ans);
 	cr_assert_eq(gtp_client_send(c, "genmove b", 30, ans, sizeof(ans)), GTP_CLIENT_OK);
-	cr_assert(strlen(ans) >= 2, "%s", ans);
+	/* A legal move on the empty 9x9 board the engine has. */
+	static game g;
+	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	cr_assert_eq(game_init(&g, &gp), GAME_OK);
+	int mv;
+	cr_assert_eq(game_move_from_text(&g, ans, &mv), GAME_OK, "genmove answered '%s'", ans);
+	cr_assert(game_is_legal(&g, mv), "genmove answered '%s'", ans);
 	cr_assert(gtp_client_usable(c));
 	gtp_client_free(c);
 }
@@ -46,9 +52,17 @@ Test(gtp_client, hung_engine_times_out)
 	char err[256];
 	gtp_client *c = gtp_client_start("sleep 30", NULL, err, sizeof(err));
 	cr_assert(c, "%s", err);
+	double t0 = clock_now();
 	cr_assert_eq(gtp_client_send(c, "name", 0.3, NULL, 0), GTP_CLIENT_TIMEOUT);
+	double waited = clock_now() - t0;
+	/* The timeout is kept: not cut short, and not overrun by more than a
+	 * loaded machine's scheduling delay. */
+	cr_assert_geq(waited, 0.3, "gave up after %.3f s", waited);
+	cr_assert_lt(waited, 0.3 + 1.5, "gave up after %.3f s", waited);
 	cr_assert(!gtp_client_usable(c));
+	t0 = clock_now();
 	gtp_client_free(c); /* kills it: must not wait 30 s */
+	cr_assert_lt(clock_now() - t0, 3.0, "freeing took %.3f s", clock_now() - t0);
 }
 
 /* Process pid's state letter and process group from /proc/PID/stat; false
@@ -138,15 +152,31 @@ Test(gtp_client, dead_engine_is_reported, .timeout = 10)
 	gtp_client_free(c);
 }
 
-Test(gtp_client, garbage_is_a_protocol_error_or_timeout, .timeout = 10)
+/* Starts `engine`, sends "name" with the timeout, and checks the status,
+ * after which the client is not usable. */
+static void expect_broken(const char *engine, double timeout_s, gtp_client_status want)
 {
 	char err[256];
-	/* An engine that prints lines that are not GTP, forever. */
-	gtp_client *c = gtp_client_start("yes garbage", NULL, err, sizeof(err));
+	gtp_client *c = gtp_client_start(engine, NULL, err, sizeof(err));
 	cr_assert(c, "%s", err);
-	gtp_client_status s = gtp_client_send(c, "name", 0.5, NULL, 0);
-	cr_assert(s == GTP_CLIENT_TIMEOUT || s == GTP_CLIENT_PROTOCOL, "%s", gtp_client_status_name(s));
+	gtp_client_status s = gtp_client_send(c, "name", timeout_s, NULL, 0);
+	cr_assert_eq(s, want, "%s: %s", engine, gtp_client_status_name(s));
+	cr_assert(!gtp_client_usable(c));
 	gtp_client_free(c);
+}
+
+/* Lines that are not GTP are chatter, skipped while waiting for an answer:
+ * an engine that prints only those never answers, and times out. */
+Test(gtp_client, endless_chatter_times_out, .timeout = 10)
+{
+	expect_broken("yes garbage", 0.5, GTP_CLIENT_TIMEOUT);
+}
+
+/* An answer that never ends (more than the client keeps, no blank line) is
+ * a protocol error as soon as the buffer is full, well before the timeout. */
+Test(gtp_client, endless_answer_is_a_protocol_error, .timeout = 30)
+{
+	expect_broken("printf '= '; yes x | tr -d '\\n'", 20, GTP_CLIENT_PROTOCOL);
 }
 
 Test(gtp_client, final_score_answers)
@@ -217,12 +247,29 @@ Test(gtp_client, full_game_against_gnugo, .timeout = 120)
 	}
 	cr_assert(game_is_over(&g) || game_move_count(&g) == 200);
 	cr_log_info("game over after %d moves%s", game_move_count(&g), resigned >= 0 ? " by resignation" : "");
-	/* Both engines score the same final position. */
+	/* Both engines score the same final position: GNU Go's board is ours
+	 * point by point, sente's score is our area score of it, and GNU Go's
+	 * (which removes the stones it thinks dead) is a score. */
 	char score_b[256], score_w[256];
 	if (resigned < 0) {
+		for (int y = 0; y < 9; y++)
+			for (int x = 0; x < 9; x++) {
+				char vertex[8];
+				snprintf(vertex, sizeof(vertex), "%c%d", "ABCDEFGHJ"[x], y + 1);
+				snprintf(cmd, sizeof(cmd), "color %s", vertex);
+				cr_assert_eq(gtp_client_send(players[1], cmd, 10, ans, sizeof(ans)), GTP_CLIENT_OK);
+				int col = go_color_at(&g.u.go, x, y);
+				cr_assert_str_eq(ans, col == GO_BLACK ? "black" : col == GO_WHITE ? "white" : "empty",
+						 "GNU Go's %s", vertex);
+			}
 		cr_assert_eq(gtp_client_send(players[0], "final_score", 10, score_b, sizeof(score_b)), GTP_CLIENT_OK);
 		cr_assert_eq(gtp_client_send(players[1], "final_score", 30, score_w, sizeof(score_w)), GTP_CLIENT_OK);
-		cr_assert(score_b[0] == 'B' || score_b[0] == 'W' || score_b[0] == '0', "%s", score_b);
+		int rb, rw;
+		double sb, sw;
+		cr_assert(gtp_client_parse_score(score_b, &rb, &sb), "sente: '%s'", score_b);
+		cr_assert(gtp_client_parse_score(score_w, &rw, &sw), "gnugo: '%s'", score_w);
+		cr_assert_float_eq(sb, go_score(&g.u.go), 1e-9, "sente: '%s'", score_b);
+		cr_assert_eq(rb, sb > 0 ? 1 : sb < 0 ? -1 : 0, "sente: '%s'", score_b);
 		cr_log_info("final_score: sente %s, gnugo %s", score_b, score_w);
 	}
 	/* The record as SGF, read back and replayed, gives the same board. */
