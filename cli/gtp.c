@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine/game_desc.h"
 #include "cli/cli.h"
 #include "cli/opt.h"
 #include "gtp/engine.h"
@@ -32,7 +33,7 @@ int cli_gtp(int argc, char **argv)
 	gtp_options opt = gtp_options_default();
 	long size = 19, memory_mb = (long)(opt.search.max_memory >> 20);
 	double komi = 7.5;
-	game_kind kind = GAME_KIND_GO;
+	game_kind kind = game_desc_by_name("go")->kind;
 	const cli_opt opts[] = {
 		CLI_OPT_STRING("--weights", "-w", &opt.weights, "FILE",
 			       "network: a .sente model or Leela Zero weights (text or gzip); without "
@@ -76,11 +77,7 @@ int cli_gtp(int argc, char **argv)
 	if (!cli_opt_parse(&spec, argc, argv, &rc))
 		return rc;
 	opt.search.max_memory = (size_t)memory_mb << 20;
-	opt.game = game_params_default(kind);
-	if (kind == GAME_KIND_GO) {
-		opt.game.size = (int)size;
-		opt.game.komi = komi;
-	}
+	opt.game = game_params_sized(kind, (int)size, komi);
 	char err[512];
 	gtp_engine *e = gtp_engine_new(&opt, err, sizeof(err));
 	if (!e) {

@@ -5,6 +5,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -183,7 +184,9 @@ static int parse_value(const cli_opt *o, const char *v, char *err, size_t errlen
 	}
 	case CLI_OPT_REAL: {
 		double d;
-		bool ok = cli_parse_double(v, &d) && !isnan(d) && d <= o->rhi &&
+		/* Finite in the field's own type too (1e300 is no float). */
+		bool ok = cli_parse_double(v, &d) && isfinite(d) &&
+			  (o->size != sizeof(float) || fabs(d) <= FLT_MAX) && d <= o->rhi &&
 			  (o->open_lo ? d > o->rlo : d >= o->rlo);
 		if (!ok) {
 			if (isinf(o->rlo) && isinf(o->rhi))

@@ -34,8 +34,9 @@ typedef enum cli_opt_type {
 	CLI_OPT_FLAG,   /* no value: stores .hi into a bool or int field */
 	CLI_OPT_INT,    /* integer in [.lo, .hi] into an int (4 bytes) or a
 			 * long/int64_t/uint64_t/size_t (8 bytes) field */
-	CLI_OPT_REAL,   /* number in [.rlo, .rhi] (or (.rlo, .rhi] with
-			 * .open_lo) into a double or float field */
+	CLI_OPT_REAL,   /* finite number in [.rlo, .rhi] (or (.rlo, .rhi]
+			 * with .open_lo; never NaN or infinity, even with
+			 * infinite bounds) into a double or float field */
 	CLI_OPT_STRING, /* the argument itself into a const char * field */
 	CLI_OPT_BUF,    /* the argument copied into a char array of .size */
 	CLI_OPT_CHOICE, /* one of .choices (NULL-terminated), its index into an

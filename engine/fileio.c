@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -111,13 +112,44 @@ void fileio_abort(fileio_writer *w)
 	w->tmp = NULL;
 }
 
+int fileio_open_regular(const char *path, const char *what, char *err, size_t errlen)
+{
+	/* O_NONBLOCK: opening a FIFO for reading would wait for a writer. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open %s %s: %s", what, path, strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		snprintf(err, errlen, "cannot open %s %s: %s", what, path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s %s is not a regular file (%s)", what, path,
+			 S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a FIFO"
+			 : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a socket or other");
+		close(fd);
+		return -1;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	return fd;
+}
+
 uint8_t *fileio_slurp(const char *path, const char *what, size_t *len, char *err, size_t errlen)
 {
 	uint8_t *buf = NULL;
 	long n;
-	FILE *f = fopen(path, "rb");
+	int fd = fileio_open_regular(path, what, err, errlen);
+	if (fd < 0)
+		return NULL;
+	FILE *f = fdopen(fd, "rb");
 	if (!f) {
 		snprintf(err, errlen, "cannot open %s %s: %s", what, path, strerror(errno));
+		close(fd);
 		return NULL;
 	}
 	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {

@@ -36,8 +36,14 @@ void fileio_abort(fileio_writer *w);
 /* CRC-32 of n bytes, as the writer computes it (for readers). */
 uint32_t fileio_crc(const void *p, size_t n);
 
-/* Reads a whole file into a malloc'd buffer; NULL with a message naming
- * `what` ("model", "checkpoint") and the path. */
+/* Opens a regular file for reading and returns its descriptor; -1 with a
+ * message naming `what` and the path when it cannot be opened or is not a
+ * regular file (a FIFO, a device or a folder is refused at once, never
+ * waited on). */
+int fileio_open_regular(const char *path, const char *what, char *err, size_t errlen);
+
+/* Reads a whole regular file into a malloc'd buffer; NULL with a message
+ * naming `what` ("model", "checkpoint") and the path. */
 uint8_t *fileio_slurp(const char *path, const char *what, size_t *len, char *err,
 		      size_t errlen);
 

@@ -60,6 +60,8 @@ typedef struct sgf_parser {
 	size_t errlen;     /* its size */
 	int n_nodes;       /* main-line nodes begun so far (1 = in the root) */
 	int moves_at_node; /* rec->n_moves when the current node began */
+	uint8_t stone_set[GO_MAX_SIZE * GO_MAX_SIZE]; /* points given a stone (AB/AW)
+						       * in the current node */
 	char *comment;     /* C of the current node, until the node ends */
 } sgf_parser;
 
@@ -501,9 +503,20 @@ static int prop_setup(sgf_parser *p, const sgf_value *v)
 	/* Top row first, as the file reads. */
 	for (int y = y1; y >= y0; y--)
 		for (int x = x0; x <= x1; x++) {
-			if (color == GO_EMPTY)
-				sgf_record_remove_setup(p->rec, y * size + x);
-			else if (sgf_record_add_setup(p->rec, color, y * size + x) != 0)
+			int pt = y * size + x;
+			if (color == GO_EMPTY) {
+				/* AE may clear a point of this node's rectangles. */
+				sgf_record_remove_setup(p->rec, pt);
+				continue;
+			}
+			/* Two stones on one point in one node: the file
+			 * contradicts itself (SGF wants the points of AB, AW
+			 * and AE unique within a node). */
+			if (p->stone_set[pt])
+				return parse_error(p, v->off, "%s: %c%c set twice in one node", v->id,
+						   'a' + x, 'a' + (size - 1 - y));
+			p->stone_set[pt] = 1;
+			if (sgf_record_add_setup(p->rec, color, pt) != 0)
 				return parse_error(p, v->off, "out of memory");
 		}
 	return 0;
@@ -695,6 +708,7 @@ static int parse(sgf_parser *p)
 			if (node_main) {
 				p->n_nodes++;
 				p->moves_at_node = p->rec->n_moves;
+				memset(p->stone_set, 0, sizeof(p->stone_set));
 				if (p->n_nodes == 1 && root_prepass(p) != 0)
 					return -1;
 			}

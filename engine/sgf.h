@@ -8,7 +8,9 @@
  * 0, as the SGF specification says, NOT the engine's default 7.5), HA, RU,
  * PB, PW, RE, DT, the root node's C. Setup AB/AW/AE (with FF[4] compressed
  * lists "AB[aa:cc]") in any node before the first move; setup after the
- * first move is refused, a record cannot hold it. Moves B/W, with the C of
+ * first move is refused, a record cannot hold it, and so is a point given
+ * two stones in one node ("AB[aa]AW[aa]"; AE may clear a point AB or AW
+ * set in the same node, as files punch holes in rectangles). Moves B/W, with the C of
  * their node. Pass: "B[]", or "B[tt]" (FF[3] style, boards up to 19).
  * Unknown properties are ignored. Lower-case letters in property
  * identifiers are ignored (FF[3] long names: "AddBlack" reads as AB).

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,6 +43,9 @@ gtp_client *gtp_client_start(const char *command, const char *stderr_path, char 
 		goto fail;
 	}
 	if (c->pid == 0) {
+		/* A group of its own, so that whatever the shell starts is
+		 * killed with it (see gtp_client_free). */
+		setpgid(0, 0);
 		dup2(in[0], 0);
 		dup2(out[1], 1);
 		int e = open(stderr_path ? stderr_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -52,6 +56,7 @@ gtp_client *gtp_client_start(const char *command, const char *stderr_path, char 
 		execl("/bin/sh", "sh", "-c", command, (char *)NULL);
 		_exit(127);
 	}
+	setpgid(c->pid, c->pid); /* as the child does: whichever runs first */
 	close(in[0]);
 	close(out[1]);
 	c->to_engine = in[1];
@@ -80,14 +85,21 @@ void gtp_client_free(gtp_client *c)
 	}
 	close(c->to_engine);
 	close(c->from_engine);
-	/* Give it a moment to exit by itself, then make sure. */
+	/* Give it a moment to exit by itself, then kill its whole group: the
+	 * shell's children (the engine itself, when the shell did not exec it)
+	 * would otherwise live on as orphans. The leader is reaped only after
+	 * that, so that its pid, the group's id, cannot be reused meanwhile. */
 	for (int i = 0; i < 50; i++) {
-		if (waitpid(c->pid, NULL, WNOHANG) == c->pid)
-			goto done;
+		siginfo_t si;
+		si.si_pid = 0;
+		if (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0)
+			goto done; /* reaped by someone else: the group is not ours to kill */
+		if (si.si_pid == c->pid)
+			break;
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
-	kill(c->pid, SIGKILL);
+	kill(-c->pid, SIGKILL);
 	waitpid(c->pid, NULL, 0);
 done:
 	free(c);
@@ -95,6 +107,27 @@ done:
 
 bool gtp_client_usable(const gtp_client *c) { return c && !c->broken; }
 const char *gtp_client_command(const gtp_client *c) { return c->command; }
+
+bool gtp_client_parse_score(const char *ans, int *result, double *score)
+{
+	if (!strcmp(ans, "0")) {
+		*result = 0;
+		*score = 0;
+		return true;
+	}
+	if ((ans[0] != 'B' && ans[0] != 'W' && ans[0] != 'b' && ans[0] != 'w') || ans[1] != '+')
+		return false;
+	int sign = (ans[0] == 'B' || ans[0] == 'b') ? 1 : -1;
+	char *end;
+	double v = strtod(ans + 2, &end);
+	if (end == ans + 2)
+		v = 0; /* "B+R", "W+T": a winner without a number */
+	else if (!isfinite(v))
+		return false;
+	*result = sign;
+	*score = sign * v;
+	return true;
+}
 
 const char *gtp_client_status_name(gtp_client_status s)
 {

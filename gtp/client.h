@@ -18,12 +18,13 @@ typedef enum gtp_client_status {
 
 typedef struct gtp_client gtp_client;
 
-/* Starts `command` (run by /bin/sh -c) with pipes to its stdin and stdout;
- * its stderr goes to stderr_path (NULL: /dev/null). NULL with a message
- * when it cannot start. */
+/* Starts `command` (run by /bin/sh -c, in a process group of its own) with
+ * pipes to its stdin and stdout; its stderr goes to stderr_path (NULL:
+ * /dev/null). NULL with a message when it cannot start. */
 gtp_client *gtp_client_start(const char *command, const char *stderr_path, char *err,
 			     size_t errlen);
-/* Asks the engine to quit, waits a moment, then kills it; NULL is fine. */
+/* Asks the engine to quit, waits a moment, then kills its process group
+ * (whatever it started that is still running); NULL is fine. */
 void gtp_client_free(gtp_client *c);
 
 /* Sends one command line (no newline needed) and waits up to timeout_s for
@@ -31,6 +32,10 @@ void gtp_client_free(gtp_client *c);
  * to answer (may be NULL). */
 gtp_client_status gtp_client_send(gtp_client *c, const char *command, double timeout_s,
 				  char *answer, size_t answer_len);
+/* Parses a final_score answer ("B+3.5", "W+R", "0", case aside): the
+ * winner (+1 Black, -1 White, 0 a draw) and Black's score. False when it
+ * is not one, its number included: NaN or infinity is no score. */
+bool gtp_client_parse_score(const char *ans, int *result, double *score);
 /* False once the engine is known dead or timed out (its pipe state is then
  * unknown and the client should be restarted). */
 bool gtp_client_usable(const gtp_client *c);

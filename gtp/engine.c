@@ -29,6 +29,7 @@ typedef struct gtp_input {
 	char buf[1 << 16];       /* bytes read, not yet handed out */
 	size_t len;              /* bytes in buf */
 	bool eof;                /* read() reported the end */
+	bool skipping;           /* dropping the rest of an over-long line */
 	char line[GTP_MAX_LINE * 2]; /* the line being handled */
 } gtp_input;
 
@@ -100,21 +101,41 @@ static bool input_wait(gtp_input *in, int timeout_ms)
 	return input_has_line(in) || in->eof;
 }
 
-/* Takes the next line into line[] (cap bytes); false at the end of input. */
-static bool input_line(gtp_input *in, char *line, size_t cap, size_t *len)
+/* Drops the first n bytes of the buffer. */
+static void input_consume(gtp_input *in, size_t n)
 {
-	while (!input_has_line(in) && !in->eof)
-		input_wait(in, -1);
-	if (in->len == 0)
-		return false;
-	char *nl = memchr(in->buf, '\n', in->len);
-	size_t n = nl ? (size_t)(nl - in->buf) + 1 : in->len;
-	size_t copy = n < cap ? n : cap;
-	memcpy(line, in->buf, copy);
-	*len = copy;
 	memmove(in->buf, in->buf + n, in->len - n);
 	in->len -= n;
-	return true;
+}
+
+/* Takes the next line into line[] (cap bytes); false at the end of input.
+ * A line longer than cap, or than the buffer, comes back cut with
+ * *too_long set, and the rest of it, up to its newline, is dropped: no
+ * part of one line is ever read as a command of its own. */
+static bool input_line(gtp_input *in, char *line, size_t cap, size_t *len, bool *too_long)
+{
+	for (;;) {
+		while (!input_has_line(in) && !in->eof)
+			input_wait(in, -1);
+		if (in->len == 0)
+			return false;
+		char *nl = memchr(in->buf, '\n', in->len);
+		size_t n = nl ? (size_t)(nl - in->buf) + 1 : in->len;
+		/* No newline and not the end: the buffer is full of one line. */
+		bool cut = !nl && !in->eof;
+		if (in->skipping) {
+			in->skipping = cut;
+			input_consume(in, n);
+			continue;
+		}
+		*too_long = cut || n > cap;
+		size_t copy = n < cap ? n : cap;
+		memcpy(line, in->buf, copy);
+		*len = copy;
+		in->skipping = cut;
+		input_consume(in, n);
+		return true;
+	}
 }
 
 
@@ -204,6 +225,24 @@ static bool parse_int_arg(const char *s, int *out)
 	return true;
 }
 
+/* A decimal number, the only kind GTP has: strtod alone would also take
+ * hex ("0x10" as 16), "inf" and "nan". False for those, for anything
+ * else, and for trailing text. */
+static bool parse_real_arg(const char *s, double *out)
+{
+	const char *p = s + (*s == '+' || *s == '-');
+	if (!isdigit((unsigned char)p[0]) && p[0] != '.')
+		return false;
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+		return false;
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end || !isfinite(v))
+		return false;
+	*out = v;
+	return true;
+}
+
 static bool cmd_protocol_version(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 {
 	reply_add(r, "2");
@@ -270,13 +309,12 @@ static bool cmd_clear_board(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 
 static bool cmd_komi(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 {
-	char *end;
+	double k;
 	if (!need_args(c, 1, r))
 		return false;
 	if (!is_go(e))
 		return true; /* accepted and ignored: Connect Four has no komi */
-	double k = strtod(c->argv[0], &end);
-	if (end == c->argv[0] || *end || !isfinite(k))
+	if (!parse_real_arg(c->argv[0], &k))
 		return fail(r, "komi not a float");
 	/* Komi is kept in steps of 0.5, as area scoring needs; GUIs send
 	 * e.g. 6.5 or 7.5. Round anything else to the nearest half. */
@@ -840,9 +878,8 @@ static bool cmd_stop(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 
 static bool parse_seconds(const char *s, double *out)
 {
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *end || !isfinite(v) || v < 0 || v > 1e7)
+	double v;
+	if (!parse_real_arg(s, &v) || v < 0 || v > 1e7)
 		return false;
 	*out = v;
 	return true;
@@ -1169,11 +1206,17 @@ const char *gtp_engine_backend(const gtp_engine *e)
 	return e->bes.n ? e->bes.what : "none";
 }
 
-bool gtp_engine_handle(gtp_engine *e, const char *line, size_t len, FILE *out)
+/* gtp_engine_handle, for a line that may have been cut (too_long): such a
+ * line is answered with one error whatever its start holds. */
+static bool handle_line(gtp_engine *e, const char *line, size_t len, bool too_long, FILE *out)
 {
 	gtp_command *c = &e->cmd;
-	if (!gtp_parse_line(line, len, c))
-		return !e->quit;
+	if (!gtp_parse_line(line, len, c)) {
+		if (!too_long)
+			return !e->quit;
+		c->name = ""; /* blank or a comment so far: still one bad line */
+	}
+	c->too_long |= too_long;
 	stop_pondering(e);
 	e->out = out;
 	e->streamed = false;
@@ -1198,18 +1241,25 @@ bool gtp_engine_handle(gtp_engine *e, const char *line, size_t len, FILE *out)
 	return !e->quit;
 }
 
+bool gtp_engine_handle(gtp_engine *e, const char *line, size_t len, FILE *out)
+{
+	return handle_line(e, line, len, false, out);
+}
+
 int gtp_engine_run(gtp_engine *e, FILE *in, FILE *out)
 {
 	gtp_input *input = malloc(sizeof(*input));
 	size_t len;
+	bool too_long;
 	if (!input)
 		return 1;
 	input->fd = fileno(in);
 	input->len = 0;
 	input->eof = false;
+	input->skipping = false;
 	e->in = input;
-	while (input_line(input, input->line, sizeof(input->line), &len))
-		if (!gtp_engine_handle(e, input->line, len, out))
+	while (input_line(input, input->line, sizeof(input->line), &len, &too_long))
+		if (!handle_line(e, input->line, len, too_long, out))
 			break;
 	stop_pondering(e);
 	e->in = NULL;

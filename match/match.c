@@ -406,34 +406,13 @@ broken:
 	return 1;
 }
 
-/* Parses a final_score answer ("B+3.5", "W+R", "0"): 0 and the result and
- * Black's score, or -1. */
-static int parse_final_score(const char *ans, int *result, double *score)
-{
-	if (!strcmp(ans, "0")) {
-		*result = 0;
-		*score = 0;
-		return 0;
-	}
-	if ((ans[0] != 'B' && ans[0] != 'W' && ans[0] != 'b' && ans[0] != 'w') || ans[1] != '+')
-		return -1;
-	int sign = (ans[0] == 'B' || ans[0] == 'b') ? 1 : -1;
-	char *end;
-	double v = strtod(ans + 2, &end);
-	if (end == ans + 2)
-		v = 0; /* "B+R", "W+T": a winner without a number */
-	*result = sign;
-	*score = sign * v;
-	return 0;
-}
-
 typedef struct game_outcome {
 	int result;        /* +1 Black won, -1 White, 0 draw */
 	double score;      /* Black's score */
 	char reason[256];  /* how it ended */
 	char re[32];       /* SGF RE */
 	bool fault;        /* an engine fault decided it */
-	bool protocol;     /* of which a protocol error */
+	bool protocol;     /* an engine's answer was not GTP, a move or a score */
 } game_outcome;
 
 /* The engine of side `who` (player index) lost by a fault. */
@@ -578,12 +557,20 @@ static int play_game(match_ctx *c, side sides[2], int no, game *g, game_outcome 
 				continue;
 			int r;
 			double sc;
-			if (gtp_client_send(sides[sd].c, "final_score", 60, ans, sizeof(ans)) == GTP_CLIENT_OK &&
-			    parse_final_score(ans, &r, &sc) == 0) {
+			if (gtp_client_send(sides[sd].c, "final_score", 60, ans, sizeof(ans)) != GTP_CLIENT_OK)
+				break; /* refused or failed: the area score stands */
+			if (gtp_client_parse_score(ans, &r, &sc)) {
 				out->result = r;
 				out->score = sc;
 				snprintf(out->reason, sizeof(out->reason), "%sfinal_score of %s",
 					 game_is_over(g) ? "" : "move limit, ", c->pl[sd]->name);
+			} else {
+				/* "B+nan", "W+inf", text: the engine's protocol error,
+				 * and the area score stands. */
+				out->protocol = true;
+				snprintf(out->reason, sizeof(out->reason),
+					 "%sarea score (final_score of %.80s was '%.60s', not a score)",
+					 game_is_over(g) ? "" : "move limit, ", c->pl[sd]->name, ans);
 			}
 			break;
 		}

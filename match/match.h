@@ -87,7 +87,9 @@ typedef struct match_summary {
 	int black_wins;       /* games Black won */
 	int resumed;          /* games found stored when the match started */
 	int engine_faults;    /* games lost by an engine's crash, hang, illegal or refused move */
-	int protocol_errors;  /* GTP answers that were not GTP or not a move (of engine_faults) */
+	int protocol_errors;  /* GTP answers that were not GTP or not a move (forfeits, so of
+			       * engine_faults), or a final_score that was not a score (the
+			       * game scored by area instead) */
 	int restarts;         /* engine processes started again after a fault */
 	elo_estimate elo;     /* A minus B */
 	elo_sprt_result sprt; /* when the SPRT is on */

@@ -15,6 +15,7 @@
  * is the same as our BN applied to conv + bias with gamma 1, beta 0, so the
  * numbers are kept as they are.
  */
+#include "engine/fileio.h"
 #include "nn/net.h"
 
 #include <errno.h>
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
@@ -439,9 +441,13 @@ nn_net *nn_lz_import(const char *path, char *err, size_t errlen)
 	lz_text t;
 	char e[300];
 	memset(&t, 0, sizeof(t));
-	gzFile gz = gzopen(path, "rb");
+	int fd = fileio_open_regular(path, "network", err, errlen);
+	if (fd < 0)
+		return NULL;
+	gzFile gz = gzdopen(fd, "rb");
 	if (!gz) {
 		snprintf(err, errlen, "cannot open %s: %s", path, errno ? strerror(errno) : "zlib");
+		close(fd);
 		return NULL;
 	}
 	gzbuffer(gz, 1 << 17);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "model files are written as the host's floats: a big-endian port needs byte swaps"
@@ -268,13 +269,12 @@ nn_net *nn_net_load(const char *path, const nn_expect *expect, char *err, size_t
 nn_net *nn_net_load_any(const char *path, const nn_expect *expect, char *err, size_t errlen)
 {
 	uint8_t head[8] = { 0 };
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+	int fd = fileio_open_regular(path, "network", err, errlen);
+	if (fd < 0)
 		return NULL;
-	}
-	size_t n = fread(head, 1, sizeof(head), f);
-	fclose(f);
+	ssize_t got = read(fd, head, sizeof(head));
+	close(fd);
+	size_t n = got > 0 ? (size_t)got : 0;
 	if (n == sizeof(head) && memcmp(head, MF_MAGIC, MF_MAGIC_LEN) == 0)
 		return nn_net_load(path, expect, err, errlen);
 	if (*mf_foreign_hint(head, n) == 0) {

@@ -15,8 +15,15 @@ const char *cli_test_bin(void)
 
 int cli_test_run(const char *args, char *out, size_t len)
 {
-	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "%s %s 2>&1", cli_test_bin(), args);
+	return cli_test_run_within(0, args, out, len);
+}
+
+int cli_test_run_within(double seconds, const char *args, char *out, size_t len)
+{
+	char cmd[1024], limit[64] = "";
+	if (seconds > 0)
+		snprintf(limit, sizeof(limit), "timeout -k 1 %g ", seconds);
+	snprintf(cmd, sizeof(cmd), "%s%s %s 2>&1", limit, cli_test_bin(), args);
 	FILE *f = popen(cmd, "r");
 	cr_assert(f, "popen %s", cmd);
 	size_t n = fread(out, 1, len - 1, f);

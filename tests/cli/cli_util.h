@@ -12,5 +12,8 @@ const char *cli_test_bin(void);
  * to out (len bytes, NUL-terminated). Fails the test when it does not exit
  * normally. */
 int cli_test_run(const char *args, char *out, size_t len);
+/* cli_test_run, killed after `seconds` (0: never) so that a hang fails the
+ * test rather than outlive it; a killed run exits 124 (timeout(1)). */
+int cli_test_run_within(double seconds, const char *args, char *out, size_t len);
 
 #endif

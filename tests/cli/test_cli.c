@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/cli/cli_util.h"
 
@@ -36,6 +38,36 @@ Test(cli, unknown_flag_exits_2)
 	cr_assert_eq(cli_test_run("demo --game chess", out, sizeof(out)), 2);
 	cr_assert(strstr(out, "chess"), "%s", out);
 	cr_assert_eq(cli_test_run("demo --size", out, sizeof(out)), 2, "a flag missing its value");
+}
+
+Test(cli, gtp_komi_that_is_not_a_number_exits_2)
+{
+	const char *bad[] = { "nan", "inf", "-inf" };
+	for (int i = 0; i < 3; i++) {
+		char args[64];
+		snprintf(args, sizeof(args), "gtp -q --komi %s </dev/null", bad[i]);
+		cr_assert_eq(cli_test_run(args, out, sizeof(out)), 2, "%s: %s", args, out);
+		cr_assert(strstr(out, "--komi"), "%s", out);
+	}
+}
+
+/* Weights that are not a regular file (a FIFO nobody writes, a folder) are
+ * refused at once, not waited on. */
+Test(cli, gtp_weights_must_be_a_regular_file, .timeout = 30)
+{
+	char dir[] = "/tmp/sente-cli-XXXXXX", fifo[64], args[256];
+	cr_assert(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/weights", dir);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	const char *paths[] = { fifo, dir };
+	for (int i = 0; i < 2; i++) {
+		snprintf(args, sizeof(args), "gtp -q -w %s </dev/null", paths[i]);
+		int rc = cli_test_run_within(10, args, out, sizeof(out));
+		cr_assert_eq(rc, 1, "%s: exit %d: %s", args, rc, out);
+		cr_assert(strstr(out, "not a regular file"), "%s: %s", args, out);
+	}
+	unlink(fifo);
+	rmdir(dir);
 }
 
 Test(cli, command_help)

@@ -145,6 +145,25 @@ Test(cli_opt, reals)
 	cr_assert_eq(parse("--resign 50"), -1);
 }
 
+/* A real option is a finite number even when its bounds are infinite. */
+Test(cli_opt, reals_are_finite)
+{
+	double x = 1;
+	const cli_opt t[] = {
+		CLI_OPT_REAL("--x", NULL, &x, -INFINITY, INFINITY, "X", "any number"),
+	};
+	spec = (cli_spec){ .cmd = "test", .usage = "[options]", .opts = t, .n_opts = CLI_N(t) };
+	cr_assert_eq(parse("--x -1e300"), -1);
+	cr_assert_float_eq(x, -1e300, 1e290);
+	const char *bad[] = { "nan", "inf", "-inf", "infinity", "1e999", "-1e999" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char line[64];
+		snprintf(line, sizeof(line), "--x %s", bad[i]);
+		cr_assert_eq(parse(line), 2, "%s", line);
+	}
+	cr_assert_float_eq(x, -1e300, 1e290, "a refused value leaves the field");
+}
+
 Test(cli_opt, flags_strings_and_buffers)
 {
 	cr_assert_eq(parse("-q --noponder --db x.db --dir abc"), -1);

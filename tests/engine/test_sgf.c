@@ -245,6 +245,27 @@ Test(sgf, malformed_input_names_the_byte)
 	EXPECT_ERROR("(;B[aa]\0)", "byte 7:", "0x00");
 }
 
+/* A node may not give one point two stones (the file contradicts itself);
+ * AE may still clear a point of a rectangle, and a later node may change
+ * what an earlier one set. */
+Test(sgf, a_point_given_two_stones_in_one_node_is_refused)
+{
+	EXPECT_ERROR("(;SZ[9]AB[aa]AW[aa])", "byte 16:", "aa set twice in one node");
+	EXPECT_ERROR("(;SZ[9]AB[aa:cc]AW[bb])", "byte 19:", "bb set twice in one node");
+	EXPECT_ERROR("(;SZ[9]AB[aa][aa])", "byte 14:", "aa set twice in one node");
+	EXPECT_ERROR("(;SZ[9];AW[ee]AB[dd:ff])", "byte 17:", "ee set twice in one node");
+	sgf_record r;
+	const char *t = "(;SZ[9]AB[dd:ee]AE[ee];AW[dd]AB[ee])";
+	cr_assert_eq(sgf_read(t, strlen(t), &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.n_setup, 4);
+	cr_assert_eq(sgf_replay(&r, &board, -1, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(go_color_at(&board, 3, 5), GO_WHITE); /* dd */
+	cr_assert_eq(go_color_at(&board, 4, 5), GO_BLACK); /* ed */
+	cr_assert_eq(go_color_at(&board, 3, 4), GO_BLACK); /* de */
+	cr_assert_eq(go_color_at(&board, 4, 4), GO_BLACK); /* ee */
+	sgf_record_free(&r);
+}
+
 Test(sgf, malformed_input_without_error_buffer)
 {
 	sgf_record r;

@@ -1,9 +1,11 @@
 /* GTP: the parser, and golden sessions (tests/data/gtp/NAME.in answered
  * exactly as NAME.out). */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gtp/engine.h"
 #include "gtp/parse.h"
@@ -119,3 +121,121 @@ Test(gtp_golden, handicap) { golden("handicap", GAME_KIND_GO, 19); }
 Test(gtp_golden, connect4) { golden("connect4", GAME_KIND_CONNECT4, 7); }
 Test(gtp_golden, search) { golden("search", GAME_KIND_GO, 19); }
 Test(gtp_golden, c4search) { golden("c4search", GAME_KIND_CONNECT4, 7); }
+
+/* A fresh engine on an empty 9x9 board: no network, one thread, quiet. */
+static gtp_engine *new_engine_9x9(void)
+{
+	gtp_options opt = gtp_options_default();
+	opt.game.size = 9;
+	opt.search.threads = 1;
+	opt.ponder = false;
+	opt.quiet = true;
+	char err[128];
+	gtp_engine *e = gtp_engine_new(&opt, err, sizeof(err));
+	cr_assert(e, "%s", err);
+	return e;
+}
+
+/* Input for an engine on a pipe, written by a thread (it may exceed what
+ * the pipe holds). */
+typedef struct pipe_feed {
+	int fd;           /* the pipe's write end, closed when done */
+	const char *data; /* what to write */
+	size_t len;       /* its length */
+} pipe_feed;
+
+static void *feed_pipe(void *arg)
+{
+	pipe_feed *f = arg;
+	for (size_t off = 0; off < f->len;) {
+		ssize_t k = write(f->fd, f->data + off, f->len - off);
+		if (k <= 0)
+			break;
+		off += (size_t)k;
+	}
+	close(f->fd);
+	return NULL;
+}
+
+/* Runs `input` through gtp_engine_run reading a pipe, as stdin would be;
+ * the answers, malloc'd. */
+static char *run_on_pipe(const char *input, size_t len)
+{
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	pipe_feed f = { .fd = p[1], .data = input, .len = len };
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, feed_pipe, &f), 0);
+	char *got = NULL;
+	size_t got_len = 0;
+	gtp_engine *e = new_engine_9x9();
+	FILE *in = fdopen(p[0], "r");
+	FILE *out = open_memstream(&got, &got_len);
+	gtp_engine_run(e, in, out);
+	fclose(out);
+	fclose(in);
+	pthread_join(t, NULL);
+	gtp_engine_free(e);
+	return got;
+}
+
+/* A line longer than the engine reads at once is one bad command, answered
+ * once; its tail never runs as a command of its own. */
+Test(gtp_input, an_overlong_line_is_discarded_whole)
+{
+	char dir[] = "/tmp/sente-gtp-XXXXXX", path[64];
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/smuggled.sgf", dir);
+	/* 64 KiB up to the tail, which would write a file. */
+	const char head[] = "1 play b D4";
+	size_t pad = 65536 - (sizeof(head) - 1);
+	size_t cap = 65536 + 256 + 40000;
+	char *in = malloc(cap), *p = in;
+	p += sprintf(p, "%s", head);
+	memset(p, ' ', pad);
+	p += pad;
+	p += sprintf(p, "printsgf %s\n2 name\n", path);
+	/* Longer than a line may be, shorter than the read buffer, and mostly
+	 * bytes that the parser drops: still too long. */
+	p += sprintf(p, "3 name");
+	memset(p, 1, 30000);
+	p += 30000;
+	p += sprintf(p, " x\n4 name\n");
+	char *got = run_on_pipe(in, (size_t)(p - in));
+	cr_assert_str_eq(got, "?1 line too long\n\n=2 sente\n\n?3 line too long\n\n=4 sente\n\n");
+	cr_assert_neq(access(path, F_OK), 0, "the tail of the long line ran as a command");
+	free(got);
+	free(in);
+	rmdir(dir);
+}
+
+/* The answers of a fresh 9x9 engine to `input`'s lines, handed in one by
+ * one; malloc'd. */
+static char *handle_lines(const char *input)
+{
+	char *got = NULL;
+	size_t got_len = 0;
+	gtp_engine *e = new_engine_9x9();
+	FILE *out = open_memstream(&got, &got_len);
+	for (const char *p = input; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) + 1 : strlen(p);
+		gtp_engine_handle(e, p, n, out);
+		p += n;
+	}
+	fclose(out);
+	gtp_engine_free(e);
+	return got;
+}
+
+/* GTP numbers are decimal: strtod's hex, infinity and NaN are refused. */
+Test(gtp_engine, numbers_are_decimal)
+{
+	char *got = handle_lines("1 komi 0x10\n2 komi inf\n3 komi nan\n4 komi -6.5\n"
+				 "5 time_settings 0x10 0 0\n6 time_settings 0 0X1p4 1\n"
+				 "7 time_left b 0x10 0\n8 time_settings 300 .5 1\n");
+	cr_assert_str_eq(got, "?1 komi not a float\n\n?2 komi not a float\n\n?3 komi not a float\n\n"
+			      "=4\n\n?5 syntax error\n\n?6 syntax error\n\n?7 syntax error\n\n"
+			      "=8\n\n");
+	free(got);
+}

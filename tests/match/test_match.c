@@ -3,6 +3,7 @@
  * engines that misbehave (illegal move, crash, hang, garbage, resignation),
  * GNU Go on 9x9 when installed, and the match and tournament commands. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,7 @@ typedef struct rows {
 	char first[16][32]; /* first moves of the SGF, for opening variety */
 	char reason[16][128];
 	double created[16];
+	double score[16];   /* Black's score as stored */
 } rows;
 
 /* Checks each stored game's SGF: it parses, replays, and has the names. */
@@ -89,6 +91,7 @@ static int check_row(void *ctx, const store_match_game *g)
 	r->moves[k] = g->moves;
 	r->result[k] = g->result;
 	r->created[k] = g->created;
+	r->score[k] = g->score;
 	snprintf(r->reason[k], sizeof(r->reason[k]), "%s", g->reason);
 	cr_assert(g->sgf[0], "game %d has no SGF", k);
 	sgf_record rec;
@@ -170,7 +173,8 @@ Test(match, resumes_in_process)
 	store_close(db);
 }
 
-/* A fake GTP engine in sh that misbehaves on genmove as `mode` says. */
+/* A fake GTP engine in sh that misbehaves on genmove (or final_score) as
+ * `mode` says. */
 static void fake_engine(const char *path)
 {
 	FILE *f = fopen(path, "w");
@@ -180,7 +184,12 @@ static void fake_engine(const char *path)
 	      "  case \"$cmd\" in\n"
 	      "    name) printf '= fake-%s\\n\\n' \"$mode\" ;;\n"
 	      "    quit) printf '=\\n\\n'; exit 0 ;;\n"
-	      "    final_score) printf '= B+1\\n\\n' ;;\n"
+	      "    final_score)\n"
+	      "      case \"$mode\" in\n"
+	      "        nanscore) printf '= B+nan\\n\\n' ;;\n"
+	      "        infscore) printf '= W+inf\\n\\n' ;;\n"
+	      "        *) printf '= B+1\\n\\n' ;;\n"
+	      "      esac ;;\n"
 	      "    genmove)\n"
 	      "      case \"$mode\" in\n"
 	      "        illegal) printf '= E5\\n\\n' ;;\n"
@@ -188,6 +197,7 @@ static void fake_engine(const char *path)
 	      "        hang) sleep 4 ;;\n"
 	      "        garbage) printf '= ZZ99\\n\\n' ;;\n"
 	      "        resign) printf '= resign\\n\\n' ;;\n"
+	      "        nanscore|infscore) printf '= pass\\n\\n' ;;\n"
 	      "      esac ;;\n"
 	      "    *) printf '=\\n\\n' ;;\n"
 	      "  esac\n"
@@ -195,15 +205,24 @@ static void fake_engine(const char *path)
 	fclose(f);
 }
 
-Test(match, misbehaving_engines_lose_and_are_restarted)
+/* The store, the fake engine's script (script, 160 bytes) and model A as
+ * player a, for the fake engine tests. */
+static store *fake_setup(char *script, match_player *a)
 {
-	char err[512], script[160], spec[256];
-	snprintf(script, sizeof(script), "%s/fake.sh", dir);
+	char err[512];
+	snprintf(script, 160, "%s/fake.sh", dir);
 	fake_engine(script);
 	store *db = store_open(db_path, err, sizeof(err));
 	cr_assert(db, "%s", err);
+	cr_assert_eq(match_player_parse(net_a, db, a, err, sizeof(err)), 0, "%s", err);
+	return db;
+}
+
+Test(match, misbehaving_engines_lose_and_are_restarted)
+{
+	char err[512], script[160], spec[256];
 	match_player a, b;
-	cr_assert_eq(match_player_parse(net_a, db, &a, err, sizeof(err)), 0, "%s", err);
+	store *db = fake_setup(script, &a);
 	const char *modes[] = { "illegal", "crash", "hang", "garbage", "resign" };
 	const char *want[] = { "illegal move", "engine died", "no move in", "not a move", "resigned" };
 	for (int m = 0; m < 5; m++) {
@@ -243,6 +262,42 @@ Test(match, misbehaving_engines_lose_and_are_restarted)
 	match_summary s;
 	cr_assert_eq(match_run(db, &a, &b, &o, NULL, NULL, &s, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "does not play 9x9"), "%s", err);
+	store_close(db);
+}
+
+/* An engine whose final_score is not a number (NaN, infinity) made a
+ * protocol error: the game is stored, scored by area, and the match goes
+ * on (it used to abort on storing the NaN, on every rerun). */
+Test(match, a_final_score_that_is_not_finite_is_a_protocol_error)
+{
+	char err[512], script[160], spec[256];
+	match_player a, b;
+	store *db = fake_setup(script, &a);
+	const char *modes[] = { "nanscore", "infscore" };
+	for (int m = 0; m < 2; m++) {
+		snprintf(spec, sizeof(spec), "gtp:sh %s %s", script, modes[m]);
+		cr_assert_eq(match_player_parse(spec, db, &b, err, sizeof(err)), 0, "%s", err);
+		match_options o = small_options(2);
+		o.parallel = 1;
+		o.max_moves = 12; /* the engine passes: the move limit ends it */
+		match_summary s;
+		cr_assert_eq(match_run(db, &a, &b, &o, NULL, NULL, &s, err, sizeof(err)), 0, "%s: %s",
+			     modes[m], err);
+		cr_assert_eq(s.games, 2, "%s", modes[m]);
+		cr_assert_eq(s.protocol_errors, 2, "%s", modes[m]);
+		cr_assert_eq(s.engine_faults, 0, "%s: scored, not forfeited", modes[m]);
+		rows r = { 0 };
+		cr_assert_eq(store_match_games(db, s.match_id, check_row, &r), 2);
+		for (int k = 0; k < 2; k++) {
+			cr_assert(strstr(r.reason[k], "area score"), "%s: game %d: '%s'", modes[m], k,
+				  r.reason[k]);
+			cr_assert(strstr(r.reason[k], "final_score"), "%s: game %d: '%s'", modes[m], k,
+				  r.reason[k]);
+			cr_assert(isfinite(r.score[k]), "%s: game %d: score %g", modes[m], k, r.score[k]);
+			cr_assert_eq(r.result[k], r.score[k] > 0 ? 1 : r.score[k] < 0 ? -1 : 0,
+				     "%s: game %d: result %d, score %g", modes[m], k, r.result[k], r.score[k]);
+		}
+	}
 	store_close(db);
 }
 
