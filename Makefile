@@ -156,10 +156,20 @@ test-run: $(TESTBIN) $(BIN)
 
 # Same tests under AddressSanitizer and UndefinedBehaviorSanitizer, in their
 # own build folder and with their own binary.
+# Criterion counts a test by its result, not by its process's exit status,
+# so a leak that LeakSanitizer reports when a test's process ends would
+# pass unseen: the output is kept and any sanitizer report fails the target.
 asan:
 	@sh scripts/deps.sh --ensure
-	@LSAN_OPTIONS=suppressions=$(abspath scripts/lsan.supp):print_suppressions=0 \
-		$(MAKE) --no-print-directory SAN=1 BUILD=build-asan BIN=build-asan/bin/sente test-run
+	@mkdir -p build-asan
+	@{ LSAN_OPTIONS=suppressions=$(abspath scripts/lsan.supp):print_suppressions=0 \
+		$(MAKE) --no-print-directory SAN=1 BUILD=build-asan BIN=build-asan/bin/sente test-run; \
+		echo $$? > build-asan/test.status; } 2>&1 | tee build-asan/test.log
+	@if grep -q 'ERROR: \(LeakSanitizer\|AddressSanitizer\)\|runtime error:' build-asan/test.log; then \
+		echo "make asan: a sanitizer reported a problem (build-asan/test.log):"; \
+		grep -A12 'ERROR: \(LeakSanitizer\|AddressSanitizer\)\|runtime error:' build-asan/test.log | head -60; \
+		exit 1; fi
+	@exit $$(cat build-asan/test.status)
 
 RUN_MINUTES ?= 10
 
