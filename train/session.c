@@ -115,129 +115,149 @@ static rundir *lead_setup(const train_session_options *o, nn_net **net, setup_ms
 	return rd;
 }
 
-int train_session_run(const train_session_options *o, comm *c, comm *nccl)
-{
-	int rc = TRAIN_SESSION_FAILED;
-	char err[8192];
-	rundir *rd = NULL;
-	store *db = NULL;
-	nn_net *net = NULL;
-	learner *L = NULL;
-	setup_msg msg;
-	memset(&msg, 0, sizeof(msg));
-	bool cuda = o->learner == &learner_cuda;
+/* One rank's session. */
+typedef struct session {
+	const train_session_options *o;
+	comm *c;          /* host traffic */
+	comm *nccl;       /* the CUDA learner's gradients over several ranks, or NULL */
+	int rank, K;      /* this rank, the ranks */
+	int share;        /* positions per rank and step */
+	bool lead;        /* rank 0: reads the store, writes the files */
+	rundir *rd;       /* rank 0: the run's folder */
+	nn_net *net;      /* the network the learner was made from */
+	learner *L;       /* the learner */
+	setup_msg msg;    /* rank 0's set-up, as every rank heard it */
+	int64_t window;   /* positions in the window */
+	int64_t last_id;  /* newest game in the window */
+	int64_t model_id; /* rank 0: the newest model */
 	/* Set where every rank leaves together; other failures are this
 	 * rank's alone and abort the job rather than leave the others
 	 * waiting in a collective. */
-	bool together = true;
-	int rank = comm_rank(c), K = comm_size(c);
-	bool lead = rank == 0;
-	if (o->batch % K != 0) {
-		if (lead)
+	bool together;
+} session;
+
+/* Rank 0's folder and network, heard by every rank; the learner on every
+ * rank, ready and equal to rank 0's; the window filled. 0, or an outcome. */
+static int session_start(session *s)
+{
+	const train_session_options *o = s->o;
+	char err[8192];
+	bool cuda = o->learner == &learner_cuda;
+	s->together = true;
+	if (o->batch % s->K != 0) {
+		if (s->lead)
 			say(o, "--batch %d does not split evenly over %d ranks (see 'sente train --help')",
-			    o->batch, K);
+			    o->batch, s->K);
 		return TRAIN_SESSION_USAGE;
 	}
-	int share = o->batch / K;
-	if (share < 2) {
-		if (lead)
+	s->share = o->batch / s->K;
+	if (s->share < 2) {
+		if (s->lead)
 			say(o, "--batch %d over %d ranks leaves %d position%s per rank; batch norm "
 			       "needs at least 2 (see 'sente train --help')",
-			    o->batch, K, share, share == 1 ? "" : "s");
+			    o->batch, s->K, s->share, s->share == 1 ? "" : "s");
 		return TRAIN_SESSION_USAGE;
 	}
-	together = false;
-	if (lead && (rd = lead_setup(o, &net, &msg)) != NULL)
-		db = rd->db;
-	if (comm_broadcast(c, &msg, sizeof(msg), 0) != 0) {
-		say(o, "rank %d: %s", rank, comm_error(c));
-		goto out;
+	s->together = false;
+	if (s->lead)
+		s->rd = lead_setup(o, &s->net, &s->msg);
+	if (comm_broadcast(s->c, &s->msg, sizeof(s->msg), 0) != 0) {
+		say(o, "rank %d: %s", s->rank, comm_error(s->c));
+		return TRAIN_SESSION_FAILED;
 	}
-	together = true;
-	if (!msg.ok)
-		goto out;
-	together = false;
-	if (!lead) {
+	s->together = true;
+	if (!s->msg.ok)
+		return TRAIN_SESSION_FAILED;
+	s->together = false;
+	if (!s->lead) {
 		/* Weights come from rank 0 with the rest of the state. */
-		net = nn_net_new(&msg.arch, err, sizeof(err));
-		if (!net) {
-			say(o, "rank %d: %s", rank, err);
-			goto out;
+		s->net = nn_net_new(&s->msg.arch, err, sizeof(err));
+		if (!s->net) {
+			say(o, "rank %d: %s", s->rank, err);
+			return TRAIN_SESSION_FAILED;
 		}
 	}
 
-	game_params gp = nn_arch_params(&msg.arch);
+	game_params gp = nn_arch_params(&s->msg.arch);
 	learner_options lo = learner_options_default();
-	lo.train.batch = share;
+	lo.train.batch = s->share;
 	lo.train.lr = o->lr;
 	lo.train.seed = o->seed;
 	lo.train.threads = o->threads;
-	lo.window = o->window > 0 ? o->window : game_run_defaults_of(&gp).window;
+	lo.window = s->window = o->window > 0 ? o->window : game_run_defaults_of(&gp).window;
 	lo.device = o->n_gpus ? o->gpus[0] : 0;
 	lo.precision = o->precision;
 	lo.micro_batch = o->micro_batch;
-	L = learner_new(o->learner, net, &lo, err, sizeof(err));
-	int ok = L != NULL;
+	s->L = learner_new(o->learner, s->net, &lo, err, sizeof(err));
+	int ok = s->L != NULL;
 	if (!ok) {
-		if (K > 1)
-			say(o, "rank %d: %s learner: %s%s", rank, cuda ? "the GPU" : "the", err,
+		if (s->K > 1)
+			say(o, "rank %d: %s learner: %s%s", s->rank, cuda ? "the GPU" : "the", err,
 			    cuda ? " (--backend cpu trains on the CPU)" : "");
 		else
 			say(o, "%s learner: %s%s", cuda ? "the GPU" : "the", err,
 			    cuda ? " (--backend cpu trains on the CPU)" : "");
-	} else if (lead && msg.resumed && learner_checkpoint_load(L, rd->ckpt, err, sizeof(err)) != 0) {
+	} else if (s->lead && s->msg.resumed &&
+		   learner_checkpoint_load(s->L, s->rd->ckpt, err, sizeof(err)) != 0) {
 		say(o, "%s", err);
 		ok = 0;
 	}
 	/* Every rank learns whether every rank is ready (a sum of flags). */
 	float ready = (float)ok;
-	if (comm_allreduce(c, &ready, 1, COMM_OP_SUM) != 0)
-		goto out;
-	if (ready != (float)K) {
-		together = true;
-		goto out;
+	if (comm_allreduce(s->c, &ready, 1, COMM_OP_SUM) != 0)
+		return TRAIN_SESSION_FAILED;
+	if (ready != (float)s->K) {
+		s->together = true;
+		return TRAIN_SESSION_FAILED;
 	}
-	learner_set_comm(L, cuda ? nccl : c);
-	if (learner_broadcast(L, 0) != 0) {
-		say(o, "rank %d: %s", rank, learner_error(L));
-		goto out;
+	learner_set_comm(s->L, cuda ? s->nccl : s->c);
+	if (learner_broadcast(s->L, 0) != 0) {
+		say(o, "rank %d: %s", s->rank, learner_error(s->L));
+		return TRAIN_SESSION_FAILED;
 	}
-	int64_t model_id = 0;
-	if (lead) {
-		if (rundir_first_model(rd, L, &model_id, "sente train", err, sizeof(err)) != 0)
+	if (s->lead) {
+		if (rundir_first_model(s->rd, s->L, &s->model_id, "sente train", err, sizeof(err)) != 0)
 			say(o, "%s", err);
-		int ck_world = learner_checkpoint_world(L);
-		if (msg.resumed && ck_world != K)
+		int ck_world = learner_checkpoint_world(s->L);
+		if (s->msg.resumed && ck_world != s->K)
 			say(o, "the checkpoint was written by %d rank%s, resuming on %d (global batch %d "
 			       "= %d x %d; batch norm and the gradient are the global batch's, so the "
 			       "steps are the same)",
-			    ck_world, ck_world == 1 ? "" : "s", K, o->batch, K, share);
+			    ck_world, ck_world == 1 ? "" : "s", s->K, o->batch, s->K, s->share);
 	}
 
 	/* The window. */
-	int64_t last_id = 0;
 	int added = 0;
-	if (learner_refill(L, db, c, lo.window, &last_id, &added, err, sizeof(err)) != 0) {
-		say(o, "rank %d: reading the games: %s", rank, err);
-		together = added == -1;
-		goto out;
+	if (learner_refill(s->L, s->lead ? s->rd->db : NULL, s->c, s->window, &s->last_id, &added,
+			   err, sizeof(err)) != 0) {
+		say(o, "rank %d: reading the games: %s", s->rank, err);
+		s->together = added == -1;
+		return TRAIN_SESSION_FAILED;
 	}
-	if (learner_positions(L) < o->batch) {
-		together = true; /* every rank holds the same window */
-		if (lead)
+	if (learner_positions(s->L) < o->batch) {
+		s->together = true; /* every rank holds the same window */
+		if (s->lead)
 			say(o, "%s holds %lld recorded positions, fewer than the batch of %d: play games "
 			       "first (sente selfplay --db %s/sente.db, or sente run)",
-			    o->dir, (long long)learner_positions(L), o->batch, o->dir);
-		goto out;
+			    o->dir, (long long)learner_positions(s->L), o->batch, o->dir);
+		return TRAIN_SESSION_FAILED;
 	}
-	if (lead && !o->quiet)
+	if (s->lead && !o->quiet)
 		say(o, "%s in %s, network %dx%d, %s at step %lld; %d rank%s (%s), %s, batch %d (%d per "
 		       "rank), window %lld positions",
-		    game_kind_name(msg.arch.game), o->dir, msg.arch.blocks, msg.arch.channels,
-		    msg.resumed ? "resumed" : "new", (long long)learner_steps(L), K, K == 1 ? "" : "s",
-		    comm_name(c), learner_describe(L), o->batch, share,
-		    (long long)learner_positions(L));
+		    game_kind_name(s->msg.arch.game), o->dir, s->msg.arch.blocks, s->msg.arch.channels,
+		    s->msg.resumed ? "resumed" : "new", (long long)learner_steps(s->L), s->K,
+		    s->K == 1 ? "" : "s", comm_name(s->c), learner_describe(s->L), o->batch, s->share,
+		    (long long)learner_positions(s->L));
+	return TRAIN_SESSION_OK;
+}
 
+/* The steps, rank 0 deciding each time whether to go on; an export and a
+ * refill every export_steps steps and at the end. An outcome. */
+static int session_steps(session *s)
+{
+	const train_session_options *o = s->o;
+	char err[8192];
 	bool failed = false; /* rank 0 could not write */
 	bool stop_asked = false;
 	double t_start = clock_now(), t_end = o->minutes > 0 ? t_start + o->minutes * 60 : 0;
@@ -245,22 +265,21 @@ int train_session_run(const train_session_options *o, comm *c, comm *nccl)
 	double sums[SUM_N] = { 0 };
 	int since = 0;
 	train_stats ts = { 0 };
-	for (int64_t s = 0;; s++) {
-		/* Rank 0 decides whether to go on; everyone hears it. */
-		int32_t go = s < o->steps && !stopped(o) && !failed &&
+	for (int64_t n = 0;; n++) {
+		int32_t go = n < o->steps && !stopped(o) && !failed &&
 			     !(t_end > 0 && clock_now() >= t_end);
-		if (lead && !go && stopped(o))
+		if (s->lead && !go && stopped(o))
 			stop_asked = true;
-		if (comm_broadcast(c, &go, sizeof(go), 0) != 0) {
-			say(o, "rank %d: %s", rank, comm_error(c));
-			goto out;
+		if (comm_broadcast(s->c, &go, sizeof(go), 0) != 0) {
+			say(o, "rank %d: %s", s->rank, comm_error(s->c));
+			return TRAIN_SESSION_FAILED;
 		}
 		bool last = !go;
 		if (go) {
 			double t0 = clock_now();
-			if (learner_step(L, o->batch, rank * share, &ts) != 0) {
-				say(o, "rank %d: step failed: %s", rank, learner_error(L));
-				goto out;
+			if (learner_step(s->L, o->batch, s->rank * s->share, &ts) != 0) {
+				say(o, "rank %d: step failed: %s", s->rank, learner_error(s->L));
+				return TRAIN_SESSION_FAILED;
 			}
 			double t2 = clock_now();
 			double vals[SUM_N] = { ts.loss, ts.policy_loss, ts.value_loss, ts.grad_norm,
@@ -268,19 +287,19 @@ int train_session_run(const train_session_options *o, comm *c, comm *nccl)
 			for (int k = 0; k < SUM_N; k++)
 				sums[k] += vals[k];
 			since++;
-			if (lead && o->json) {
+			if (s->lead && o->json) {
 				fprintf(o->json,
 					"{\"step\":%lld,\"ranks\":%d,\"batch\":%d,\"samples_per_s\":%.1f,"
 					"\"loss\":%.5f,\"policy_loss\":%.5f,\"value_loss\":%.5f,"
 					"\"grad_norm\":%.4f,\"lr\":%.6g,\"data_s\":%.5f,\"compute_s\":%.5f,"
 					"\"comm_s\":%.5f,\"loss_scale\":%g,\"skipped_steps\":%lld}\n",
-					(long long)ts.step, K, o->batch, o->batch / (t2 - t0), ts.loss,
+					(long long)ts.step, s->K, o->batch, o->batch / (t2 - t0), ts.loss,
 					ts.policy_loss, ts.value_loss, ts.grad_norm, ts.lr,
 					ts.data_seconds, ts.compute_seconds, ts.comm_seconds,
 					ts.loss_scale, (long long)ts.skipped_steps);
 				fflush(o->json);
 			}
-			if (lead && !o->quiet && !o->json && clock_now() - last_print >= 10) {
+			if (s->lead && !o->quiet && !o->json && clock_now() - last_print >= 10) {
 				double tot = sums[SUM_DATA] + sums[SUM_COMPUTE] + sums[SUM_COMM];
 				say(o, "step %lld, loss %.3f (policy %.3f, value %.3f), %.0f samples/s; "
 				       "data %.0f%%, compute %.0f%%, communication %.0f%%",
@@ -297,30 +316,40 @@ int train_session_run(const train_session_options *o, comm *c, comm *nccl)
 		}
 		/* Rank 0 writes; then everyone takes the new games. A write
 		 * that fails stops every rank at the next step. */
-		if (lead && export_now(o, rd, L, &model_id, sums, since, &ts, K) != 0)
+		if (s->lead && export_now(o, s->rd, s->L, &s->model_id, sums, since, &ts, s->K) != 0)
 			failed = true;
 		memset(sums, 0, sizeof(sums));
 		since = 0;
 		if (last)
 			break;
-		if (learner_refill(L, db, c, lo.window, &last_id, &added, err, sizeof(err)) != 0) {
-			say(o, "rank %d: reading the games: %s", rank, err);
-			together = added == -1;
-			goto out;
+		int added = 0;
+		if (learner_refill(s->L, s->lead ? s->rd->db : NULL, s->c, s->window, &s->last_id,
+				   &added, err, sizeof(err)) != 0) {
+			say(o, "rank %d: reading the games: %s", s->rank, err);
+			s->together = added == -1;
+			return TRAIN_SESSION_FAILED;
 		}
 	}
-	if (lead)
+	if (s->lead)
 		say(o, "%s at step %lld; checkpoint %s",
-		    failed ? "failed" : stop_asked ? "stopped" : "done", (long long)learner_steps(L),
-		    rd->ckpt);
-	rc = failed ? TRAIN_SESSION_FAILED : TRAIN_SESSION_OK;
-	together = true;
-out:
-	if (rc != TRAIN_SESSION_OK && !together && K > 1)
+		    failed ? "failed" : stop_asked ? "stopped" : "done", (long long)learner_steps(s->L),
+		    s->rd->ckpt);
+	s->together = true;
+	return failed ? TRAIN_SESSION_FAILED : TRAIN_SESSION_OK;
+}
+
+int train_session_run(const train_session_options *o, comm *c, comm *nccl)
+{
+	session s = { .o = o, .c = c, .nccl = nccl, .rank = comm_rank(c), .K = comm_size(c) };
+	s.lead = s.rank == 0;
+	int rc = session_start(&s);
+	if (rc == TRAIN_SESSION_OK)
+		rc = session_steps(&s);
+	if (rc != TRAIN_SESSION_OK && !s.together && s.K > 1)
 		comm_abort(c, rc);
-	learner_free(L);
-	nn_net_free(net);
-	rundir_close(rd);
+	learner_free(s.L);
+	nn_net_free(s.net);
+	rundir_close(s.rd);
 	return rc;
 }
 
