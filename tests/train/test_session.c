@@ -130,17 +130,24 @@ Test(session, two_thread_ranks_take_one_ranks_steps, .timeout = 240)
 	float *one = train_copy(dir, 1, &n1);
 	float *two = train_copy(dir, 2, &n2);
 	cr_assert_eq(n1, n2);
+	/* As the mpirun test says: batches of 32 and 16 run different oneDNN
+	 * kernels whose sums differ in the last bits, so an activation at zero
+	 * can fall on the other side of a ReLU and the few weights it feeds
+	 * drift apart. A wrong reduction (a sum for a mean, a rank's data
+	 * dropped, unsynchronised batch norm) moves most weights: nearly all
+	 * must agree to 2e-3 relative. */
+	size_t off = 0;
 	double worst = 0;
 	for (size_t i = 0; i < n1; i++) {
-		double d = fabs((double)one[i] - two[i]);
+		double d = fabs((double)one[i] - two[i]) / (1e-3 + fabs(one[i]));
+		off += d >= 2e-3;
 		if (d > worst)
 			worst = d;
 	}
-	/* Different weights would mean different batches or statistics;
-	 * rounding of a halved batch's sums stays far below this. */
-	cr_assert_lt(worst, 1e-3, "largest difference %g", worst);
 	free(one);
 	free(two);
+	cr_assert(off * 200 <= n1, "%zu of %zu weights differ by 2e-3 or more (worst %g)", off, n1,
+		  worst);
 	loop_test_rmdir(dir);
 }
 
