@@ -180,6 +180,8 @@ int selfplay_set_model(selfplay *sp, const nn_net *net, int64_t model_id, char *
 	eval_options eo = eval_options_default();
 	eo.max_batch = sp->opt.batch;
 	eo.cache_bytes = sp->opt.cache_bytes;
+	if (sp->opt.fill_wait_us > 0)
+		eo.fill_wait_us = sp->opt.fill_wait_us;
 	eo.seed = sp->opt.seed ^ (uint64_t)model_id;
 	m->ev = eval_new(m->bes.be, m->bes.n, enc, &eo, err, errlen);
 	if (!m->ev)

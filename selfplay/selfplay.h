@@ -38,6 +38,9 @@ typedef struct selfplay_options {
 	int batch;               /* largest network batch */
 	nn_backend_options nn;   /* network threads and precision */
 	size_t cache_bytes;      /* NN cache */
+	int fill_wait_us;        /* longest wait for the other games' leaves
+				  * before a short batch (eval_options);
+				  * 0: the evaluator's default */
 	uint64_t seed;           /* noise, temperature, resignation draws */
 	double progress_seconds; /* progress line every this many seconds; 0: none */
 	bool json;               /* progress as JSON lines */

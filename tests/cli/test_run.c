@@ -32,12 +32,63 @@ static void counts(const char *dir, int64_t *games, int64_t *models)
 	store_close(db);
 }
 
-Test(run, short_run_then_resume, .timeout = 240)
+/* counts() for a store a run is writing: no assertion, -1 while it cannot
+ * be read yet (not created, or locked). */
+static int peek(const char *dir, int64_t *games, int64_t *models)
+{
+	char path[512], err[256];
+	snprintf(path, sizeof(path), "%s/sente.db", dir);
+	if (access(path, F_OK) != 0)
+		return -1;
+	store *db = store_open(path, err, sizeof(err));
+	if (!db)
+		return -1;
+	int64_t positions, id, step;
+	int rc = store_count(db, games, &positions);
+	*models = store_latest_model(db, &id, NULL, 0, &step) == 1 ? id : 0;
+	store_close(db);
+	return rc;
+}
+
+/* Runs `sente run` in dir with a budget (5 minutes) far beyond what the
+ * test needs, until the store holds more than min_games games and a
+ * model of id min_model or later, then stops it with SIGINT and asserts
+ * that it stopped cleanly (exit 0). Driven by what was stored, not by a
+ * time that a loaded machine might overrun; fails if that takes 4
+ * minutes. */
+static void run_until(const char *dir, int64_t min_games, int64_t min_model)
+{
+	char cmd[2048];
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		snprintf(cmd, sizeof(cmd), "exec %s run --dir %s --minutes 5 " SMALL " 2>>%s/log",
+			 cli_test_bin(), dir, dir);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	int64_t games = 0, model = 0;
+	int ok = 0, status;
+	for (int i = 0; i < 960 && !ok; i++) {
+		usleep(250 * 1000);
+		ok = peek(dir, &games, &model) == 0 && games > min_games && model >= min_model;
+		if (!ok && waitpid(pid, &status, WNOHANG) == pid)
+			cr_assert_fail("sente run ended early (status %d) with %lld games, model %lld",
+				       status, (long long)games, (long long)model);
+	}
+	kill(pid, SIGINT);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(ok, "after 4 minutes: %lld games (want > %lld), latest model %lld (want >= %lld)",
+		  (long long)games, (long long)min_games, (long long)model, (long long)min_model);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "sente run stopped by SIGINT exits 0 (status %d)", status);
+}
+
+Test(run, short_run_then_resume, .timeout = 600)
 {
 	char dir[] = "/tmp/sente-run-XXXXXX", cmd[2048];
 	cr_assert(mkdtemp(dir));
-	snprintf(cmd, sizeof(cmd), "%s run --dir %s --minutes 0.15 " SMALL " 2>%s/log", cli_test_bin(), dir, dir);
-	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	run_until(dir, 0, 2);
 	int64_t games1, model1;
 	counts(dir, &games1, &model1);
 	cr_assert(games1 > 0, "games were stored");
@@ -63,8 +114,7 @@ Test(run, short_run_then_resume, .timeout = 240)
 	counts(dir, &games2, &model2); /* integrity checked inside */
 	cr_assert(games2 >= games1, "no finished game lost");
 
-	snprintf(cmd, sizeof(cmd), "%s run --dir %s --minutes 0.1 " SMALL " 2>>%s/log", cli_test_bin(), dir, dir);
-	cr_assert_eq(system(cmd), 0, "resume after SIGKILL: %s", cmd);
+	run_until(dir, games2, model2); /* resumes after the SIGKILL */
 	int64_t games3, model3;
 	counts(dir, &games3, &model3);
 	cr_assert(games3 > games2, "the resumed run adds games");

@@ -120,6 +120,11 @@ Test(mcts, threads_form_batches_and_spread)
 	eval_options eo = eval_options_default();
 	eo.max_batch = 8;
 	eo.cache_bytes = 0;
+	/* No time limit on the fill wait (a minute stands for none): a short
+	 * batch runs only when every search thread is blocked on its answer,
+	 * so the mean batch below does not depend on a loaded machine running
+	 * a thread within the default 3 ms. */
+	eo.fill_wait_us = 60 * 1000 * 1000;
 	evaluator *ev = eval_new(&be, 1, NN_ENC_LZ18, &eo, NULL, 0);
 	mcts_options o = mcts_options_default();
 	o.threads = 8;

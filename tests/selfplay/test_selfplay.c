@@ -86,6 +86,13 @@ Test(selfplay, parallel_games_share_batches_and_swap_models)
 	o.progress_seconds = 0;
 	o.quiet = true;
 	o.nn.threads = 1;
+	/* No time limit on the fill wait (a minute stands for none): a short
+	 * batch then runs only when every game in a search is blocked on its
+	 * answer, so the batch sizes depend on how the games interleave, not
+	 * on how fast a loaded machine runs them. With the default 3 ms a
+	 * preempted game thread let batches of one through (mean 1.32 seen
+	 * under load 10). */
+	o.fill_wait_us = 60 * 1000 * 1000;
 	selfplay *sp = selfplay_new(&o, err, sizeof(err));
 	cr_assert(sp, "%s", err);
 	cr_assert_eq(selfplay_set_model(sp, net, 3, err, sizeof(err)), 0, "%s", err);

@@ -1,6 +1,7 @@
-/* Two whole SGD (Nesterov) steps against PyTorch (tests/train/torch_ref.py,
- * float64): losses of each step and the updated weights and running
- * statistics. Skipped when /usr/bin/python3 has no torch. */
+/* Whole SGD (Nesterov) and AdamW (decoupled decay, gradient clipping)
+ * steps against PyTorch (tests/train/torch_ref.py, float64): losses of each
+ * step and the updated weights and running statistics. Skipped when
+ * /usr/bin/python3 has no torch. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -32,10 +33,14 @@ static void write_batch(const char *path, const train_batch *b)
 	fclose(f);
 }
 
+/* adamw = 0: two SGD steps; 1: three AdamW steps with a clip that cuts
+ * the gradient (asserted), so that decay, clipping and the bias
+ * corrections all show in the weights. */
 static void check_against_torch(game_kind kind, int size, int blocks, int channels, int wdl,
-				uint64_t seed)
+				uint64_t seed, int adamw)
 {
-	enum { STEPS = 2 };
+	enum { STEPS_MAX = 3 };
+	const int STEPS = adamw ? 3 : 2;
 	char err[256], dir[] = "/tmp/sente_torch_XXXXXX", model[128], batch[128], out[128],
 		     cmd[1024];
 	if (!have_torch())
@@ -53,6 +58,15 @@ static void check_against_torch(game_kind kind, int size, int blocks, int channe
 	o.weight_decay = 1e-3;
 	o.value_weight = 0.8;
 	o.bn_momentum = 0.1;
+	if (adamw) {
+		o.optimizer = TRAIN_OPTIMIZER_ADAMW;
+		o.lr = 0.01;
+		o.weight_decay = 0.1; /* decoupled: lr * wd = 1e-3 per step */
+		o.adam_beta1 = 0.8;
+		o.adam_beta2 = 0.95;
+		o.adam_eps = 1e-4; /* see the floor below */
+		o.clip_norm = 0.5;
+	}
 	trainer *t = trainer_new(net, &o, err, sizeof(err));
 	cr_assert(t, "%s", err);
 	train_batch *b = tu_batch(net, 8, seed + 1, 0, wdl);
@@ -67,10 +81,13 @@ static void check_against_torch(game_kind kind, int size, int blocks, int channe
 	snprintf(cmd, sizeof(cmd), PY " tests/train/torch_ref.py %s %s %s %d %.17g %.17g %.17g %.17g %.17g",
 		 model, batch, out, STEPS, o.lr, o.momentum, o.weight_decay, o.value_weight,
 		 o.bn_momentum);
+	if (adamw)
+		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), " adamw %.17g %.17g %.17g %.17g",
+			 o.adam_beta1, o.adam_beta2, o.adam_eps, o.clip_norm);
 	cr_assert_eq(system(cmd), 0, "%s failed", cmd);
 	FILE *f = fopen(out, "rb");
 	cr_assert(f);
-	double want_loss[STEPS][4];
+	double want_loss[STEPS_MAX][4];
 	float *want = malloc(sizeof(float) * net->n_floats);
 	cr_assert_eq(fread(want_loss, sizeof(double), 4 * STEPS, f), 4 * STEPS);
 	cr_assert_eq(fread(want, sizeof(float), net->n_floats, f), net->n_floats);
@@ -78,6 +95,8 @@ static void check_against_torch(game_kind kind, int size, int blocks, int channe
 	for (int s = 0; s < STEPS; s++) {
 		train_stats st;
 		cr_assert_eq(trainer_step(t, b, &st), 0, "%s", trainer_error(t));
+		if (adamw && s == 0)
+			cr_assert_gt(st.grad_norm, o.clip_norm, "the clip must cut the first gradient");
 		double got[4] = { st.policy_loss, st.value_loss, st.l2, st.loss };
 		static const char *const names[4] = { "policy", "value", "l2", "total" };
 		for (int k = 0; k < 4; k++)
@@ -86,14 +105,20 @@ static void check_against_torch(game_kind kind, int size, int blocks, int channe
 				  want_loss[s][k]);
 	}
 	/* Weights within rel 1e-3, and the change itself within 1% of the
-	 * largest change, so that a wrong update cannot hide in the weight. */
+	 * largest change, so that a wrong update cannot hide in the weight.
+	 * AdamW's floor is 0.2% of one step (lr) rather than 1e-6: Adam
+	 * normalises each gradient, so a conv bias in front of batch norm
+	 * (true gradient 0, float32 noise ~1e-8 here, exactly 0 in torch's
+	 * float64) moves by about lr * noise / eps (5e-6 seen); a wrong
+	 * update moves a weight by the order of lr. */
+	double floor_abs = adamw ? 2e-3 * o.lr : 1e-6;
 	const float *w = trainer_net(t)->data, *w0 = net->data;
 	double maxd = 0;
 	for (size_t i = 0; i < net->n_floats; i++)
 		maxd = fmax(maxd, fabs((double)want[i] - w0[i]));
 	cr_assert_gt(maxd, 1e-3);
 	for (size_t i = 0; i < net->n_floats; i++) {
-		cr_assert(fabs((double)w[i] - want[i]) <= 1e-3 * fabs(want[i]) + 1e-6,
+		cr_assert(fabs((double)w[i] - want[i]) <= 1e-3 * fabs(want[i]) + floor_abs,
 			  "weight %zu: %.9g, torch %.9g", i, (double)w[i], (double)want[i]);
 		double dg = (double)w[i] - w0[i], dw = (double)want[i] - w0[i];
 		cr_assert(fabs(dg - dw) <= 1e-2 * maxd, "update of %zu: %.9g, torch %.9g", i, dg, dw);
@@ -108,10 +133,20 @@ static void check_against_torch(game_kind kind, int size, int blocks, int channe
 
 Test(train_torch, connect4_wdl_sgd_steps_match_pytorch)
 {
-	check_against_torch(GAME_KIND_CONNECT4, 0, 2, 16, 1, 7);
+	check_against_torch(GAME_KIND_CONNECT4, 0, 2, 16, 1, 7, 0);
+}
+
+Test(train_torch, connect4_wdl_adamw_steps_match_pytorch)
+{
+	check_against_torch(GAME_KIND_CONNECT4, 0, 2, 16, 1, 7, 1);
+}
+
+Test(train_torch, go_tanh_adamw_steps_match_pytorch)
+{
+	check_against_torch(GAME_KIND_GO, 5, 1, 8, 0, 8, 1);
 }
 
 Test(train_torch, go_tanh_sgd_steps_match_pytorch)
 {
-	check_against_torch(GAME_KIND_GO, 5, 1, 8, 0, 8);
+	check_against_torch(GAME_KIND_GO, 5, 1, 8, 0, 8, 0);
 }

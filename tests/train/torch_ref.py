@@ -2,6 +2,7 @@
 """torch_ref.py: the PyTorch reference for sente's trainer (tests/train).
 
 Usage: torch_ref.py MODEL.sente BATCH.bin OUT.bin STEPS LR MOMENTUM WD VALUE_WEIGHT BN_MOMENTUM
+                   [adamw BETA1 BETA2 EPS CLIP]
 
 Reads a .sente model (format at the top of nn/net.h) and a batch written by
 the test (little-endian: i32 n, in_size, n_actions, has_wdl; f32 planes
@@ -12,7 +13,11 @@ torch.optim.SGD(nesterov=True) on the loss
     policy cross-entropy + VALUE_WEIGHT * value loss + WD * sum(w^2)
 
 (w: conv and FC weights), batch norm in training mode with running
-statistics updated by BN_MOMENTUM. Writes OUT: f64 [STEPS][4] (policy,
+statistics updated by BN_MOMENTUM. With "adamw": torch.optim.AdamW
+(BETA1, BETA2, EPS; MOMENTUM unused) with decoupled decay WD on the same
+weights only, the loss without the l2 term (still reported), and the
+gradient scaled by CLIP / norm when its global L2 norm exceeds CLIP > 0
+(sente's clipping, see train/trainer.h). Writes OUT: f64 [STEPS][4] (policy,
 value, l2, total loss of each step, before its update), then the updated
 tensors as f32 in the model file's order.
 """
@@ -87,6 +92,10 @@ def carve(arch, data):
 def main():
     (model, batch, outp, steps, lr, mom, wd, vw, bnm) = sys.argv[1:10]
     steps, lr, mom, wd, vw, bnm = int(steps), float(lr), float(mom), float(wd), float(vw), float(bnm)
+    adamw = len(sys.argv) > 10
+    if adamw:
+        assert sys.argv[10] == "adamw", "unknown optimizer " + sys.argv[10]
+        b1, b2, eps, clip = (float(v) for v in sys.argv[11:15])
     torch.set_num_threads(1)
     arch, data = read_model(model)
     tensors = carve(arch, data)
@@ -117,7 +126,13 @@ def main():
 
     params = [t for _, t, kind in tensors if kind != "r"]
     decayed = [t for _, t, kind in tensors if kind == "w"]
-    opt = torch.optim.SGD(params, lr=lr, momentum=mom, nesterov=True)
+    if adamw:
+        undecayed = [t for _, t, kind in tensors if kind == "p"]
+        opt = torch.optim.AdamW([{"params": decayed, "weight_decay": wd},
+                                 {"params": undecayed, "weight_decay": 0.0}],
+                                lr=lr, betas=(b1, b2), eps=eps)
+    else:
+        opt = torch.optim.SGD(params, lr=lr, momentum=mom, nesterov=True)
     losses = []
     for _ in range(steps):
         opt.zero_grad()
@@ -136,8 +151,13 @@ def main():
         else:
             vl = -(wdl * F.log_softmax(vo, 1)).sum(1).mean()
         l2 = wd * sum((w * w).sum() for w in decayed)
-        total = pl + vw * vl + l2
+        total = pl + vw * vl + (0 if adamw else l2)
         total.backward()
+        if adamw and clip > 0:
+            norm = torch.sqrt(sum((t.grad * t.grad).sum() for t in params))
+            if norm > clip:
+                for t in params:
+                    t.grad.mul_(clip / norm)
         opt.step()
         losses += [pl.item(), vl.item(), l2.item(), total.item()]
     with open(outp, "wb") as f:

@@ -358,14 +358,30 @@ static void check_step(game_kind kind, int size, train_optimizer opt, int wdl)
 	cr_assert_float_eq(gs.lr, cs.lr, 1e-12);
 	const nn_net *gn = gpu_trainer_net(gt);
 	cr_assert(gn, "%s", gpu_trainer_error(gt));
-	const float *cw = trainer_net(ct)->data;
-	double lr = trainer_options(ct)->lr;
+	const float *cw = trainer_net(ct)->data, *w0 = net->data;
+	double lr = trainer_options(ct)->lr, max_du = 0;
+	for (size_t i = 0; i < nf; i++)
+		max_du = fmax(max_du, fabs((double)cw[i] - w0[i]));
+	cr_assert_gt(max_du, 0);
 	for (size_t i = 0; i < nf; i++) {
-		/* AdamW normalises each gradient: where the CPU's is rounding
-		 * noise (conv biases under BN) the two steps may differ by lr. */
-		double tol = 1e-4 * (1 + fabs(cw[i]));
-		if (opt == TRAIN_OPTIMIZER_ADAMW && fabs(cg[i]) < 1e-5 * scale)
-			tol += 1.5 * lr;
+		double tol;
+		if (opt == TRAIN_OPTIMIZER_SGD) {
+			/* SGD's update is lr (1 + momentum) times the clipped
+			 * gradient, often below 1e-4: a tolerance on the weight
+			 * (1e-4 (1 + |w|), as before) let a wrong update through.
+			 * So the update itself within 5%, with a floor of 0.1% of
+			 * the largest update (ten times the gradients' agreement
+			 * above, for updates near 0) and a few float32 ulps of w
+			 * (each side rounds w - update). */
+			double du = (double)cw[i] - w0[i];
+			tol = 0.05 * fabs(du) + 1e-3 * max_du + 1e-6 * fabs(cw[i]);
+		} else {
+			/* AdamW normalises each gradient: where the CPU's is rounding
+			 * noise (conv biases under BN) the two steps may differ by lr. */
+			tol = 1e-4 * (1 + fabs(cw[i]));
+			if (fabs(cg[i]) < 1e-5 * scale)
+				tol += 1.5 * lr;
+		}
 		cr_assert(fabs(gn->data[i] - cw[i]) <= tol, "weight [%zu]: gpu %g cpu %g", i,
 			  gn->data[i], cw[i]);
 	}
