@@ -7,7 +7,9 @@
  * LLVMFuzzerInitialize, so the corpus folders named on the command line
  * are made absolute first, and crash artifacts go where they would have
  * (the starting folder) unless -artifact_prefix says otherwise. Other
- * flags that take a relative path (-dict=...) need an absolute one. */
+ * flags that take a relative path (-dict=...) need an absolute one, and
+ * -merge=1 needs the program named by an absolute path: it runs it again
+ * by its original argv[0], which libFuzzer does not let a target change. */
 #ifndef SENTE_FUZZ_GTP_H
 #define SENTE_FUZZ_GTP_H
 
