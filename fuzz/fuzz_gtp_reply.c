@@ -39,8 +39,11 @@ static void read_answer(const char *text)
 	}
 	int result;
 	double score;
+	/* A score is finite and says who won: Black's score is positive
+	 * exactly when Black won (or zero, "B+R"), and zero for a draw. */
 	if (gtp_client_parse_score(text, &result, &score) &&
-	    (result < -1 || result > 1 || !isfinite(score)))
+	    (result < -1 || result > 1 || !isfinite(score) || (result > 0 && score < 0) ||
+	     (result < 0 && score > 0) || (result == 0 && score != 0)))
 		abort();
 }
 

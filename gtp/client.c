@@ -119,11 +119,28 @@ bool gtp_client_parse_score(const char *ans, int *result, double *score)
 	if ((ans[0] != 'B' && ans[0] != 'W' && ans[0] != 'b' && ans[0] != 'w') || ans[1] != '+')
 		return false;
 	int sign = (ans[0] == 'B' || ans[0] == 'b') ? 1 : -1;
-	char *end;
-	double v = strtod(ans + 2, &end);
-	if (end == ans + 2)
-		v = 0; /* "B+R", "W+T": a winner without a number */
-	else if (!isfinite(v))
+	const char *p = ans + 2, *end;
+	double v = 0;
+	if (*p == 'R' || *p == 'r' || *p == 'T' || *p == 't' || *p == 'F' || *p == 'f') {
+		/* "B+R", "W+Time", "B+Forfeit": a winner without a number. */
+		for (end = p; isalpha((unsigned char)*end); end++)
+			;
+	} else {
+		/* A plain decimal, the winner's margin: no sign (B+-3 would make
+		 * Black the winner with White ahead), exponent, hex, inf or nan. */
+		size_t digits = strspn(p, "0123456789"), frac = 0;
+		end = p + digits;
+		if (*end == '.') {
+			frac = strspn(end + 1, "0123456789");
+			end += 1 + frac;
+		}
+		if (digits + frac == 0)
+			return false;
+		v = strtod(p, NULL);
+		if (!isfinite(v))
+			return false; /* more digits than a double holds */
+	}
+	if (*end != '\0' && !isspace((unsigned char)*end))
 		return false;
 	*result = sign;
 	*score = sign * v;

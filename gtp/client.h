@@ -53,8 +53,10 @@ size_t gtp_client_drop_cr(char *buf, size_t len);
  * it is neither. */
 bool gtp_client_parse_move(const game *g, const char *ans, int *move, bool *resign);
 /* Parses a final_score answer ("B+3.5", "W+R", "0", case aside): the
- * winner (+1 Black, -1 White, 0 a draw) and Black's score. False when it
- * is not one, its number included: NaN or infinity is no score. */
+ * winner (+1 Black, -1 White, 0 a draw) and Black's score, whose sign
+ * agrees with the winner. False when it is not one: the margin is a plain
+ * decimal (no sign, exponent, NaN or infinity) or a word for a win
+ * without one (R, T, F: resign, time, forfeit), then the end or a blank. */
 bool gtp_client_parse_score(const char *ans, int *result, double *score);
 /* False once the engine is known dead or timed out (its pipe state is then
  * unknown and the client should be restarted). */

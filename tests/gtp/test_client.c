@@ -191,7 +191,15 @@ Test(gtp_client, final_score_answers)
 	cr_assert(r == -1 && sc == 0);
 	cr_assert(gtp_client_parse_score("0", &r, &sc));
 	cr_assert(r == 0 && sc == 0);
-	const char *bad[] = { "B+nan", "W+inf", "B+-INFINITY", "B+1e999", "B3", "", "draw" };
+	cr_assert(gtp_client_parse_score("B+Resign", &r, &sc));
+	cr_assert(r == 1 && sc == 0);
+	cr_assert(gtp_client_parse_score("W+.5 (area)", &r, &sc));
+	cr_assert(r == -1 && sc == -0.5);
+	/* A sign would set the winner and the score against each other
+	 * ("B+-3.5": Black won, with White 3.5 ahead); found by fuzz_gtp_reply. */
+	const char *bad[] = { "B+nan", "W+inf", "B+-INFINITY", "B+1e999", "B3", "", "draw",
+			      "B+-3.5", "W+-1", "B++2", "b+ 3", "W+0x10", "B+1e3", "B+3.5x", "B+.",
+			      "W+garbage" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_assert(!gtp_client_parse_score(bad[i], &r, &sc), "'%s' is no score", bad[i]);
 }
