@@ -110,7 +110,7 @@ LIB  = $(BUILD)/libsente.a
 BIN  = bin/sente
 TESTBIN = $(BUILD)/tests/sente_tests
 
-.PHONY: all test test-run asan bench run deps fuzz fuzz-run clean help gpu-probe
+.PHONY: all test test-run asan bench run deps fuzz fuzz-run fuzz-merge clean help gpu-probe
 
 all: $(BIN)
 
@@ -207,6 +207,21 @@ fuzz-run: fuzz
 	  mkdir -p build-fuzz/corpus-$$n; \
 	  echo "fuzzing $$n for $(FUZZ_TIME) s"; \
 	  $$f -max_total_time=$(FUZZ_TIME) -print_final_stats=0 build-fuzz/corpus-$$n fuzz/corpus/$$n || exit 1; done
+# Keeps what fuzz-run found: of build-fuzz/corpus-NAME (gone with
+# `make clean`), the inputs of at most FUZZ_MERGE_MAX bytes that add
+# coverage to the seeds are copied into fuzz/corpus/NAME (libFuzzer
+# -merge=1), to be reviewed and committed.
+FUZZ_MERGE_MAX ?= 2048
+fuzz-merge: fuzz
+	@for f in $(FUZZ_BIN); do n=$$(basename $$f | sed 's/^fuzz_//'); \
+	  [ -d build-fuzz/corpus-$$n ] || continue; \
+	  rm -rf build-fuzz/merge-$$n; mkdir -p build-fuzz/merge-$$n fuzz/corpus/$$n; \
+	  find build-fuzz/corpus-$$n -type f -size -$$(($(FUZZ_MERGE_MAX) + 1))c \
+	    -exec cp -t build-fuzz/merge-$$n {} +; \
+	  before=$$(ls fuzz/corpus/$$n | wc -l); \
+	  $(CURDIR)/$$f -merge=1 fuzz/corpus/$$n build-fuzz/merge-$$n >build-fuzz/merge-$$n.log 2>&1 || \
+	    { cat build-fuzz/merge-$$n.log; exit 1; }; \
+	  echo "$$n: $$(( $$(ls fuzz/corpus/$$n | wc -l) - before )) inputs kept in fuzz/corpus/$$n"; done
 
 clean:
 	rm -rf build build-asan build-fuzz bin
@@ -218,6 +233,7 @@ help:
 	@echo "make bench   benchmarks as JSON lines"
 	@echo "make run     the main job on the embedded default"
 	@echo "make fuzz    build libFuzzer targets; make fuzz-run FUZZ_TIME=60 runs them"
+	@echo "make fuzz-merge  keep what fuzz-run found (small inputs) in fuzz/corpus/"
 	@echo "make deps    install what is missing (apt-get, as root)"
 	@echo "make clean   remove build outputs"
 

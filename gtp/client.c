@@ -1,6 +1,7 @@
 /* client.c: GTP client over pipes (see client.h). */
 #include "gtp/client.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -118,11 +119,28 @@ bool gtp_client_parse_score(const char *ans, int *result, double *score)
 	if ((ans[0] != 'B' && ans[0] != 'W' && ans[0] != 'b' && ans[0] != 'w') || ans[1] != '+')
 		return false;
 	int sign = (ans[0] == 'B' || ans[0] == 'b') ? 1 : -1;
-	char *end;
-	double v = strtod(ans + 2, &end);
-	if (end == ans + 2)
-		v = 0; /* "B+R", "W+T": a winner without a number */
-	else if (!isfinite(v))
+	const char *p = ans + 2, *end;
+	double v = 0;
+	if (*p == 'R' || *p == 'r' || *p == 'T' || *p == 't' || *p == 'F' || *p == 'f') {
+		/* "B+R", "W+Time", "B+Forfeit": a winner without a number. */
+		for (end = p; isalpha((unsigned char)*end); end++)
+			;
+	} else {
+		/* A plain decimal, the winner's margin: no sign (B+-3 would make
+		 * Black the winner with White ahead), exponent, hex, inf or nan. */
+		size_t digits = strspn(p, "0123456789"), frac = 0;
+		end = p + digits;
+		if (*end == '.') {
+			frac = strspn(end + 1, "0123456789");
+			end += 1 + frac;
+		}
+		if (digits + frac == 0)
+			return false;
+		v = strtod(p, NULL);
+		if (!isfinite(v))
+			return false; /* more digits than a double holds */
+	}
+	if (*end != '\0' && !isspace((unsigned char)*end))
 		return false;
 	*result = sign;
 	*score = sign * v;
@@ -142,15 +160,76 @@ const char *gtp_client_status_name(gtp_client_status s)
 }
 
 /* The end of a complete answer in buf ("\n\n" after a '='/'?' line), as the
- * offset just past it; 0 when not yet complete. Lines before the answer
- * that do not start with '=' or '?' (some engines print chatter) are
- * skipped by the caller. */
+ * offset just past it; 0 when not yet complete. */
 static size_t answer_end(const char *buf, size_t len)
 {
 	for (size_t i = 1; i < len; i++)
 		if (buf[i] == '\n' && buf[i - 1] == '\n')
 			return i + 1;
 	return 0;
+}
+
+size_t gtp_client_frame(const char *buf, size_t len, bool *complete, bool *ok, char *answer,
+			size_t answer_len)
+{
+	size_t skip = 0;
+	*complete = false;
+	*ok = false;
+	/* Drop blank lines and chatter before the answer starts. */
+	while (skip < len && buf[skip] != '=' && buf[skip] != '?') {
+		const char *nl = memchr(buf + skip, '\n', len - skip);
+		if (!nl)
+			return skip;
+		skip = (size_t)(nl - buf) + 1;
+	}
+	buf += skip;
+	len -= skip;
+	size_t end = len > 0 ? answer_end(buf, len) : 0;
+	if (!end)
+		return skip;
+	/* Skip "=" / "?", an optional id, and one space. */
+	size_t s = 1;
+	while (s < end && buf[s] >= '0' && buf[s] <= '9')
+		s++;
+	if (s < end && buf[s] == ' ')
+		s++;
+	size_t text_len = end - 2 > s ? end - 2 - s : 0;
+	if (answer && answer_len) {
+		size_t copy = text_len < answer_len - 1 ? text_len : answer_len - 1;
+		memcpy(answer, buf + s, copy);
+		answer[copy] = '\0';
+	}
+	*complete = true;
+	*ok = buf[0] == '=';
+	return skip + end;
+}
+
+size_t gtp_client_drop_cr(char *buf, size_t len)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < len; i++)
+		if (buf[i] != '\r')
+			buf[w++] = buf[i];
+	return w;
+}
+
+bool gtp_client_parse_move(const game *g, const char *ans, int *move, bool *resign)
+{
+	char text[32];
+	*resign = false;
+	while (*ans == ' ' || *ans == '\t')
+		ans++;
+	size_t n = strcspn(ans, " \t\n");
+	if (n >= sizeof(text))
+		return false; /* longer than any vertex or "resign" */
+	for (size_t i = 0; i < n; i++)
+		text[i] = (char)tolower((unsigned char)ans[i]);
+	text[n] = '\0';
+	if (!strcmp(text, "resign")) {
+		*resign = true;
+		return true;
+	}
+	return game_move_from_text(g, text, move) == GAME_OK;
 }
 
 gtp_client_status gtp_client_send(gtp_client *c, const char *command, double timeout_s,
@@ -176,35 +255,12 @@ gtp_client_status gtp_client_send(gtp_client *c, const char *command, double tim
 	}
 	double deadline = clock_now() + timeout_s;
 	for (;;) {
-		/* Drop blank lines and chatter before the answer starts. */
-		while (c->len > 0 && c->buf[0] != '=' && c->buf[0] != '?') {
-			char *nl = memchr(c->buf, '\n', c->len);
-			if (!nl)
-				break;
-			size_t skip = (size_t)(nl - c->buf) + 1;
-			memmove(c->buf, c->buf + skip, c->len - skip);
-			c->len -= skip;
-		}
-		size_t end = c->len > 0 && (c->buf[0] == '=' || c->buf[0] == '?')
-				     ? answer_end(c->buf, c->len) : 0;
-		if (end) {
-			bool ok = c->buf[0] == '=';
-			/* Skip "=" / "?", an optional id, and one space. */
-			size_t s = 1;
-			while (s < end && c->buf[s] >= '0' && c->buf[s] <= '9')
-				s++;
-			if (s < end && c->buf[s] == ' ')
-				s++;
-			size_t text_len = end - 2 > s ? end - 2 - s : 0;
-			if (answer && answer_len) {
-				size_t copy = text_len < answer_len - 1 ? text_len : answer_len - 1;
-				memcpy(answer, c->buf + s, copy);
-				answer[copy] = '\0';
-			}
-			memmove(c->buf, c->buf + end, c->len - end);
-			c->len -= end;
+		bool complete, ok;
+		size_t used = gtp_client_frame(c->buf, c->len, &complete, &ok, answer, answer_len);
+		memmove(c->buf, c->buf + used, c->len - used);
+		c->len -= used;
+		if (complete)
 			return ok ? GTP_CLIENT_OK : GTP_CLIENT_FAIL;
-		}
 		if (c->len == sizeof(c->buf)) {
 			c->broken = true;
 			return GTP_CLIENT_PROTOCOL; /* an answer larger than we keep */
@@ -228,10 +284,6 @@ gtp_client_status gtp_client_send(gtp_client *c, const char *command, double tim
 			return GTP_CLIENT_DEAD;
 		}
 		/* GTP allows CR LF; keep LF only so answers compare simply. */
-		size_t w = c->len;
-		for (ssize_t i = 0; i < k; i++)
-			if (c->buf[c->len + (size_t)i] != '\r')
-				c->buf[w++] = c->buf[c->len + (size_t)i];
-		c->len = w;
+		c->len += gtp_client_drop_cr(c->buf + c->len, (size_t)k);
 	}
 }

@@ -320,12 +320,6 @@ static void fail(match_ctx *c, const char *fmt, const char *a, const char *b)
 	pthread_mutex_unlock(&c->mu);
 }
 
-static void to_lower(char *s)
-{
-	for (; *s; s++)
-		*s = (char)tolower((unsigned char)*s);
-}
-
 static const char *color_name(int player) { return player == GAME_BLACK ? "b" : "w"; }
 
 /* Starts (or restarts) the engine of a GTP side and sets up a new game up
@@ -492,25 +486,20 @@ static int play_game(match_ctx *c, side sides[2], int no, game *g, game_outcome 
 				forfeit(out, who, pl->name, what, st == GTP_CLIENT_PROTOCOL);
 				goto finish;
 			}
-			/* Trim spaces; GTP vertices are case-insensitive. */
-			char *s = ans;
-			while (*s == ' ' || *s == '\t')
-				s++;
-			s[strcspn(s, " \t\n")] = '\0';
-			to_lower(s);
-			if (!strcmp(s, "resign")) {
-				resigned = who;
-				break;
-			}
-			if (game_move_from_text(g, s, &mv) != GAME_OK) {
+			bool resign;
+			if (!gtp_client_parse_move(g, ans, &mv, &resign)) {
 				char what[300];
-				snprintf(what, sizeof(what), "not a move: '%.200s'", s);
+				snprintf(what, sizeof(what), "not a move: '%.200s'", ans);
 				forfeit(out, who, pl->name, what, true);
 				goto finish;
 			}
+			if (resign) {
+				resigned = who;
+				break;
+			}
 			if (!game_is_legal(g, mv)) {
 				char what[300];
-				snprintf(what, sizeof(what), "illegal move %.200s", s);
+				snprintf(what, sizeof(what), "illegal move %.200s", ans);
 				forfeit(out, who, pl->name, what, false);
 				goto finish;
 			}

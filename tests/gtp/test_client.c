@@ -191,9 +191,77 @@ Test(gtp_client, final_score_answers)
 	cr_assert(r == -1 && sc == 0);
 	cr_assert(gtp_client_parse_score("0", &r, &sc));
 	cr_assert(r == 0 && sc == 0);
-	const char *bad[] = { "B+nan", "W+inf", "B+-INFINITY", "B+1e999", "B3", "", "draw" };
+	cr_assert(gtp_client_parse_score("B+Resign", &r, &sc));
+	cr_assert(r == 1 && sc == 0);
+	cr_assert(gtp_client_parse_score("W+.5 (area)", &r, &sc));
+	cr_assert(r == -1 && sc == -0.5);
+	/* A sign would set the winner and the score against each other
+	 * ("B+-3.5": Black won, with White 3.5 ahead); found by fuzz_gtp_reply. */
+	const char *bad[] = { "B+nan", "W+inf", "B+-INFINITY", "B+1e999", "B3", "", "draw",
+			      "B+-3.5", "W+-1", "B++2", "b+ 3", "W+0x10", "B+1e3", "B+3.5x", "B+.",
+			      "W+garbage" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_assert(!gtp_client_parse_score(bad[i], &r, &sc), "'%s' is no score", bad[i]);
+}
+
+/* Frames one answer from bytes as they arrived: what frame returns is
+ * what may be dropped; complete says whether it holds a whole answer. */
+static size_t frame(const char *bytes, bool *complete, bool *ok, char *ans, size_t cap)
+{
+	return gtp_client_frame(bytes, strlen(bytes), complete, ok, ans, cap);
+}
+
+Test(gtp_client, frames_answers)
+{
+	char ans[64];
+	bool complete, ok;
+	cr_assert_eq(frame("= D4\n\n", &complete, &ok, ans, sizeof(ans)), 6);
+	cr_assert(complete && ok);
+	cr_assert_str_eq(ans, "D4");
+	cr_assert_eq(frame("?12 unknown command\n\n= next", &complete, &ok, ans, sizeof(ans)), 21);
+	cr_assert(complete && !ok);
+	cr_assert_str_eq(ans, "unknown command", "the id is stripped");
+	const char *multi = "chatter\n\n=3 line one\nline two\n\n";
+	cr_assert_eq(frame(multi, &complete, &ok, ans, sizeof(ans)), strlen(multi));
+	cr_assert(complete && ok);
+	cr_assert_str_eq(ans, "line one\nline two", "chatter skipped, lines kept");
+	cr_assert_eq(frame("=\n\n", &complete, &ok, ans, sizeof(ans)), 3);
+	cr_assert(complete && ok);
+	cr_assert_str_eq(ans, "");
+	cr_assert_eq(frame("= long answer\n\n", &complete, &ok, ans, 5), 15);
+	cr_assert_str_eq(ans, "long", "cut to the room given");
+	/* Incomplete: the chatter before it may go, the answer stays. */
+	cr_assert_eq(frame("noise\n= D4\n", &complete, &ok, ans, sizeof(ans)), 6);
+	cr_assert(!complete);
+	cr_assert_eq(frame("partial chatter", &complete, &ok, ans, sizeof(ans)), 0);
+	cr_assert(!complete);
+	cr_assert_eq(frame("", &complete, &ok, NULL, 0), 0);
+	cr_assert(!complete);
+	char crlf[] = "= A1\r\n\r\n";
+	size_t n = gtp_client_drop_cr(crlf, strlen(crlf));
+	cr_assert_eq(gtp_client_frame(crlf, n, &complete, &ok, ans, sizeof(ans)), 6);
+	cr_assert(complete && ok);
+	cr_assert_str_eq(ans, "A1");
+}
+
+Test(gtp_client, genmove_answers)
+{
+	static game g;
+	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	cr_assert_eq(game_init(&g, &gp), GAME_OK);
+	int mv, want;
+	bool resign;
+	cr_assert_eq(game_move_from_text(&g, "e5", &want), GAME_OK);
+	cr_assert(gtp_client_parse_move(&g, "  E5 trailing", &mv, &resign));
+	cr_assert(!resign && mv == want);
+	cr_assert(gtp_client_parse_move(&g, "\tPASS\n", &mv, &resign));
+	cr_assert(!resign && mv == game_pass_move(&g));
+	cr_assert(gtp_client_parse_move(&g, "Resign", &mv, &resign));
+	cr_assert(resign);
+	const char *bad[] = { "", "Z99", "resignation", "e5e5", "J10",
+			      "a-very-long-answer-that-is-no-vertex-at-all" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert(!gtp_client_parse_move(&g, bad[i], &mv, &resign), "'%s' is no move", bad[i]);
 }
 
 /* A full 9x9 game: sente (uniform policy, few visits) against GNU Go level 1,
