@@ -242,6 +242,15 @@ static void spill_pending(loop *r)
 		       "stored when the run resumes", r->n_pending, path);
 }
 
+/* The end of a session, closed or failed: writes wait a bounded time from
+ * now on, and the games still waiting are stored or kept in the file. */
+static void end_session_writes(loop *r)
+{
+	store_set_patience(r->db, LOOP_CLOSE_BUSY_MS, 1);
+	flush_pending(r);
+	spill_pending(r);
+}
+
 /* A previous session's DIR/pending-games into the store; the file goes
  * once every game in it is stored. 0, or -1 with a message. */
 static int import_pending(loop *r, char *err, size_t errlen)
@@ -543,9 +552,7 @@ void loop_close(loop *r)
 	char err[1024], path[8192];
 	/* Every write of the closing work waits a bounded time for another
 	 * process's lock: the session ends about on time. */
-	store_set_patience(r->db, LOOP_CLOSE_BUSY_MS, 1);
-	flush_pending(r);
-	spill_pending(r);
+	end_session_writes(r);
 	if (r->have_bench && !stopped(r))
 		loop_measure_c4(r->db, &r->bench, learner_net(r->L), r->o.eval_visits,
 				r->o.eval_positions, learner_steps(r->L), true, r->o.log, false);
@@ -583,9 +590,7 @@ int loop_run(const loop_options *o, char *err, size_t errlen)
 	if (rc != 0) {
 		/* The failure's message is the caller's to print; what was
 		 * committed stays, and the run resumes from the checkpoint. */
-		store_set_patience(r->db, LOOP_CLOSE_BUSY_MS, 1);
-		flush_pending(r);
-		spill_pending(r);
+		end_session_writes(r);
 		loop_free(r);
 		return -1;
 	}
