@@ -23,6 +23,7 @@ int cli_run(int argc, char **argv);
 int cli_match(int argc, char **argv);
 int cli_tournament(int argc, char **argv);
 int cli_train(int argc, char **argv);
+int cli_eval(int argc, char **argv);
 
 /* The helpers below live in cli/opt.c, with the option tables. */
 /* Reports a usage error for `cmd` on stderr and returns 2. */

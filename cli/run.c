@@ -13,13 +13,16 @@
 static const char run_about[] =
 	"Runs the AlphaZero loop on this machine: self-play games with the newest\n"
 	"network, training on a window of recent positions, a new network, its\n"
-	"strength, and again, until --minutes have passed or Ctrl-C. Everything\n"
+	"strength, and again, until --minutes of compute (self-play and training\n"
+	"time; measuring, reports and gating do not count) or Ctrl-C. Everything\n"
 	"is kept in DIR: sente.db (games, models, metrics), models/*.sente,\n"
 	"checkpoints/, report.html. Run it again on the same DIR to continue.\n"
 	"\n"
 	"Strength is measured as it goes: for Connect Four, the error rate on\n"
 	"positions labelled by a perfect solver (the network alone, and a search\n"
-	"of --eval-visits visits); for Go, games against the first network.\n"
+	"of --eval-visits visits); for Go, games against the first network\n"
+	"(--measure-every 0 turns it off; `sente eval` measures every saved\n"
+	"model afterwards, against the run's compute).\n"
 	"Defaults are for 2 CPU cores.\n";
 
 static volatile sig_atomic_t stop_flag;
@@ -44,7 +47,7 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_BUF("--dir", NULL, o.dir, "DIR", "the run's folder", .given = &dir_given,
 			    .def = "runs/GAME"),
 		CLI_OPT_REAL("--minutes", NULL, &o.minutes, 0.01, 1e7, "M",
-			     "stop after M minutes of this session"),
+			     "stop after M minutes of compute (self-play and training) in this session"),
 		CLI_OPT_INT("--blocks", NULL, &o.blocks, 1, 40, "B", "residual blocks of a new network",
 			    .given = &blocks_given, .def = "C4 4, Go 9x9 4, larger Go 6"),
 		CLI_OPT_INT("--channels", NULL, &o.channels, 4, 512, "C", "channels of a new network",
@@ -66,6 +69,9 @@ int cli_run(int argc, char **argv)
 			     "training samples per new position"),
 		CLI_OPT_REAL("--lr", NULL, &o.lr, 1e-6, 10, "X",
 			     "learning rate, SGD with Nesterov momentum"),
+		CLI_OPT_INT("--measure-every", NULL, &o.measure_every, 0, 1000000, "N",
+			    "measure strength every N iterations (the search every third time), "
+			    "at the start and at the end; 0: never (it does not count as compute)"),
 		CLI_OPT_INT("--eval-visits", NULL, &o.eval_visits, 1, 100000, "V",
 			    "search visits when measuring strength"),
 		CLI_OPT_INT("--eval-positions", NULL, &o.eval_positions, 1, 100000, "N",

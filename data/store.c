@@ -120,6 +120,34 @@ const char *const store_migrations[STORE_SCHEMA_VERSION] = {
 	"DROP TABLE games;\n"
 	"ALTER TABLE games_v4 RENAME TO games;\n"
 	"CREATE INDEX games_model ON games(model_id);\n",
+
+	/* 4 -> 5: what a run spent to reach each model, and the evaluations
+	 * `sente eval` makes of models afterwards. model_compute holds the
+	 * run's cumulative self-play and training seconds (wall, and the
+	 * process's CPU) and network evaluations up to a model; a model
+	 * registered before this schema, or by `sente train`, has no row.
+	 * evaluations holds one row per model, method and part (a position
+	 * set, or "all"), so a finished measurement is found again. */
+	"CREATE TABLE model_compute (\n"
+	"	model_id INTEGER PRIMARY KEY REFERENCES models(id),\n"
+	"	seconds REAL NOT NULL,\n"
+	"	cpu_seconds REAL NOT NULL,\n"
+	"	evals INTEGER NOT NULL,\n"
+	"	games INTEGER NOT NULL,\n"
+	"	positions INTEGER NOT NULL\n"
+	");\n"
+	"CREATE TABLE evaluations (\n"
+	"	id INTEGER PRIMARY KEY,\n"
+	"	model_id INTEGER NOT NULL REFERENCES models(id),\n"
+	"	method TEXT NOT NULL,\n"
+	"	part TEXT NOT NULL,\n"
+	"	n INTEGER NOT NULL,\n"
+	"	score REAL NOT NULL,\n"
+	"	value REAL NOT NULL,\n"
+	"	seconds REAL NOT NULL,\n"
+	"	created REAL NOT NULL,\n"
+	"	UNIQUE (model_id, method, part)\n"
+	");\n",
 };
 
 /* ---- statements ------------------------------------------------------------ */
@@ -146,6 +174,10 @@ typedef enum store_sql {
 	STORE_SQL_ADD_MATCH_GAME,
 	STORE_SQL_MATCH_GAMES,
 	STORE_SQL_LIST_MATCHES,
+	STORE_SQL_ADD_COMPUTE,
+	STORE_SQL_COMPUTE,
+	STORE_SQL_ADD_EVALUATION,
+	STORE_SQL_EVALUATIONS,
 	STORE_SQL_N,
 } store_sql;
 
@@ -189,6 +221,16 @@ static const char *const store_sql_text[STORE_SQL_N] = {
 	[STORE_SQL_LIST_MATCHES] = "SELECT m.id, m.player_a, m.player_b, m.settings, m.status, m.created, "
 				   "(SELECT count(*) FROM match_games g WHERE g.match_id = m.id) "
 				   "FROM matches m ORDER BY m.id",
+	[STORE_SQL_ADD_COMPUTE] = "INSERT OR REPLACE INTO model_compute (model_id, seconds, cpu_seconds, "
+				  "evals, games, positions) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[STORE_SQL_COMPUTE] = "SELECT seconds, cpu_seconds, evals, games, positions FROM model_compute "
+			      "WHERE model_id = ?1",
+	[STORE_SQL_ADD_EVALUATION] = "INSERT OR REPLACE INTO evaluations (model_id, method, part, n, "
+				     "score, value, seconds, created) "
+				     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	[STORE_SQL_EVALUATIONS] = "SELECT model_id, method, part, n, score, value, seconds, created "
+				  "FROM evaluations WHERE (?1 = 0 OR model_id = ?1) "
+				  "AND (?2 IS NULL OR method = ?2) ORDER BY model_id, method, id",
 };
 
 struct store {
@@ -677,8 +719,42 @@ out:
 	return rc;
 }
 
-int store_add_model(store *s, const char *file, int64_t parent_id, int64_t train_step,
-		    const char *notes, int64_t *id_out)
+/* Binds and steps the model_compute row of `model_id`. */
+static int store_put_compute(store *s, int64_t model_id, const store_compute *c)
+{
+	int rc = -1;
+	sqlite3_stmt *st = store_stmt(s, STORE_SQL_ADD_COMPUTE);
+	if (!st)
+		return -1;
+	SQLITE_CHECK(s, sqlite3_bind_int64(st, 1, model_id));
+	SQLITE_CHECK(s, sqlite3_bind_double(st, 2, c->seconds));
+	SQLITE_CHECK(s, sqlite3_bind_double(st, 3, c->cpu_seconds));
+	SQLITE_CHECK(s, sqlite3_bind_int64(st, 4, c->evals));
+	SQLITE_CHECK(s, sqlite3_bind_int64(st, 5, c->games));
+	SQLITE_CHECK(s, sqlite3_bind_int64(st, 6, c->positions));
+	SQLITE_CHECK(s, store_step_done(st));
+	rc = 0;
+out:
+	store_release(st);
+	return rc;
+}
+
+/* A model row and, when given, its compute row: one transaction. */
+typedef struct store_model_insert {
+	store_insert ins;          /* the models row */
+	const store_compute *c;    /* NULL: no compute row */
+} store_model_insert;
+
+static int store_model_body(store *s, void *ctx)
+{
+	store_model_insert *m = ctx;
+	if (store_insert_body(s, &m->ins) != 0)
+		return -1;
+	return m->c ? store_put_compute(s, m->ins.id, m->c) : 0;
+}
+
+int store_add_model_compute(store *s, const char *file, int64_t parent_id, int64_t train_step,
+			    const char *notes, const store_compute *c, int64_t *id_out)
 {
 	int rc = -1;
 	char rel[PATH_MAX];
@@ -694,15 +770,21 @@ int store_add_model(store *s, const char *file, int64_t parent_id, int64_t train
 	SQLITE_CHECK(s, sqlite3_bind_int64(st, 3, train_step));
 	SQLITE_CHECK(s, sqlite3_bind_double(st, 4, store_now()));
 	SQLITE_CHECK(s, sqlite3_bind_text(st, 5, notes ? notes : "", -1, SQLITE_TRANSIENT));
-	store_insert ins = { st, 0 };
-	if (store_write(s, store_insert_body, &ins))
+	store_model_insert m = { { st, 0 }, c };
+	if (store_write(s, store_model_body, &m))
 		goto out;
 	if (id_out)
-		*id_out = ins.id;
+		*id_out = m.ins.id;
 	rc = 0;
 out:
 	store_release(st);
 	return rc;
+}
+
+int store_add_model(store *s, const char *file, int64_t parent_id, int64_t train_step,
+		    const char *notes, int64_t *id_out)
+{
+	return store_add_model_compute(s, file, parent_id, train_step, notes, NULL, id_out);
 }
 
 int store_latest_model(store *s, int64_t *id, char *file, size_t file_len, int64_t *train_step)
@@ -1004,6 +1086,107 @@ int store_metrics(store *s, const char *name, store_metric_fn fn, void *ctx)
 		n++;
 		if (fn(ctx, sqlite3_column_int64(st, 0), sqlite3_column_double(st, 1),
 		       sqlite3_column_double(st, 2)))
+			break;
+	}
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		SQLITE_CHECK(s, step);
+	rc = n;
+out:
+	store_release(st);
+	return rc;
+}
+
+/* ---- compute and evaluations ----------------------------------------------- */
+
+int store_model_compute(store *s, int64_t model_id, store_compute *c)
+{
+	int rc = -1;
+	sqlite3_stmt *st = store_stmt(s, STORE_SQL_COMPUTE);
+	if (!st)
+		return -1;
+	SQLITE_CHECK(s, sqlite3_bind_int64(st, 1, model_id));
+	int step = sqlite3_step(st);
+	if (step == SQLITE_DONE) {
+		rc = 0;
+		goto out;
+	}
+	if (step != SQLITE_ROW)
+		SQLITE_CHECK(s, step);
+	c->seconds = sqlite3_column_double(st, 0);
+	c->cpu_seconds = sqlite3_column_double(st, 1);
+	c->evals = sqlite3_column_int64(st, 2);
+	c->games = sqlite3_column_int64(st, 3);
+	c->positions = sqlite3_column_int64(st, 4);
+	rc = 1;
+out:
+	store_release(st);
+	return rc;
+}
+
+/* Arguments of store_add_evaluations' transaction. */
+typedef struct store_eval_batch {
+	const store_evaluation *e; /* [n] */
+	int n;                     /* rows */
+	double now;                /* one timestamp for all */
+} store_eval_batch;
+
+static int store_evals_body(store *s, void *ctx)
+{
+	store_eval_batch *b = ctx;
+	int rc = -1;
+	sqlite3_stmt *st = NULL;
+	for (int i = 0; i < b->n; i++) {
+		const store_evaluation *e = &b->e[i];
+		st = store_stmt(s, STORE_SQL_ADD_EVALUATION);
+		if (!st)
+			return -1;
+		SQLITE_CHECK(s, sqlite3_bind_int64(st, 1, e->model_id));
+		SQLITE_CHECK(s, sqlite3_bind_text(st, 2, e->method, -1, SQLITE_STATIC));
+		SQLITE_CHECK(s, sqlite3_bind_text(st, 3, e->part, -1, SQLITE_STATIC));
+		SQLITE_CHECK(s, sqlite3_bind_int64(st, 4, e->n));
+		SQLITE_CHECK(s, sqlite3_bind_double(st, 5, e->score));
+		SQLITE_CHECK(s, sqlite3_bind_double(st, 6, e->value));
+		SQLITE_CHECK(s, sqlite3_bind_double(st, 7, e->seconds));
+		SQLITE_CHECK(s, sqlite3_bind_double(st, 8, b->now));
+		SQLITE_CHECK(s, store_step_done(st));
+	}
+	rc = 0;
+out:
+	store_release(st);
+	return rc;
+}
+
+int store_add_evaluations(store *s, const store_evaluation *e, int n)
+{
+	store_eval_batch b = { e, n, store_now() };
+	return store_write(s, store_evals_body, &b);
+}
+
+int store_evaluations(store *s, int64_t model_id, const char *method, store_evaluation_fn fn,
+		      void *ctx)
+{
+	int rc = -1, n = 0, step = SQLITE_DONE;
+	sqlite3_stmt *st = store_stmt(s, STORE_SQL_EVALUATIONS);
+	if (!st)
+		return -1;
+	SQLITE_CHECK(s, sqlite3_bind_int64(st, 1, model_id));
+	if (method)
+		SQLITE_CHECK(s, sqlite3_bind_text(st, 2, method, -1, SQLITE_TRANSIENT));
+	else
+		SQLITE_CHECK(s, sqlite3_bind_null(st, 2));
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		store_evaluation e = {
+			.model_id = sqlite3_column_int64(st, 0),
+			.method = store_col_text(st, 1),
+			.part = store_col_text(st, 2),
+			.n = (int)sqlite3_column_int64(st, 3),
+			.score = sqlite3_column_double(st, 4),
+			.value = sqlite3_column_double(st, 5),
+			.seconds = sqlite3_column_double(st, 6),
+			.created = sqlite3_column_double(st, 7),
+		};
+		n++;
+		if (fn(ctx, &e))
 			break;
 	}
 	if (step != SQLITE_ROW && step != SQLITE_DONE)

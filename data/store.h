@@ -27,7 +27,7 @@
 #include "data/record.h"
 
 /* The schema this sente writes; store_migrations has this many steps. */
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 /* How long one statement waits for another process's write lock. */
 #define STORE_BUSY_TIMEOUT_MS 10000
 /* Times a write transaction is retried when the lock stays busy past it. */
@@ -89,6 +89,23 @@ bool store_last_busy(const store *s);
 /* Registers a model file; parent_id <= 0 means none. 0 or -1. */
 int store_add_model(store *s, const char *file, int64_t parent_id, int64_t train_step,
 		    const char *notes, int64_t *id_out);
+/* What a run spent to reach a model: cumulative over the run's sessions,
+ * self-play and training only (not measurement, reports or gating). */
+typedef struct store_compute {
+	double seconds;      /* wall seconds of self-play and training */
+	double cpu_seconds;  /* the process's CPU seconds over the same phases */
+	int64_t evals;       /* network evaluations of self-play */
+	int64_t games;       /* self-play games played */
+	int64_t positions;   /* recorded positions they gave */
+} store_compute;
+/* store_add_model with the model's compute (NULL: none), in the same
+ * transaction, so a registered model of a run always has it. 0 or -1. */
+int store_add_model_compute(store *s, const char *file, int64_t parent_id, int64_t train_step,
+			    const char *notes, const store_compute *c, int64_t *id_out);
+/* Model `model_id`'s compute: 1 found, 0 none (registered without it),
+ * -1 error. */
+int store_model_compute(store *s, int64_t model_id, store_compute *c);
+
 /* The model registered last: 1 found, 0 none, -1 error. `file` (file_len
  * bytes, may be NULL) and train_step (may be NULL) are filled when found. */
 int store_latest_model(store *s, int64_t *id, char *file, size_t file_len, int64_t *train_step);
@@ -163,6 +180,30 @@ int store_add_metrics(store *s, int64_t step, const char **names, const double *
  * plots); time is Unix seconds. The number seen, or -1. */
 typedef int (*store_metric_fn)(void *ctx, int64_t step, double time, double value); /* nonzero stops */
 int store_metrics(store *s, const char *name, store_metric_fn fn, void *ctx);
+
+/* ---- evaluations (sente eval) --------------------------------------------- */
+
+/* One measurement of a model by one method ("net", "search-v200-p100",
+ * "gnugo-l10-v200-g20", ...) on one part (a position set, or "all").
+ * Strings are valid during a callback only. */
+typedef struct store_evaluation {
+	int64_t model_id;   /* models.id */
+	const char *method; /* how it was measured, settings included */
+	const char *part;   /* a position set's name, or "all" */
+	int n;              /* positions or games measured */
+	double score;       /* errors (Connect Four), or wins + draws / 2 (games) */
+	double value;       /* score / n */
+	double seconds;     /* wall seconds the measurement took */
+	double created;     /* Unix time it was stored (filled when read) */
+} store_evaluation;
+/* Stores rows in ONE transaction; a row with the same model, method and
+ * part is replaced. 0 or -1. */
+int store_add_evaluations(store *s, const store_evaluation *e, int n);
+typedef int (*store_evaluation_fn)(void *ctx, const store_evaluation *e); /* nonzero stops */
+/* Calls fn for the rows of model_id (0: every model) and method (NULL:
+ * every method), by model then method. The count, or -1. */
+int store_evaluations(store *s, int64_t model_id, const char *method, store_evaluation_fn fn,
+		      void *ctx);
 
 /* ---- matches (sente match, sente tournament) ------------------------------ */
 

@@ -15,6 +15,15 @@ static inline double clock_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* CPU seconds this process has used, all its threads together
+ * (CLOCK_PROCESS_CPUTIME_ID): what a phase cost on a machine it shares. */
+static inline double clock_cpu(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* The monotonic instant `seconds` from now, for pthread_cond_timedwait on
  * a condition variable whose clock is CLOCK_MONOTONIC. */
 static inline struct timespec clock_deadline(double seconds)

@@ -33,7 +33,8 @@ struct loop {
 	int64_t play_id;        /* the model self-play uses */
 	double per_game;        /* recorded positions per game, a running estimate */
 	int iteration;          /* iterations finished in this session */
-	double t_end;           /* clock_now() when `minutes` are up */
+	store_compute spent;    /* the run's compute so far, over its sessions */
+	double session_spent;   /* compute seconds of this session, which `minutes` bounds */
 	/* The self-play phase's game callback: */
 	int64_t it_positions;   /* recorded positions this iteration */
 	int64_t it_games;       /* games this iteration */
@@ -71,6 +72,7 @@ loop_options loop_options_default(const game_params *g)
 	o.batch = 256;
 	o.sample_ratio = 6;
 	o.lr = 0.02;
+	o.measure_every = 1;
 	o.eval_visits = 200;
 	o.eval_positions = 40;
 	o.seed = 1;
@@ -103,6 +105,22 @@ int64_t loop_step(const loop *r) { return learner_steps(r->L); }
 int64_t loop_positions(const loop *r) { return learner_positions(r->L); }
 int64_t loop_selfplay_model(const loop *r) { return r->play_id; }
 bool loop_resumed(const loop *r) { return r->resumed; }
+void loop_compute(const loop *r, store_compute *out) { *out = r->spent; }
+
+/* A compute phase's cost into the run's account: wall seconds since t0,
+ * CPU seconds since cpu0, self-play's evaluations since `before`. */
+static void charge(loop *r, double t0, double cpu0, const selfplay_stats *before)
+{
+	double wall = clock_now() - t0;
+	selfplay_stats now;
+	selfplay_get_stats(r->sp, &now);
+	r->spent.seconds += wall;
+	r->spent.cpu_seconds += clock_cpu() - cpu0;
+	r->spent.evals += (int64_t)(now.evals - before->evals);
+	r->spent.games += now.games - before->games;
+	r->spent.positions += now.positions - before->positions;
+	r->session_spent += wall;
+}
 
 /* The last value of metric "selfplay_model": the network self-play uses
  * when gating is on. */
@@ -321,7 +339,6 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 		return NULL;
 	}
 	r->o = *o;
-	r->t_end = clock_now() + o->minutes * 60;
 	r->rd = rundir_open(r->o.dir, err, errlen);
 	if (!r->rd)
 		goto fail;
@@ -350,6 +367,10 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	if (rundir_first_model(r->rd, r->L, &r->model_id, "sente run", err, errlen) != 0 ||
 	    import_pending(r, err, errlen) != 0)
 		goto fail;
+	/* The compute account goes on from the newest model's (none: a run
+	 * from before the account, counted from here). */
+	if (store_model_compute(r->db, r->model_id, &r->spent) < 0)
+		memset(&r->spent, 0, sizeof(r->spent));
 	int64_t last_id = 0;
 	int added;
 	if (learner_refill(r->L, r->db, NULL, o->window, &last_id, &added, err, errlen) != 0)
@@ -390,7 +411,7 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	    r->net->arch.blocks, r->net->arch.channels, r->resumed ? "resumed" : "new",
 	    (long long)learner_steps(r->L), (long long)games0, (long long)positions0,
 	    (long long)learner_positions(r->L), o->minutes, sp_what, learner_describe(r->L));
-	if (r->have_bench && !r->resumed)
+	if (r->have_bench && !r->resumed && o->measure_every > 0)
 		loop_measure_c4(r->db, &r->bench, learner_net(r->L), o->eval_visits, o->eval_positions,
 				0, true, o->log, o->quiet);
 	return r;
@@ -431,12 +452,17 @@ int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
 	int64_t want = (int64_t)ceil(r->o.positions_per_iter / r->per_game);
 	if (want < r->o.parallel_games)
 		want = r->o.parallel_games;
-	double t0 = clock_now();
-	/* Never past the session's end (0 would mean no limit). */
-	double left = r->t_end - t0 > 0.001 ? r->t_end - t0 : 0.001;
+	double t0 = clock_now(), cpu0 = clock_cpu();
+	selfplay_stats before;
+	selfplay_get_stats(r->sp, &before);
+	/* Never past the session's compute (0 would mean no limit). */
+	double left = r->o.minutes * 60 - r->session_spent;
+	if (left < 0.001)
+		left = 0.001;
 	store_set_patience(r->db, LOOP_PLAY_BUSY_MS, 0);
 	int64_t games = selfplay_run(r->sp, want, left, on_game, r, r->o.stop);
 	flush_pending(r);
+	charge(r, t0, cpu0, &before);
 	store_set_patience(r->db, STORE_BUSY_TIMEOUT_MS, STORE_BUSY_RETRIES);
 	if (r->it_games > 0)
 		r->per_game = 0.5 * r->per_game + 0.5 * (double)r->it_positions / r->it_games;
@@ -459,7 +485,9 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 		steps = 1;
 	double sums[4] = { 0 };
 	train_stats ts = { 0 };
-	double t0 = clock_now();
+	double t0 = clock_now(), cpu0 = clock_cpu();
+	selfplay_stats before;
+	selfplay_get_stats(r->sp, &before);
 	int s;
 	for (s = 0; s < steps && !stopped(r); s++) {
 		if (learner_step(r->L, r->o.batch, 0, &ts) != 0) {
@@ -472,6 +500,7 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 		sums[3] += ts.grad_norm;
 	}
 	it->train_seconds = clock_now() - t0;
+	charge(r, t0, cpu0, &before);
 	it->steps = steps;
 	it->loss = sums[0] / steps;
 	it->policy_loss = sums[1] / steps;
@@ -492,7 +521,7 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 			  (double)g_all, (double)p_all, it->selfplay_seconds, it->train_seconds };
 	store_add_metrics(r->db, it->step, names, vals, 9);
 	/* A checkpoint to resume from; a new model for self-play. */
-	if (rundir_save(r->rd, r->L, &r->model_id, "sente run", err, errlen) != 0)
+	if (rundir_save_compute(r->rd, r->L, &r->model_id, "sente run", &r->spent, err, errlen) != 0)
 		return -1;
 	it->model_id = r->model_id;
 	nn_net *trained = learner_net(r->L);
@@ -527,13 +556,15 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 void loop_measure(loop *r, const loop_iteration *it)
 {
 	nn_net *trained = learner_net(r->L);
-	if (!trained)
+	int every = r->o.measure_every;
+	if (!trained || every <= 0 || it->number % every != 0)
 		return;
-	/* The search measurement every third iteration. */
+	/* The search measurement every third time. */
+	bool third = (it->number / every) % 3 == 0;
 	if (r->have_bench)
 		loop_measure_c4(r->db, &r->bench, trained, r->o.eval_visits, r->o.eval_positions,
-				it->step, it->number % 3 == 0, r->o.log, r->o.quiet);
-	else if (it->number % 3 == 0)
+				it->step, third, r->o.log, r->o.quiet);
+	else if (third)
 		loop_measure_first(r->db, trained, &r->o.game, r->o.eval_visits, it->step, r->o.log,
 				r->o.quiet);
 }
@@ -553,7 +584,7 @@ void loop_close(loop *r)
 	/* Every write of the closing work waits a bounded time for another
 	 * process's lock: the session ends about on time. */
 	end_session_writes(r);
-	if (r->have_bench && !stopped(r))
+	if (r->have_bench && !stopped(r) && r->o.measure_every > 0)
 		loop_measure_c4(r->db, &r->bench, learner_net(r->L), r->o.eval_visits,
 				r->o.eval_positions, learner_steps(r->L), true, r->o.log, false);
 	snprintf(path, sizeof(path), "%s/report.html", r->o.dir);
@@ -570,7 +601,7 @@ int loop_run(const loop_options *o, char *err, size_t errlen)
 	if (!r)
 		return -1;
 	int rc = 0;
-	while (!stopped(r) && clock_now() < r->t_end) {
+	while (!stopped(r) && r->session_spent < r->o.minutes * 60) {
 		loop_iteration it;
 		int sp = loop_selfplay(r, &it, err, errlen);
 		if (sp < 0) {

@@ -11,14 +11,16 @@
  *                  cut short), each stored in one transaction and added to
  *                  the window;
  *   loop_train     sample_ratio training samples per new position;
- *   loop_export    the metrics, a new model registered, gating (when on),
+ *   loop_export    the metrics, a new model registered with the run's
+ *                  compute so far (store_compute), gating (when on),
  *                  the self-play model swapped, the checkpoint;
  *   loop_measure   strength: Connect Four error rates against a perfect
  *                  solver's labels, Go games against the first network;
  *   loop_report    DIR/report.html;
  *   loop_close     the closing measurement (unless stopped) and report.
  *
- * loop_run is the whole of it until `minutes` pass or *stop is set. Every
+ * loop_run is the whole of it until `minutes` of compute (self-play and
+ * training time) are spent or *stop is set. Every
  * phase leaves the run resumable: games are committed one by one, models
  * and checkpoints are written to a temporary file and renamed. */
 #ifndef SENTE_LOOP_LOOP_H
@@ -29,13 +31,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "data/store.h"
 #include "engine/game.h"
 #include "nn/backend.h"
 
 typedef struct loop_options {
 	game_params game;          /* what to learn */
 	char dir[4096];            /* the run's folder */
-	double minutes;            /* loop_run stops after this long */
+	double minutes;            /* loop_run stops after this much compute (self-play and
+				    * training; not measurement, reports or gating) */
 	int blocks, channels;      /* a new network's shape */
 	int parallel_games;        /* self-play games at once */
 	int visits, cheap_visits;  /* full and cheap search visits */
@@ -44,6 +48,8 @@ typedef struct loop_options {
 	int batch;                 /* training batch */
 	double sample_ratio;       /* training samples per new position */
 	double lr;                 /* SGD (Nesterov) learning rate */
+	int measure_every;         /* strength measured every N iterations (the search every
+				    * third time), at the start and the end; 0: never */
 	int eval_visits;           /* search visits when measuring strength */
 	int eval_positions;        /* positions per set for the search measurement */
 	uint64_t seed;             /* the first network's, and the trainer's */
@@ -94,6 +100,9 @@ int64_t loop_step(const loop *r);           /* the learner's steps */
 int64_t loop_positions(const loop *r);      /* positions in the window */
 int64_t loop_selfplay_model(const loop *r); /* model id self-play uses */
 bool loop_resumed(const loop *r);           /* opened from a checkpoint */
+/* The run's compute so far (over its sessions; store.h), as the next
+ * model will record it. */
+void loop_compute(const loop *r, store_compute *out);
 
 /* The whole loop: open, iterations until the time is up or *stop, close.
  * 0, or -1 with a message. */

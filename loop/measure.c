@@ -22,10 +22,8 @@ static void say(FILE *log, const char *fmt, ...)
 	fflush(log);
 }
 
-/* An evaluator over its own copy of `net` (BN folded) on the CPU, with
- * the evaluator options `eo`; NULL with a message. */
-static evaluator *make_evaluator(const nn_net *net, const eval_options *eo, nn_net **copy,
-				 nn_backend **be, char *err, size_t errlen)
+evaluator *loop_measure_evaluator(const nn_net *net, const eval_options *eo, nn_net **copy,
+				  nn_backend **be, char *err, size_t errlen)
 {
 	*copy = nn_net_clone(net);
 	*be = NULL;
@@ -49,7 +47,7 @@ void loop_measure_c4(store *db, const c4bench *bench, const nn_net *net, int eva
 	nn_backend *be = NULL;
 	eval_options eo = eval_options_default();
 	eo.random_symmetry = 0;
-	evaluator *ev = make_evaluator(net, &eo, &copy, &be, err, sizeof(err));
+	evaluator *ev = loop_measure_evaluator(net, &eo, &copy, &be, err, sizeof(err));
 	if (!ev) {
 		say(log, "strength not measured: %s\n", err);
 		goto out;
@@ -116,8 +114,8 @@ void loop_measure_first(store *db, const nn_net *net, const game_params *g, int 
 		say(log, "no first model to measure against\n");
 		goto out;
 	}
-	e1 = make_evaluator(net, &eo, &c1, &b1, err, sizeof(err));
-	e2 = e1 ? make_evaluator(first, &eo, &c2, &b2, err, sizeof(err)) : NULL;
+	e1 = loop_measure_evaluator(net, &eo, &c1, &b1, err, sizeof(err));
+	e2 = e1 ? loop_measure_evaluator(first, &eo, &c2, &b2, err, sizeof(err)) : NULL;
 	arena_result r;
 	enum { GAMES = 10 };
 	if (!e2 || arena_play(e1, e2, g, GAMES, eval_visits / 4 + 1, eval_visits / 4 + 1, 4,

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "loop/harness.h"
+
 typedef report_series series;
 
 typedef struct collect_ctx {
@@ -191,6 +193,8 @@ int report_write(store *db, const char *path, const char *game_name, char *err, 
 		report_chart(f, "Strength", "minutes", wr, 1, true);
 		release(wr, 1);
 	}
+	/* The models measured afterwards, against compute. */
+	harness_report(db, f);
 	fprintf(f, "</body></html>\n");
 	if (fclose(f) != 0 || rename(tmp, path) != 0) {
 		snprintf(err, errlen, "cannot write %s", path);

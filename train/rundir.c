@@ -158,6 +158,12 @@ static void model_file_name(const rundir *r, int64_t step, char *file, size_t le
 int rundir_save(rundir *r, learner *L, int64_t *model_id, const char *note, char *err,
 		size_t errlen)
 {
+	return rundir_save_compute(r, L, model_id, note, NULL, err, errlen);
+}
+
+int rundir_save_compute(rundir *r, learner *L, int64_t *model_id, const char *note,
+			const store_compute *c, char *err, size_t errlen)
+{
 	if (learner_checkpoint_save(L, r->ckpt, err, errlen) != 0)
 		return -1;
 	fault_point(FAULT_AFTER_CHECKPOINT, "after-checkpoint");
@@ -183,7 +189,7 @@ int rundir_save(rundir *r, learner *L, int64_t *model_id, const char *note, char
 	if (nn_net_save(net, file, err, errlen) != 0)
 		goto out;
 	fault_point(FAULT_AFTER_MODEL_FILE, "after-model-file");
-	if (store_add_model(r->db, file, *model_id, step, note, &id) != 0) {
+	if (store_add_model_compute(r->db, file, *model_id, step, note, c, &id) != 0) {
 		snprintf(err, errlen, "registering the model: %s", store_errmsg(r->db));
 		goto out;
 	}
@@ -207,5 +213,7 @@ int rundir_first_model(rundir *r, learner *L, int64_t *model_id, const char *not
 		return -1;
 	}
 	*model_id = 0;
-	return rundir_save(r, L, model_id, note, err, errlen);
+	/* Nothing has been spent on the first network yet. */
+	store_compute none = { 0 };
+	return rundir_save_compute(r, L, model_id, note, &none, err, errlen);
 }

@@ -56,6 +56,11 @@ nn_net *rundir_learner_net(const rundir *r, const game_params *g, int blocks, in
 int rundir_save(rundir *r, learner *L, int64_t *model_id, const char *note, char *err,
 		size_t errlen);
 
+/* rundir_save that also records `c` (NULL: nothing) as the new model's
+ * compute, in the same transaction as its row. */
+int rundir_save_compute(rundir *r, learner *L, int64_t *model_id, const char *note,
+			const store_compute *c, char *err, size_t errlen);
+
 /* The model to continue from: the newest registered one into *model_id;
  * a run without models (a new one, or one stopped before its first model
  * was registered) saves the learner as its first model. 0, or -1 with a

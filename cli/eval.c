@@ -1,0 +1,114 @@
+/* eval.c: `sente eval`: its options, then harness_eval or harness_compare
+ * (loop/harness.h). */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/opt.h"
+#include "loop/harness.h"
+
+static const char eval_about[] =
+	"Measures every saved model of a run afterwards, outside its timed\n"
+	"minutes, and sets each against the compute the run had spent to reach it\n"
+	"(self-play and training: wall seconds, the process's CPU seconds, network\n"
+	"evaluations; measurement, reports and gating are not counted).\n"
+	"\n"
+	"Connect Four: the error rate on each solver-labelled set of data/connect4,\n"
+	"the network alone on every position and a --visits search on --positions\n"
+	"positions of each set. Go: --games games against GNU Go at --gnugo-level,\n"
+	"which also scores them. Results are kept in DIR/sente.db: running the\n"
+	"command again measures only what is missing (Ctrl-C loses at most the\n"
+	"model in progress). The table goes to stdout, --csv FILE writes it as\n"
+	"CSV, and DIR/report.html gains a chart.\n"
+	"\n"
+	"With --compare, the runs given (DIR, or LABEL=DIR; a folder named\n"
+	"NAME-sN is labelled NAME) are set side by side at equal compute, --at\n"
+	"minutes: the mean and the range over the runs of each label.\n";
+
+static volatile sig_atomic_t stop_flag;
+static void on_signal(int sig) { stop_flag = 1; (void)sig; }
+
+int cli_eval(int argc, char **argv)
+{
+	harness_options o = harness_options_default();
+	harness_compare_options co = { .part = "all" };
+	bool compare = false;
+	int axis = HARNESS_AXIS_CPU;
+	static const char *const axes[] = { "cpu", "wall", NULL };
+	cli_int_list models = { .v = o.models, .cap = HARNESS_MAX_LIST, .n = &o.n_models };
+	cli_int_list at = { .v = co.at, .cap = HARNESS_MAX_LIST, .n = &co.n_at };
+	co.at[0] = 10;
+	co.at[1] = 20;
+	co.at[2] = 30;
+	co.n_at = 3;
+	const cli_opt opts[] = {
+		CLI_OPT_BUF("--dir", NULL, o.dir, "DIR", "the run to measure", .def = ""),
+		CLI_OPT_CALL("--models", NULL, &models, cli_opt_int_list, "LIST",
+			     "only these model ids, comma-separated", .lo = 1, .hi = 0x7fffffff,
+			     .def = "all"),
+		CLI_OPT_REAL("--every", NULL, &o.every, 0, 1e7, "M",
+			     "a model about every M minutes of compute, with the first and the "
+			     "last (0: every model)"),
+		CLI_OPT_INT("--visits", NULL, &o.visits, 1, 100000, "V",
+			    "search visits per position (Connect Four) or per move (Go)"),
+		CLI_OPT_INT("--positions", NULL, &o.positions, 0, 100000, "N",
+			    "Connect Four: positions of each set for the search, spread over it "
+			    "(0: all)"),
+		CLI_OPT_FLAG("--net-only", NULL, &o.net_only,
+			     "Connect Four: the network alone, no search"),
+		CLI_OPT_INT("--gnugo-level", NULL, &o.gnugo_level, 0, 10, "L", "Go: GNU Go's level"),
+		CLI_OPT_INT("--games", NULL, &o.games, 2, 100000, "N", "Go: games against GNU Go per model"),
+		CLI_OPT_BUF("--gnugo", NULL, o.gnugo, "PATH", "Go: GNU Go's program"),
+		CLI_OPT_CHOICE("--axis", NULL, &axis, axes, "cpu|wall",
+			       "the compute axis of --every, --at and the chart: the CPU seconds of "
+			       "the run's process (fair on a shared machine) or wall seconds",
+			       .def = "cpu"),
+		CLI_OPT_BUF("--csv", NULL, o.csv, "FILE", "also write the table as CSV", .def = ""),
+		CLI_OPT_FLAG("--compare", NULL, &compare,
+			     "compare the runs given as arguments (DIR or LABEL=DIR) at equal compute"),
+		CLI_OPT_CALL("--at", NULL, &at, cli_opt_int_list, "LIST",
+			     "--compare: compute points, minutes, comma-separated", .lo = 0,
+			     .hi = 10000000, .def = "10,20,30"),
+		CLI_OPT_STRING("--part", NULL, &co.part, "SET",
+			       "--compare: a position set's name, or all", .def = "all"),
+		CLI_OPT_FLAG("--quiet", "-q", &o.quiet, "no progress lines"),
+	};
+	int n_pos = 0;
+	const cli_spec spec = {
+		.cmd = "eval", .usage = "--dir DIR [options]\n       sente eval --compare DIR... [options]",
+		.about = eval_about, .opts = opts, .n_opts = CLI_N(opts),
+		.pos = co.runs, .pos_max = HARNESS_MAX_RUNS, .pos_n = &n_pos,
+	};
+	int rc;
+	if (!cli_opt_parse(&spec, argc, argv, &rc))
+		return rc;
+	o.axis = co.axis = (harness_axis)axis;
+	char err[8192];
+	if (compare) {
+		if (n_pos < 1)
+			return cli_usage_error("eval", "--compare needs the runs' folders");
+		co.n_runs = n_pos;
+		co.out = stdout;
+		snprintf(co.csv, sizeof(co.csv), "%s", o.csv);
+		if (harness_compare(&co, err, sizeof(err)) != 0) {
+			fprintf(stderr, "sente eval: %s\n", err);
+			return 1;
+		}
+		return 0;
+	}
+	if (n_pos > 0)
+		return cli_usage_error("eval", "unexpected argument '%s' (the run is --dir DIR; "
+				       "several runs: --compare)", co.runs[0]);
+	if (!o.dir[0])
+		return cli_usage_error("eval", "give the run's folder: --dir DIR");
+	o.log = stdout;
+	o.stop = &stop_flag;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (harness_eval(&o, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sente eval: %s\n", err);
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,98 @@
+/* harness.h: the honest harness, as `sente eval` drives it: every saved
+ * model of a run measured afterwards, outside the run's timed minutes, and
+ * set against the compute the run had spent to reach it (the models'
+ * store_compute rows, written by the loop).
+ *
+ *   Connect Four (a game with solver-labelled positions): the error rate
+ *   on each set of data/connect4, the network alone on every position
+ *   (method "net") and an N-visit search on P positions a set, spread
+ *   over it (method "search-vN-pP");
+ *   Go: a match against GNU Go at a level, which also scores the games
+ *   (method "gnugo-lL-vN-gG": the win rate, draws half).
+ *
+ * Every measurement is stored in the run's database (store_evaluation,
+ * keyed by model, method and part), so running it again measures only
+ * what is missing, and a Ctrl-C loses at most the model in progress (a
+ * Go match resumes game by game).
+ *
+ * harness_compare sets runs side by side at equal compute: each run's
+ * curve interpolated at the points asked for, then mean and spread over
+ * the runs of one label (the seed varies within a label). */
+#ifndef SENTE_LOOP_HARNESS_H
+#define SENTE_LOOP_HARNESS_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "data/store.h"
+
+/* Most models harness_options.models may name; most points of a compare. */
+#define HARNESS_MAX_LIST 256
+/* Most runs harness_compare takes. */
+#define HARNESS_MAX_RUNS 64
+
+/* The compute axis: the process's CPU seconds (fair between runs that
+ * shared a machine) or the wall seconds of self-play and training. */
+typedef enum harness_axis {
+	HARNESS_AXIS_CPU = 0,
+	HARNESS_AXIS_WALL = 1,
+} harness_axis;
+
+typedef struct harness_options {
+	char dir[4096];            /* the run's folder */
+	int visits;                /* search visits per position (C4) or move (Go) */
+	int positions;             /* C4: positions per set for the search; 0 all */
+	bool net_only;             /* C4: the network alone, no search */
+	int models[HARNESS_MAX_LIST]; /* only these model ids ... */
+	int n_models;              /* ... when > 0 */
+	double every;              /* > 0: a model about every this many minutes of
+				    * compute (the first at or past each multiple),
+				    * plus the first and the last */
+	harness_axis axis;         /* what `every` and the chart count */
+	int gnugo_level;           /* Go: GNU Go's --level */
+	int games;                 /* Go: games against it per model */
+	char gnugo[1024];          /* Go: GNU Go's program ("gnugo": looked up on PATH
+				    * and in /usr/games) */
+	char csv[4096];            /* "" or a file for the table, one row per figure */
+	FILE *log;                 /* progress lines and the table; NULL: none */
+	bool quiet;                /* no progress lines */
+	volatile sig_atomic_t *stop; /* set (by a signal handler) to stop after the
+				      * model in progress; may be NULL */
+} harness_options;
+
+harness_options harness_options_default(void);
+
+/* Measures the models of o->dir that are not yet measured, prints the
+ * table of every model's figures against its compute to o->log, writes
+ * o->csv and DIR/report.html. 0 (also when stopped), or -1 with a message:
+ * no run in the folder, no models, no GNU Go for a Go run, a model that
+ * cannot be loaded. */
+int harness_eval(const harness_options *o, char *err, size_t errlen);
+
+typedef struct harness_compare_options {
+	const char *runs[HARNESS_MAX_RUNS]; /* "DIR" or "LABEL=DIR" */
+	int n_runs;                /* entries */
+	int at[HARNESS_MAX_LIST];  /* compute points, minutes */
+	int n_at;                  /* entries */
+	harness_axis axis;         /* the compute axis */
+	const char *part;          /* "all" or a position set's name */
+	char csv[4096];            /* "" or a file for the table */
+	FILE *out;                 /* the table */
+} harness_compare_options;
+
+/* The label of a run given as DIR: its folder's last name without a
+ * trailing seed ("c4-fpu-s2" and "c4-fpu-seed2" are "c4-fpu"). */
+void harness_label(const char *dir, char *label, size_t len);
+
+/* The runs (already evaluated) side by side: for every method and label,
+ * at each point the mean, smallest and largest value over the label's
+ * runs that reached it. 0, or -1 with a message. */
+int harness_compare(const harness_compare_options *o, char *err, size_t errlen);
+
+/* The figures of `sente eval` against compute in a run's report (a chart
+ * per game's main figure), nothing when there are none. */
+void harness_report(store *db, FILE *f);
+
+#endif
