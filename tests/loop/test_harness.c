@@ -1,0 +1,342 @@
+/* The honest harness (loop/harness.h) on a tiny Connect Four run made by
+ * the loop's phases: the compute each model records grows and leaves out
+ * measurement; every model is measured, a second pass measures nothing
+ * again; runs compare at equal compute; bad inputs are refused. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "data/store.h"
+#include "engine/clock.h"
+#include "loop/harness.h"
+#include "loop/loop.h"
+#include "nn/net.h"
+#include "tests/cli/cli_util.h"
+#include "tests/loop/loop_util.h"
+
+/* A tiny run of `iters` iterations in dir; measured in the run when
+ * `measure`. The compute the loop counted, per iteration, into spent[]. */
+static void tiny_run(const char *dir, int iters, bool measure, double *spent)
+{
+	char err[1024];
+	loop_options o = loop_test_options(dir);
+	o.measure_every = measure ? 1 : 0;
+	loop *r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	double sum = 0;
+	for (int i = 0; i < iters; i++) {
+		loop_iteration it;
+		cr_assert_eq(loop_selfplay(r, &it, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(loop_train(r, &it, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(loop_export(r, &it, err, sizeof(err)), 0, "%s", err);
+		sum += it.selfplay_seconds + it.train_seconds;
+		if (spent)
+			spent[i] = sum;
+		if (measure) {
+			/* Slow on purpose, as a search measurement is: it must
+			 * not count. */
+			double t0 = clock_now();
+			loop_measure(r, &it);
+			while (clock_now() - t0 < 0.3)
+				usleep(10000);
+		}
+	}
+	loop_close(r);
+}
+
+static store *open_db(const char *dir)
+{
+	char path[512], err[256];
+	snprintf(path, sizeof(path), "%s/sente.db", dir);
+	store *db = store_open(path, err, sizeof(err));
+	cr_assert(db, "%s", err);
+	return db;
+}
+
+static harness_options small_eval(const char *dir)
+{
+	harness_options o = harness_options_default();
+	snprintf(o.dir, sizeof(o.dir), "%s", dir);
+	o.visits = 4;
+	o.positions = 2;
+	o.quiet = true;
+	return o;
+}
+
+/* Rows seen: count, and the latest `created`. */
+typedef struct rows {
+	int n, all;
+	double created_max;
+} rows;
+
+static int count_row(void *ctx, const store_evaluation *e)
+{
+	rows *r = ctx;
+	r->n++;
+	r->all += !strcmp(e->part, "all");
+	cr_assert(e->n > 0 && e->value >= 0 && e->value <= 1, "%s/%s: %d, %f", e->method, e->part,
+		  e->n, e->value);
+	cr_assert_float_eq(e->value, e->score / e->n, 1e-9);
+	if (e->created > r->created_max)
+		r->created_max = e->created;
+	return 0;
+}
+
+Test(harness, compute_grows_and_leaves_out_measurement, .timeout = 240)
+{
+	char dir[] = "/tmp/sente-harness-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	double spent[3];
+	tiny_run(dir, 3, true, spent);
+	store *db = open_db(dir);
+	store_compute c, prev = { 0 };
+	cr_assert_eq(store_model_compute(db, 1, &c), 1, "the first model has its compute");
+	cr_assert(c.seconds == 0 && c.cpu_seconds == 0 && c.evals == 0);
+	for (int id = 2; id <= 4; id++) {
+		cr_assert_eq(store_model_compute(db, id, &c), 1, "model %d", id);
+		/* Self-play and training of the iterations so far, and nothing
+		 * else: each measurement took more than 0.3 s. */
+		cr_assert(fabs(c.seconds - spent[id - 2]) < 0.05, "model %d: %.3f s counted, %.3f s of "
+			  "self-play and training", id, c.seconds, spent[id - 2]);
+		cr_assert(c.seconds > prev.seconds && c.cpu_seconds > prev.cpu_seconds &&
+			  c.evals > prev.evals && c.games > prev.games && c.positions > prev.positions,
+			  "model %d's compute grows", id);
+		prev = c;
+	}
+	store_close(db);
+
+	/* A resumed session goes on from the newest model's account. */
+	tiny_run(dir, 1, false, NULL);
+	db = open_db(dir);
+	cr_assert_eq(store_model_compute(db, 5, &c), 1);
+	cr_assert(c.seconds > prev.seconds && c.evals > prev.evals, "%.3f after %.3f", c.seconds,
+		  prev.seconds);
+	store_close(db);
+	loop_test_rmdir(dir);
+}
+
+Test(harness, measures_every_model_once_then_compares, .timeout = 240)
+{
+	char dir[] = "/tmp/sente-harness-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	tiny_run(dir, 2, false, NULL);
+	harness_options o = small_eval(dir);
+	snprintf(o.csv, sizeof(o.csv), "%s/eval.csv", dir);
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), 0, "%s", err);
+	store *db = open_db(dir);
+	rows r = { 0 };
+	cr_assert_eq(store_evaluations(db, 0, NULL, count_row, &r), r.n);
+	/* 3 models, 2 methods, 6 sets and "all". */
+	cr_assert_eq(r.all, 3 * 2, "%d rows for all positions", r.all);
+	cr_assert_eq(r.n, 3 * 2 * 7, "%d rows", r.n);
+	rows net = { 0 };
+	store_evaluations(db, 2, "net", count_row, &net);
+	cr_assert_eq(net.n, 7, "model 2 by the network alone");
+	store_close(db);
+	FILE *f = fopen(o.csv, "r");
+	cr_assert(f, "the CSV was written");
+	char line[512];
+	int lines = 0;
+	cr_assert(fgets(line, sizeof(line), f));
+	cr_assert(strstr(line, "cpu_seconds"), "%s", line);
+	while (fgets(line, sizeof(line), f))
+		lines++;
+	fclose(f);
+	cr_assert_eq(lines, r.n, "one CSV line per figure");
+
+	/* Again: nothing is measured twice. */
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), 0, "%s", err);
+	db = open_db(dir);
+	rows again = { 0 };
+	store_evaluations(db, 0, NULL, count_row, &again);
+	cr_assert_eq(again.n, r.n);
+	cr_assert_eq(again.created_max, r.created_max, "no row was written again");
+	store_close(db);
+
+	/* A model the run does not have. */
+	o.models[0] = 99;
+	o.n_models = 1;
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "no model 99"), "%s", err);
+
+	/* A new method (more visits) measures only that; --models a subset. */
+	o.visits = 5;
+	o.models[0] = 3;
+	o.n_models = 1;
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), 0, "%s", err);
+	db = open_db(dir);
+	rows v5 = { 0 }, v5_m2 = { 0 };
+	store_evaluations(db, 3, "search-v5-p2", count_row, &v5);
+	store_evaluations(db, 2, "search-v5-p2", count_row, &v5_m2);
+	cr_assert_eq(v5.n, 7);
+	cr_assert_eq(v5_m2.n, 0, "model 2 was not asked for");
+	store_close(db);
+
+	/* The run against itself twice under one label: the range is one
+	 * value, and it is the run's value at that point. */
+	char run_a[600], run_b[600], csv[600];
+	snprintf(run_a, sizeof(run_a), "same=%s", dir);
+	snprintf(run_b, sizeof(run_b), "same=%s", dir);
+	snprintf(csv, sizeof(csv), "%s/compare.csv", dir);
+	harness_compare_options co = { .runs = { run_a, run_b }, .n_runs = 2, .at = { 0 }, .n_at = 1,
+				       .axis = HARNESS_AXIS_WALL, .part = "all" };
+	snprintf(co.csv, sizeof(co.csv), "%s", csv);
+	cr_assert_eq(harness_compare(&co, err, sizeof(err)), 0, "%s", err);
+	f = fopen(csv, "r");
+	cr_assert(f);
+	cr_assert(fgets(line, sizeof(line), f));
+	int found = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char label[64], method[64], part[64];
+		int at, runs;
+		double mean, lo, hi;
+		cr_assert_eq(sscanf(line, "%63[^,],%63[^,],%63[^,],%d,%d,%lf,%lf,%lf", label, method,
+				    part, &at, &runs, &mean, &lo, &hi), 8, "%s", line);
+		cr_assert_str_eq(label, "same");
+		cr_assert_eq(runs, 2);
+		cr_assert(lo == hi && fabs(mean - lo) < 1e-9, "%s", line);
+		if (!strcmp(method, "net")) {
+			/* At 0 minutes: the first model's error. */
+			db = open_db(dir);
+			rows first = { 0 };
+			store_evaluations(db, 1, "net", count_row, &first);
+			store_close(db);
+			cr_assert_eq(first.n, 7);
+			found++;
+		}
+	}
+	fclose(f);
+	cr_assert_eq(found, 1, "the network's row at 0 minutes");
+	/* A point past the run's compute has no value. */
+	co.at[0] = 100000;
+	co.csv[0] = 0;
+	cr_assert_eq(harness_compare(&co, err, sizeof(err)), 0, "%s", err);
+	loop_test_rmdir(dir);
+}
+
+Test(harness, labels_drop_the_seed)
+{
+	char l[64];
+	harness_label("runs/c4-fpu-s2", l, sizeof(l));
+	cr_assert_str_eq(l, "c4-fpu");
+	harness_label("runs/c4-fpu-seed12/", l, sizeof(l));
+	cr_assert_str_eq(l, "c4-fpu");
+	harness_label("x_s3", l, sizeof(l));
+	cr_assert_str_eq(l, "x");
+	harness_label("c4-default", l, sizeof(l));
+	cr_assert_str_eq(l, "c4-default");
+	harness_label("gen2", l, sizeof(l));
+	cr_assert_str_eq(l, "gen2", "digits alone do not name a seed");
+}
+
+Test(harness, refuses_bad_input, .timeout = 60)
+{
+	char dir[] = "/tmp/sente-harness-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	harness_options o = small_eval(dir);
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "no sente.db"), "%s", err);
+	snprintf(o.dir, sizeof(o.dir), "%s/missing", dir);
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "not a run's folder"), "%s", err);
+	o.dir[0] = 0;
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "--dir"), "%s", err);
+
+	/* A database without models. */
+	snprintf(o.dir, sizeof(o.dir), "%s", dir);
+	store *db = open_db(dir);
+	store_close(db);
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "no models"), "%s", err);
+
+	/* A Go run, and no GNU Go where it is said to be. */
+	game_params go = game_params_default(GAME_KIND_GO);
+	go.size = 9;
+	nn_arch a = nn_arch_default(&go, 1, 8);
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 3);
+	char file[600];
+	snprintf(file, sizeof(file), "%s/go.sente", dir);
+	cr_assert_eq(nn_net_save(net, file, err, sizeof(err)), 0, "%s", err);
+	nn_net_free(net);
+	db = open_db(dir);
+	cr_assert_eq(store_add_model(db, file, 0, 0, "test", NULL), 0);
+	store_close(db);
+	snprintf(o.gnugo, sizeof(o.gnugo), "%s/no-such-gnugo", dir);
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "GNU Go") && strstr(err, "apt-get install gnugo"), "%s", err);
+
+	/* Compare: nothing evaluated, or nothing to compare. */
+	const char *runs[1] = { dir };
+	harness_compare_options co = { .runs = { runs[0] }, .n_runs = 1, .at = { 10 }, .n_at = 1,
+				       .part = "all" };
+	cr_assert_eq(harness_compare(&co, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "no evaluations"), "%s", err);
+	co.n_runs = 0;
+	cr_assert_eq(harness_compare(&co, err, sizeof(err)), -1);
+	loop_test_rmdir(dir);
+}
+
+/* A Go model against GNU Go, which scores the games: the win rate is
+ * stored, and a second pass plays no game. */
+Test(harness, go_against_gnugo, .timeout = 120)
+{
+	if (access("/usr/games/gnugo", X_OK) != 0 && system("command -v gnugo >/dev/null 2>&1") != 0)
+		cr_skip_test("GNU Go is not installed");
+	char dir[] = "/tmp/sente-harness-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	game_params go = game_params_default(GAME_KIND_GO);
+	go.size = 9;
+	nn_arch a = nn_arch_default(&go, 1, 8);
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 3);
+	char file[600];
+	snprintf(file, sizeof(file), "%s/go.sente", dir);
+	cr_assert_eq(nn_net_save(net, file, err, sizeof(err)), 0, "%s", err);
+	nn_net_free(net);
+	store *db = open_db(dir);
+	cr_assert_eq(store_add_model(db, file, 0, 0, "test", NULL), 0);
+	store_close(db);
+	harness_options o = small_eval(dir);
+	o.games = 2;
+	o.visits = 2;
+	o.gnugo_level = 0;
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), 0, "%s", err);
+	db = open_db(dir);
+	rows r = { 0 };
+	cr_assert_eq(store_evaluations(db, 1, "gnugo-l0-v2-g2", count_row, &r), 1);
+	cr_assert_eq(r.all, 1);
+	store_close(db);
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), 0, "%s", err);
+	db = open_db(dir);
+	rows again = { 0 };
+	store_evaluations(db, 1, NULL, count_row, &again);
+	cr_assert_eq(again.n, 1);
+	cr_assert_eq(again.created_max, r.created_max, "measured once");
+	store_close(db);
+	loop_test_rmdir(dir);
+}
+
+/* The command: help, and usage errors before any work. */
+Test(harness, command_line)
+{
+	char out[8192];
+	char args[256];
+	cr_assert_eq(cli_test_run("eval --help", out, sizeof(out)), 0);
+	cr_assert(strstr(out, "--compare") && strstr(out, "--gnugo-level") && strstr(out, "--every"),
+		  "%s", out);
+	cr_assert_eq(cli_test_run("eval", out, sizeof(out)), 2);
+	cr_assert(strstr(out, "--dir"), "%s", out);
+	cr_assert_eq(cli_test_run("eval --compare", out, sizeof(out)), 2);
+	cr_assert_eq(cli_test_run("eval --dir /nonexistent-sente-run", out, sizeof(out)), 1);
+	cr_assert(strstr(out, "not a run's folder"), "%s", out);
+	snprintf(args, sizeof(args), "eval --dir x --models 0");
+	cr_assert_eq(cli_test_run(args, out, sizeof(out)), 2, "%s", out);
+	cr_assert_eq(cli_test_run("run --measure-every -1", out, sizeof(out)), 2, "%s", out);
+}
