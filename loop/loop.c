@@ -105,21 +105,23 @@ int64_t loop_step(const loop *r) { return learner_steps(r->L); }
 int64_t loop_positions(const loop *r) { return learner_positions(r->L); }
 int64_t loop_selfplay_model(const loop *r) { return r->play_id; }
 bool loop_resumed(const loop *r) { return r->resumed; }
-void loop_compute(const loop *r, store_compute *out) { *out = r->spent; }
 
 /* A compute phase's cost into the run's account: wall seconds since t0,
- * CPU seconds since cpu0, self-play's evaluations since `before`. */
+ * CPU seconds since cpu0, and self-play's evaluations, games and
+ * positions since `before` (NULL: none, the phase played no games). */
 static void charge(loop *r, double t0, double cpu0, const selfplay_stats *before)
 {
 	double wall = clock_now() - t0;
-	selfplay_stats now;
-	selfplay_get_stats(r->sp, &now);
 	r->spent.seconds += wall;
 	r->spent.cpu_seconds += clock_cpu() - cpu0;
-	r->spent.evals += (int64_t)(now.evals - before->evals);
-	r->spent.games += now.games - before->games;
-	r->spent.positions += now.positions - before->positions;
 	r->session_spent += wall;
+	if (before) {
+		selfplay_stats now;
+		selfplay_get_stats(r->sp, &now);
+		r->spent.evals += (int64_t)(now.evals - before->evals);
+		r->spent.games += now.games - before->games;
+		r->spent.positions += now.positions - before->positions;
+	}
 }
 
 /* The last value of metric "selfplay_model": the network self-play uses
@@ -486,8 +488,6 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 	double sums[4] = { 0 };
 	train_stats ts = { 0 };
 	double t0 = clock_now(), cpu0 = clock_cpu();
-	selfplay_stats before;
-	selfplay_get_stats(r->sp, &before);
 	int s;
 	for (s = 0; s < steps && !stopped(r); s++) {
 		if (learner_step(r->L, r->o.batch, 0, &ts) != 0) {
@@ -500,7 +500,7 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 		sums[3] += ts.grad_norm;
 	}
 	it->train_seconds = clock_now() - t0;
-	charge(r, t0, cpu0, &before);
+	charge(r, t0, cpu0, NULL);
 	it->steps = steps;
 	it->loss = sums[0] / steps;
 	it->policy_loss = sums[1] / steps;

@@ -31,7 +31,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "data/store.h"
 #include "engine/game.h"
 #include "nn/backend.h"
 
@@ -100,9 +99,6 @@ int64_t loop_step(const loop *r);           /* the learner's steps */
 int64_t loop_positions(const loop *r);      /* positions in the window */
 int64_t loop_selfplay_model(const loop *r); /* model id self-play uses */
 bool loop_resumed(const loop *r);           /* opened from a checkpoint */
-/* The run's compute so far (over its sessions; store.h), as the next
- * model will record it. */
-void loop_compute(const loop *r, store_compute *out);
 
 /* The whole loop: open, iterations until the time is up or *stop, close.
  * 0, or -1 with a message. */
