@@ -232,6 +232,24 @@ Test(harness, labels_drop_the_seed)
 	cr_assert_str_eq(l, "gen2", "digits alone do not name a seed");
 }
 
+/* A Go "run": one random 1x8 9x9 network registered in DIR's store. */
+static void go_run(const char *dir)
+{
+	char err[512], file[600];
+	game_params go = game_params_default(GAME_KIND_GO);
+	go.size = 9;
+	nn_arch a = nn_arch_default(&go, 1, 8);
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 3);
+	snprintf(file, sizeof(file), "%s/go.sente", dir);
+	cr_assert_eq(nn_net_save(net, file, err, sizeof(err)), 0, "%s", err);
+	nn_net_free(net);
+	store *db = open_db(dir);
+	cr_assert_eq(store_add_model(db, file, 0, 0, "test", NULL), 0);
+	store_close(db);
+}
+
 Test(harness, refuses_bad_input, .timeout = 60)
 {
 	char dir[] = "/tmp/sente-harness-XXXXXX", err[1024];
@@ -254,19 +272,7 @@ Test(harness, refuses_bad_input, .timeout = 60)
 	cr_assert(strstr(err, "no models"), "%s", err);
 
 	/* A Go run, and no GNU Go where it is said to be. */
-	game_params go = game_params_default(GAME_KIND_GO);
-	go.size = 9;
-	nn_arch a = nn_arch_default(&go, 1, 8);
-	nn_net *net = nn_net_new(&a, err, sizeof(err));
-	cr_assert(net, "%s", err);
-	nn_net_init_random(net, 3);
-	char file[600];
-	snprintf(file, sizeof(file), "%s/go.sente", dir);
-	cr_assert_eq(nn_net_save(net, file, err, sizeof(err)), 0, "%s", err);
-	nn_net_free(net);
-	db = open_db(dir);
-	cr_assert_eq(store_add_model(db, file, 0, 0, "test", NULL), 0);
-	store_close(db);
+	go_run(dir);
 	snprintf(o.gnugo, sizeof(o.gnugo), "%s/no-such-gnugo", dir);
 	cr_assert_eq(harness_eval(&o, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "GNU Go") && strstr(err, "apt-get install gnugo"), "%s", err);
@@ -290,19 +296,8 @@ Test(harness, go_against_gnugo, .timeout = 120)
 		cr_skip_test("GNU Go is not installed");
 	char dir[] = "/tmp/sente-harness-XXXXXX", err[1024];
 	cr_assert(mkdtemp(dir));
-	game_params go = game_params_default(GAME_KIND_GO);
-	go.size = 9;
-	nn_arch a = nn_arch_default(&go, 1, 8);
-	nn_net *net = nn_net_new(&a, err, sizeof(err));
-	cr_assert(net, "%s", err);
-	nn_net_init_random(net, 3);
-	char file[600];
-	snprintf(file, sizeof(file), "%s/go.sente", dir);
-	cr_assert_eq(nn_net_save(net, file, err, sizeof(err)), 0, "%s", err);
-	nn_net_free(net);
-	store *db = open_db(dir);
-	cr_assert_eq(store_add_model(db, file, 0, 0, "test", NULL), 0);
-	store_close(db);
+	go_run(dir);
+	store *db;
 	harness_options o = small_eval(dir);
 	o.games = 2;
 	o.visits = 2;
