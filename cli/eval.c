@@ -65,6 +65,9 @@ int cli_eval(int argc, char **argv)
 			       "the run's process (fair on a shared machine) or wall seconds",
 			       .def = "cpu"),
 		CLI_OPT_BUF("--csv", NULL, o.csv, "FILE", "also write the table as CSV", .def = ""),
+		CLI_OPT_REAL("--regress", NULL, &o.regress_minutes, 0, 1e7, "M",
+			     "list the models worse, beyond two standard errors, than the model "
+			     "measured M minutes of compute before them (0: no list)"),
 		CLI_OPT_FLAG("--compare", NULL, &compare,
 			     "compare the runs given as arguments (DIR or LABEL=DIR) at equal compute"),
 		CLI_OPT_CALL("--at", NULL, &at, cli_opt_int_list, "LIST",

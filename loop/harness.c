@@ -199,6 +199,7 @@ harness_options harness_options_default(void)
 	o.axis = HARNESS_AXIS_CPU;
 	o.gnugo_level = 1;
 	o.games = 20;
+	o.regress_minutes = 20;
 	snprintf(o.gnugo, sizeof(o.gnugo), "gnugo");
 	return o;
 }
@@ -490,6 +491,54 @@ static void print_table(FILE *f, const hrun *h, const char *dir)
 	}
 }
 
+/* True for a method whose figure is a win rate (higher is better), false
+ * for an error rate. */
+static bool higher_is_better(const char *method)
+{
+	return !strncmp(method, "gnugo", 5);
+}
+
+/* Each measured model against the newest measured model at least
+ * `minutes` of compute before it: worse by more than two standard errors
+ * of the difference is a regression. Returns how many were found. */
+static int print_regressions(FILE *f, const hrun *h, harness_axis axis, double minutes)
+{
+	char methods[8][64];
+	int nmeth = methods_of(h, methods, 8), found = 0, compared = 0;
+	for (int k = 0; k < nmeth; k++)
+		for (int i = 0; i < h->nm; i++) {
+			const hrow *now = find_row(h, h->m[i].id, methods[k], "all"), *then = NULL;
+			double x = axis_seconds(&h->m[i], axis), xj = NAN;
+			for (int j = 0; now && !isnan(x) && j < i; j++) {
+				const hrow *r = find_row(h, h->m[j].id, methods[k], "all");
+				double y = axis_seconds(&h->m[j], axis);
+				if (r && y <= x - minutes * 60) {
+					then = r;
+					xj = y;
+				}
+			}
+			if (!then)
+				continue;
+			compared++;
+			double p1 = then->value, p2 = now->value;
+			double se = sqrt(p1 * (1 - p1) / then->n + p2 * (1 - p2) / now->n);
+			double worse = higher_is_better(methods[k]) ? p1 - p2 : p2 - p1;
+			if (worse <= 2 * se)
+				continue;
+			if (f)
+				fprintf(f, "regression: model %lld %s %.1f%%, model %lld %.0f minutes before "
+					   "it %.1f%% (two standard errors: %.1f points)\n",
+					(long long)now->model_id, methods[k], 100 * p2,
+					(long long)then->model_id, (x - xj) / 60, 100 * p1, 200 * se);
+			found++;
+		}
+	if (f && compared)
+		fprintf(f, "%d regression%s beyond noise against the model %g %s minutes before "
+			   "(%d comparisons)\n", found, found == 1 ? "" : "s", minutes,
+			axis == HARNESS_AXIS_CPU ? "CPU" : "wall", compared);
+	return found;
+}
+
 /* The CSV: one line per figure. 0, or -1 with a message. */
 static int write_csv(const char *path, const hrun *h, char *err, size_t errlen)
 {
@@ -618,6 +667,10 @@ int harness_eval(const harness_options *o, char *err, size_t errlen)
 	if (hrun_load(c.db, &h, err, errlen) != 0)
 		goto out;
 	print_table(o->log, &h, o->dir);
+	if (o->regress_minutes > 0 && o->log) {
+		fputc('\n', o->log);
+		print_regressions(o->log, &h, o->axis, o->regress_minutes);
+	}
 	if (o->csv[0] && write_csv(o->csv, &h, err, errlen) != 0)
 		goto out;
 	char report[4200], why[512];

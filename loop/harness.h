@@ -15,6 +15,10 @@
  * what is missing, and a Ctrl-C loses at most the model in progress (a
  * Go match resumes game by game).
  *
+ * After the table, each model is set against the model measured about
+ * regress_minutes of compute before it: a model worse beyond two standard
+ * errors of the difference is listed as a regression.
+ *
  * harness_compare sets runs side by side at equal compute: each run's
  * curve interpolated at the points asked for, then mean and spread over
  * the runs of one label (the seed varies within a label). */
@@ -56,6 +60,9 @@ typedef struct harness_options {
 	char gnugo[1024];          /* Go: GNU Go's program ("gnugo": looked up on PATH
 				    * and in /usr/games) */
 	char csv[4096];            /* "" or a file for the table, one row per figure */
+	double regress_minutes;    /* > 0: after the table, the models worse (beyond two
+				    * standard errors) than the measured model this many
+				    * minutes of compute before them */
 	FILE *log;                 /* progress lines and the table; NULL: none */
 	bool quiet;                /* no progress lines */
 	volatile sig_atomic_t *stop; /* set (by a signal handler) to stop after the

@@ -175,6 +175,28 @@ Test(harness, measures_every_model_once_then_compares, .timeout = 240)
 	cr_assert_eq(v5_m2.n, 0, "model 2 was not asked for");
 	store_close(db);
 
+	/* A model far worse than one before it is listed as a regression. */
+	db = open_db(dir);
+	store_evaluation worse[2] = {
+		{ .model_id = 1, .method = "net", .part = "all", .n = 2000, .score = 200, .value = 0.1 },
+		{ .model_id = 3, .method = "net", .part = "all", .n = 2000, .score = 1800, .value = 0.9 },
+	};
+	cr_assert_eq(store_add_evaluations(db, worse, 2), 0);
+	store_close(db);
+	o.n_models = 0;
+	o.regress_minutes = 1e-9;
+	o.log = tmpfile();
+	cr_assert(o.log);
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), 0, "%s", err);
+	rewind(o.log);
+	char text[16384];
+	size_t got = fread(text, 1, sizeof(text) - 1, o.log);
+	text[got] = 0;
+	fclose(o.log);
+	o.log = NULL;
+	cr_assert(strstr(text, "regression: model 3 net 90.0%"), "%s", text);
+	cr_assert(strstr(text, "comparisons"), "%s", text);
+
 	/* The run against itself twice under one label: the range is one
 	 * value, and it is the run's value at that point. */
 	char run_a[600], run_b[600], csv[600];
