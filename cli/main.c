@@ -15,6 +15,7 @@ static const cli_command commands[] = {
 	{ "match", cli_match, "play two models or GTP engines: Elo, LOS, SPRT; stored, resumable" },
 	{ "tournament", cli_tournament, "round-robin or gauntlet of matches, rated together, with a plot" },
 	{ "train", cli_train, "train a run's network on its database (under mpirun: data parallel)" },
+	{ "serve", cli_serve, "a run's live dashboard over HTTP, with JSON endpoints" },
 	{ "db", cli_db, "look into a run's database: stats, games, models, export-sgf, vacuum" },
 	{ "demo", cli_demo, "play a short demonstration game (random legal moves)" },
 };
