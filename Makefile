@@ -158,9 +158,14 @@ test:
 	@sh scripts/deps.sh --ensure
 	@$(MAKE) --no-print-directory test-run
 
+# Debian's python3, which has python3-selenium (a pyenv one on PATH may not).
+PYTHON3 ?= $(firstword $(wildcard /usr/bin/python3) python3)
+# The dashboard in headless chromium (skipped, saying so, without it);
+# its screenshot lands in $(BUILD)/dashboard/.
 test-run: $(TESTBIN) $(BIN)
 	@sh scripts/check_layers.sh
 	SENTE_BIN=$(abspath $(BIN)) $(TESTBIN) --jobs 2
+	$(PYTHON3) scripts/dashboard_test.py $(BIN) $(BUILD)/dashboard
 
 # Same tests under AddressSanitizer and UndefinedBehaviorSanitizer, in their
 # own build folder and with their own binary.
