@@ -16,7 +16,7 @@ OPT      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sani
 SANFLAGS = -fsanitize=address,undefined
 endif
 CFLAGS  += $(CSTD) $(WARN) $(OPT) -I. -MMD -MP
-LDLIBS   = -ldnnl -lsqlite3 -lz -lm -lpthread
+LDLIBS   = -ldnnl -lsqlite3 -lmicrohttpd -lz -lm -lpthread
 LDFLAGS += $(SANFLAGS)
 
 # ---- optional dependencies: one line each, found or not -------------------
@@ -69,13 +69,15 @@ $(info sente: MPI    $(if $(filter 1,$(USE_MPI)),found ($(MPICC)),$(if $(MPICC),
 endif
 
 # ---- sources ---------------------------------------------------------------
-MODULES  = engine search nn nn/cpu nn/cuda selfplay train train/cuda gtp data match loop
+MODULES  = engine search nn nn/cpu nn/cuda selfplay train train/cuda gtp data match serve loop
 LIB_SRC  = $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 CLI_SRC  = $(wildcard cli/*.c)
 TEST_SRC = $(wildcard tests/*.c tests/*/*.c)
 CU_SRC   = $(wildcard nn/cuda/*.cu train/cuda/*.cu)
 
-LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+# The dashboard's page and the vendored uPlot, as C arrays (serve/page.c).
+SERVE_ASSETS = serve/page.html serve/vendor/uPlot.iife.min.js serve/vendor/uPlot.min.css
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/serve/assets.o
 CLI_OBJ  = $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ = $(TEST_SRC:%.c=$(BUILD)/%.o)
 
@@ -118,6 +120,12 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+$(BUILD)/serve/assets.c: $(SERVE_ASSETS)
+	@mkdir -p $(dir $@)
+	(cd serve && for f in $(SERVE_ASSETS:serve/%=%); do xxd -i $$f; done) > $@.tmp && mv $@.tmp $@
+$(BUILD)/serve/assets.o: $(BUILD)/serve/assets.c
+	$(CC) $(CFLAGS) -c $< -o $@
+
 $(BUILD)/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
@@ -150,9 +158,14 @@ test:
 	@sh scripts/deps.sh --ensure
 	@$(MAKE) --no-print-directory test-run
 
+# Debian's python3, which has python3-selenium (a pyenv one on PATH may not).
+PYTHON3 ?= $(firstword $(wildcard /usr/bin/python3) python3)
+# The dashboard in headless chromium (skipped, saying so, without it);
+# its screenshot lands in $(BUILD)/dashboard/.
 test-run: $(TESTBIN) $(BIN)
 	@sh scripts/check_layers.sh
 	SENTE_BIN=$(abspath $(BIN)) $(TESTBIN) --jobs 2
+	$(PYTHON3) scripts/dashboard_test.py $(BIN) $(BUILD)/dashboard
 
 # Same tests under AddressSanitizer and UndefinedBehaviorSanitizer, in their
 # own build folder and with their own binary.
@@ -194,7 +207,7 @@ fuzz: $(FUZZ_BIN)
 # The library is compiled once for the fuzzers (coverage and sanitizers),
 # then linked into each target.
 FUZZ_CFLAGS = $(CSTD) -g -O1 -I. -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_OBJ = $(LIB_SRC:%.c=build-fuzz/obj/%.o)
+FUZZ_OBJ = $(filter-out build-fuzz/obj/serve/% build-fuzz/obj/loop/%,$(LIB_SRC:%.c=build-fuzz/obj/%.o))
 .SECONDARY: $(FUZZ_OBJ)
 build-fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)

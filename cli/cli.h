@@ -20,6 +20,7 @@ int cli_demo(int argc, char **argv);
 int cli_gtp(int argc, char **argv);
 int cli_selfplay(int argc, char **argv);
 int cli_run(int argc, char **argv);
+int cli_serve(int argc, char **argv);
 int cli_match(int argc, char **argv);
 int cli_tournament(int argc, char **argv);
 int cli_train(int argc, char **argv);

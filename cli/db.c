@@ -17,6 +17,7 @@
 #include "data/record.h"
 #include "data/store.h"
 #include "engine/sgf.h"
+#include "serve/serve.h"
 
 static const char db_help[] =
 	"usage: sente db FILE [SUBCOMMAND] [options]\n"
@@ -33,6 +34,7 @@ static const char db_help[] =
 	"  games        a table of the most recent games\n"
 	"  models       the registered models\n"
 	"  export-sgf   write games to a folder: Go as SGF, Connect Four as text\n"
+	"  export-metrics  every metric to stdout as CSV or JSON lines\n"
 	"  check        the integrity check of every page and index\n"
 	"  vacuum       compact the file and empty its write-ahead log\n"
 	"\n"
@@ -481,6 +483,24 @@ static int db_export_sgf(store *s, const db_opts *o)
 	return e.failed || e.skipped ? 1 : 0;
 }
 
+/* ---- export-metrics -------------------------------------------------------- */
+
+static const char db_export_metrics_about[] =
+	"Writes every training and measurement metric to stdout, in the order\n"
+	"recorded: CSV (step,time,name,value; time in Unix seconds), or with\n"
+	"--json one JSON object per line (JSON lines).\n";
+
+static int db_export_metrics(store *s, const db_opts *o)
+{
+	char err[600];
+	if (serve_export_metrics(s, stdout, o->json ? SERVE_FORMAT_JSONL : SERVE_FORMAT_CSV, err,
+				 sizeof(err)) < 0) {
+		fprintf(stderr, "sente db: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
 /* ---- check ---------------------------------------------------------------- */
 
 static int db_check(store *s, const db_opts *o)
@@ -520,6 +540,8 @@ static const db_command db_commands[] = {
 	{ "export-sgf", "FILE export-sgf DIR [--limit N] [--game-id ID]", db_export_about,
 	  DB_OPT_LIMIT | DB_OPT_GAME_ID | DB_OPT_DIR, false, 0, "games to export; 0: all",
 	  db_export_sgf },
+	{ "export-metrics", "FILE export-metrics [--json]", db_export_metrics_about, DB_OPT_JSON,
+	  false, 0, NULL, db_export_metrics },
 	{ "check", "FILE check", db_check_about, 0, false, 0, NULL, db_check },
 	{ "vacuum", "FILE vacuum", db_vacuum_about, 0, true, 0, NULL, db_vacuum },
 };
@@ -596,7 +618,7 @@ int cli_db(int argc, char **argv)
 	if (!cmd) {
 		if (argc > 2 && argv[2][0] != '-')
 			return cli_usage_error("db", "unknown subcommand '%s' (stats, games, models, "
-						     "export-sgf, check, vacuum)", argv[2]);
+						     "export-sgf, export-metrics, check, vacuum)", argv[2]);
 		cmd = &db_commands[0]; /* `sente db FILE [--json]` is stats */
 		first = 1;
 	}

@@ -16,6 +16,7 @@ static const cli_command commands[] = {
 	{ "tournament", cli_tournament, "round-robin or gauntlet of matches, rated together, with a plot" },
 	{ "eval", cli_eval, "measure a run's saved models afterwards against its compute; compare runs" },
 	{ "train", cli_train, "train a run's network on its database (under mpirun: data parallel)" },
+	{ "serve", cli_serve, "a run's live dashboard over HTTP, with JSON endpoints" },
 	{ "db", cli_db, "look into a run's database: stats, games, models, export-sgf, vacuum" },
 	{ "demo", cli_demo, "play a short demonstration game (random legal moves)" },
 };

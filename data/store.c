@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -168,6 +169,8 @@ typedef enum store_sql {
 	STORE_SQL_GAME_BY_ID,
 	STORE_SQL_ADD_METRIC,
 	STORE_SQL_METRICS,
+	STORE_SQL_METRIC_NAMES,
+	STORE_SQL_METRIC_ROWS,
 	STORE_SQL_FIND_MATCH,
 	STORE_SQL_ADD_MATCH,
 	STORE_SQL_MATCH_STATUS,
@@ -207,6 +210,8 @@ static const char *const store_sql_text[STORE_SQL_N] = {
 	[STORE_SQL_GAME_BY_ID] = "SELECT " STORE_GAME_COLUMNS " FROM games WHERE id = ?1",
 	[STORE_SQL_ADD_METRIC] = "INSERT INTO metrics (step, time, name, value) VALUES (?1, ?2, ?3, ?4)",
 	[STORE_SQL_METRICS] = "SELECT step, time, value FROM metrics WHERE name = ?1 ORDER BY step, id",
+	[STORE_SQL_METRIC_NAMES] = "SELECT DISTINCT name FROM metrics ORDER BY name",
+	[STORE_SQL_METRIC_ROWS] = "SELECT step, time, name, value FROM metrics ORDER BY id",
 	[STORE_SQL_FIND_MATCH] = "SELECT id FROM matches WHERE player_a = ?1 AND player_b = ?2 "
 				 "AND settings = ?3 ORDER BY id DESC LIMIT 1",
 	[STORE_SQL_ADD_MATCH] = "INSERT INTO matches (player_a, player_b, created, settings) "
@@ -1075,17 +1080,20 @@ int store_add_metric(store *s, int64_t step, const char *name, double value)
 	return store_add_metrics(s, step, &name, &value, 1);
 }
 
-int store_metrics(store *s, const char *name, store_metric_fn fn, void *ctx)
+/* Steps statement `id` (its ?1 bound to text1 when not NULL), calling row
+ * for each row until it returns nonzero. The rows seen, or -1. */
+static int store_each_row(store *s, store_sql id, const char *text1,
+			  int (*row)(sqlite3_stmt *st, void *ctx), void *ctx)
 {
 	int rc = -1, n = 0, step = SQLITE_DONE;
-	sqlite3_stmt *st = store_stmt(s, STORE_SQL_METRICS);
+	sqlite3_stmt *st = store_stmt(s, id);
 	if (!st)
 		return -1;
-	SQLITE_CHECK(s, sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT));
+	if (text1)
+		SQLITE_CHECK(s, sqlite3_bind_text(st, 1, text1, -1, SQLITE_TRANSIENT));
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		n++;
-		if (fn(ctx, sqlite3_column_int64(st, 0), sqlite3_column_double(st, 1),
-		       sqlite3_column_double(st, 2)))
+		if (row(st, ctx))
 			break;
 	}
 	if (step != SQLITE_ROW && step != SQLITE_DONE)
@@ -1195,6 +1203,53 @@ int store_evaluations(store *s, int64_t model_id, const char *method, store_eval
 out:
 	store_release(st);
 	return rc;
+}
+
+/* A callback and its context, for the row functions below. */
+typedef struct store_row_cb {
+	void *fn;
+	void *ctx;
+} store_row_cb;
+
+static int metric_row(sqlite3_stmt *st, void *ctx)
+{
+	store_row_cb *c = ctx;
+	return ((store_metric_fn)c->fn)(c->ctx, sqlite3_column_int64(st, 0),
+					 sqlite3_column_double(st, 1), sqlite3_column_double(st, 2));
+}
+
+int store_metrics(store *s, const char *name, store_metric_fn fn, void *ctx)
+{
+	store_row_cb c = { (void *)fn, ctx };
+	return store_each_row(s, STORE_SQL_METRICS, name, metric_row, &c);
+}
+
+static int name_row(sqlite3_stmt *st, void *ctx)
+{
+	store_row_cb *c = ctx;
+	const char *name = (const char *)sqlite3_column_text(st, 0);
+	return ((store_name_fn)c->fn)(c->ctx, name ? name : "");
+}
+
+int store_metric_names(store *s, store_name_fn fn, void *ctx)
+{
+	store_row_cb c = { (void *)fn, ctx };
+	return store_each_row(s, STORE_SQL_METRIC_NAMES, NULL, name_row, &c);
+}
+
+static int full_metric_row(sqlite3_stmt *st, void *ctx)
+{
+	store_row_cb *c = ctx;
+	const char *name = (const char *)sqlite3_column_text(st, 2);
+	double v = sqlite3_column_type(st, 3) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 3);
+	return ((store_metric_row_fn)c->fn)(c->ctx, sqlite3_column_int64(st, 0),
+					     sqlite3_column_double(st, 1), name ? name : "", v);
+}
+
+int store_metric_rows(store *s, store_metric_row_fn fn, void *ctx)
+{
+	store_row_cb c = { (void *)fn, ctx };
+	return store_each_row(s, STORE_SQL_METRIC_ROWS, NULL, full_metric_row, &c);
 }
 
 /* ---- statistics and maintenance -------------------------------------------- */

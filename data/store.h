@@ -180,6 +180,14 @@ int store_add_metrics(store *s, int64_t step, const char **names, const double *
  * plots); time is Unix seconds. The number seen, or -1. */
 typedef int (*store_metric_fn)(void *ctx, int64_t step, double time, double value); /* nonzero stops */
 int store_metrics(store *s, const char *name, store_metric_fn fn, void *ctx);
+/* Calls fn for each distinct metric name, sorted. The number seen, or -1. */
+typedef int (*store_name_fn)(void *ctx, const char *name); /* nonzero stops */
+int store_metric_names(store *s, store_name_fn fn, void *ctx);
+/* Calls fn for every metrics row in the order written (for export). The
+ * number seen, or -1. name is valid during the callback only. */
+typedef int (*store_metric_row_fn)(void *ctx, int64_t step, double time, const char *name,
+				   double value); /* nonzero stops */
+int store_metric_rows(store *s, store_metric_row_fn fn, void *ctx);
 
 /* ---- evaluations (sente eval) --------------------------------------------- */
 

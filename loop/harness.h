@@ -98,8 +98,4 @@ void harness_label(const char *dir, char *label, size_t len);
  * runs that reached it. 0, or -1 with a message. */
 int harness_compare(const harness_compare_options *o, char *err, size_t errlen);
 
-/* The figures of `sente eval` against compute in a run's report (a chart
- * per game's main figure), nothing when there are none. */
-void harness_report(store *db, FILE *f);
-
 #endif

@@ -1,5 +1,6 @@
-/* report.h: a run's report as one self-contained HTML page with SVG
- * charts (loss, positions, strength over time), from the store's metrics. */
+/* report.h: a run's report (report.html): the dashboard of `sente serve`
+ * (serve/serve.h) as a static snapshot with its data embedded; and a small
+ * SVG line chart for pages written without a browser library. */
 #ifndef SENTE_LOOP_REPORT_H
 #define SENTE_LOOP_REPORT_H
 
@@ -25,7 +26,8 @@ void report_chart(FILE *f, const char *title, const char *xlabel, const report_s
 		  bool percent);
 
 /* Writes the report of a run of `game_name` (its descriptor's name) to path,
- * through a temporary file and a rename. 0, or -1 with a message. */
+ * through a temporary file and a rename: serve_page_save. 0, or -1 with a
+ * message. */
 int report_write(store *db, const char *path, const char *game_name, char *err, size_t errlen);
 
 #endif

@@ -2,7 +2,7 @@
 # check_layers.sh: fails when a module includes one it must not know. The
 # layers, bottom to top (docs/ARCHITECTURE.md):
 #
-#   engine -> nn -> search, data -> selfplay, gtp, train -> match -> loop -> cli
+#   engine -> nn -> search, data -> selfplay, gtp, train -> match, serve -> loop -> cli
 #
 # A module may include itself and the modules its line below names; nn/cpu
 # and nn/cuda are nn, train/cuda is train. tests/ and fuzz/ may include
@@ -24,14 +24,15 @@ allowed() {
 	gtp)      echo "engine nn search data gtp" ;;
 	train)    echo "engine nn data train" ;;
 	match)    echo "engine nn search data selfplay gtp match" ;;
-	loop)     echo "engine nn search data selfplay gtp train match loop" ;;
-	cli)      echo "engine nn search data selfplay gtp train match loop cli" ;;
+	serve)    echo "engine nn data serve" ;;
+	loop)     echo "engine nn search data selfplay gtp train match serve loop" ;;
+	cli)      echo "engine nn search data selfplay gtp train match serve loop cli" ;;
 	esac
 }
 
 files=0
 report=""
-for m in engine nn search data selfplay gtp train match loop cli; do
+for m in engine nn search data selfplay gtp train match serve loop cli; do
 	[ -d "$m" ] || continue
 	ok=" $(allowed "$m") "
 	for f in $(find "$m" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort); do

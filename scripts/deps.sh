@@ -16,7 +16,7 @@ set -eu
 # independent oracles the tests compare with: Leela Zero (the same weights
 # must give its policy and winrate) and PyTorch for /usr/bin/python3 (the
 # learner's loss, gradients and steps).
-PACKAGES="build-essential libsqlite3-dev libdnnl-dev libcriterion-dev zlib1g-dev clang libclang-rt-14-dev gnugo libopenmpi-dev openmpi-bin leela-zero python3-torch"
+PACKAGES="build-essential libsqlite3-dev libmicrohttpd-dev xxd libdnnl-dev libcriterion-dev zlib1g-dev clang libclang-rt-14-dev gnugo libopenmpi-dev openmpi-bin leela-zero python3-torch chromium chromium-driver python3-selenium"
 
 mode=${1:---ensure}
 case "$mode" in

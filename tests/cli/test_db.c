@@ -196,3 +196,20 @@ Test(cli_db, check_finds_a_flipped_bit)
 	args_of(args, sizeof(args), path, "stats");
 	cr_assert_eq(cli_test_run(args, out, sizeof(out)), 0, "%s", out);
 }
+
+Test(cli_db, export_metrics_as_csv_and_json_lines)
+{
+	char path[200], args[300];
+	snprintf(path, sizeof(path), "%s/m.db", db_dir);
+	make_db(path);
+	args_of(args, sizeof(args), path, "export-metrics");
+	cr_assert_eq(cli_test_run(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "step,time,name,value\n0,"), "%s", out);
+	cr_assert(strstr(out, ",\"loss\",0.25\n"), "%s", out);
+	args_of(args, sizeof(args), path, "export-metrics --json");
+	cr_assert_eq(cli_test_run(args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "{\"step\":3,\"time\":"), "%s", out);
+	cr_assert(strstr(out, "\"name\":\"loss\",\"value\":0.25}\n"), "%s", out);
+	args_of(args, sizeof(args), path, "export-metrics --bad");
+	cr_assert_eq(cli_test_run(args, out, sizeof(out)), 2, "%s", out);
+}
