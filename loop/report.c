@@ -161,6 +161,26 @@ int report_write(store *db, const char *path, const char *game_name, char *err, 
 	load(db, pos, 2, true, t0);
 	report_chart(f, "Self-play data", "minutes", pos, 2, false);
 	release(pos, 2);
+	/* Under MPI: the self-play ranks' games/s (loop/distributed.h). */
+	if (has_metric(db, "selfplay_games_per_s")) {
+		static const char *const colors[] = { "#000", "#1f77b4", "#ff7f0e", "#2ca02c",
+						      "#d62728", "#9467bd", "#8c564b", "#e377c2" };
+		enum { SHOWN = 8 }; /* the total and the first 7 workers */
+		char names[SHOWN][48], labels[SHOWN][32];
+		series rate[SHOWN];
+		memset(rate, 0, sizeof(rate));
+		for (int i = 0; i < SHOWN; i++) {
+			snprintf(names[i], sizeof(names[i]), i ? "selfplay_games_per_s/rank%d" :
+				 "selfplay_games_per_s", i);
+			snprintf(labels[i], sizeof(labels[i]), i ? "rank %d" : "all workers", i);
+			rate[i].name = names[i];
+			rate[i].label = labels[i];
+			rate[i].color = colors[i];
+		}
+		load(db, rate, SHOWN, true, t0);
+		report_chart(f, "Self-play games per second", "minutes", rate, SHOWN, false);
+		release(rate, SHOWN);
+	}
 	/* Strength as the run measured it: error rates against a perfect
 	 * solver where the game has labelled positions, else the win rate
 	 * against the first network. */
