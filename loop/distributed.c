@@ -399,8 +399,7 @@ static int hub_finish(hub *h, const char *db_path, char *err, size_t errlen)
 	if (k.stored || k.failures)
 		say(h->log, h->who, "%lld games that finished at the end stored, %d lost",
 		    (long long)k.stored, k.failures);
-	if (!h->quiet)
-		hub_progress(h, "done");
+	hub_progress(h, "done"); /* the session's rates, even when quiet */
 	return rc;
 }
 
@@ -744,8 +743,7 @@ static int selfplay_rank0(comm *c, const char *db_path, const selfplay_worker_op
 		say(o->log, "sente selfplay", "%s", err);
 		rc = -1;
 	}
-	if (!quiet)
-		hub_progress(&sh.h, "done");
+	hub_progress(&sh.h, "done");
 	if (out) {
 		out->started = true;
 		out->stats.games = sh.h.games;

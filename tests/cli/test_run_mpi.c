@@ -1,9 +1,9 @@
 /* `mpirun -np 3 sente run`: rank 0 trains and stores, ranks 1 and 2 play.
  * A short Connect Four run is killed by SIGKILL on one worker (mpirun then
- * ends the job), and the same command resumes it: the games committed
- * before stay, both workers' games are stored with their rank, each
- * worker played every new model (it took each before the next export),
- * and the database passes PRAGMA integrity_check. Skips itself as
+ * ends the job), and the same command resumes it until Ctrl-C stops it:
+ * the games committed before stay, both workers' games are stored with
+ * their rank, each worker played every new model (it took each before the
+ * next export), and the database passes PRAGMA integrity_check. Skips itself as
  * tests/cli/test_train_mpi.c does: without mpirun or an MPI build, and
  * under AddressSanitizer (Open MPI's own start-up leaks); the protocol
  * runs under the sanitizers in tests/loop/test_distributed.c. */
@@ -12,16 +12,18 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "data/store.h"
 #include "tests/cli/cli_util.h"
 #include "train/comm.h"
 
-/* A tiny run: 1x8 network, 3 games at once per worker, 8 visits. */
-#define RUN_ARGS "--minutes 0.25 --backend cpu --blocks 1 --channels 8 --parallel-games 3 " \
+/* A tiny run: 1x8 network, 3 games at once per worker, 8 visits. Each
+ * session is ended from outside (SIGKILL on a worker, then Ctrl-C), so
+ * --minutes is only a bound. */
+#define RUN_ARGS "--minutes 2 --backend cpu --blocks 1 --channels 8 --parallel-games 3 " \
 	"--visits 8 --cheap-visits 0 --positions 120 --batch 32 --window 2000 --eval-visits 2 " \
 	"--eval-positions 3"
 
@@ -35,6 +37,50 @@ static char *slurp(const char *path, char *buf, size_t len)
 	buf[n] = '\0';
 	fclose(f);
 	return buf;
+}
+
+/* Starts `run` in the background: its output in DIR/NAME.log, mpirun's
+ * pid in DIR/NAME.pid, its exit code in DIR/NAME.rc when it ends. */
+static void start_session(const char *run, const char *dir, const char *name)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof(cmd),
+		 "sh -c '%s >%s/%s.log 2>&1 & echo $! >%s/%s.pid; wait $!; echo $? >%s/%s.rc' "
+		 ">/dev/null 2>&1 &",
+		 run, dir, name, dir, name, dir, name);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* Waits up to `seconds` for DIR/NAME.log to hold every needle after the
+ * first; the log is left in buf. True when it did. */
+static bool wait_log(const char *dir, const char *name, const char *first, const char *then,
+		     double seconds, char *buf, size_t len)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s.log", dir, name);
+	for (int i = 0; i < seconds * 10; i++) {
+		slurp(path, buf, len);
+		const char *at = strstr(buf, first);
+		if (at && (!then || strstr(at, then)))
+			return true;
+		usleep(100000);
+	}
+	return false;
+}
+
+/* A number in a file (a pid, an exit code), waiting up to `seconds` for
+ * it to be written; -1 when it is not. */
+static int read_number(const char *dir, const char *name, const char *ext, double seconds)
+{
+	char path[1024], buf[32];
+	snprintf(path, sizeof(path), "%s/%s.%s", dir, name, ext);
+	for (int i = 0; i < seconds * 10; i++) {
+		slurp(path, buf, sizeof(buf));
+		if (strchr(buf, '\n'))
+			return atoi(buf);
+		usleep(100000);
+	}
+	return -1;
 }
 
 static long long query_int(sqlite3 *db, const char *sql)
@@ -74,50 +120,40 @@ Test(run_mpi, two_workers_a_kill_and_a_resume, .timeout = 150)
 {
 	const char *b = cli_test_bin();
 	cli_test_need_mpirun();
-	char dir[] = "/tmp/sente-runmpi-XXXXXX", cmd[4096], run[2048], path[1024], dbpath[1024];
+	char dir[] = "/tmp/sente-runmpi-XXXXXX", cmd[4096], run[2048], dbpath[1024];
 	static char log[65536];
 	cr_assert(mkdtemp(dir));
 	snprintf(dbpath, sizeof(dbpath), "%s/run/sente.db", dir);
 	snprintf(run, sizeof(run), "mpirun --oversubscribe --bind-to none -np 3 %s run --dir %s/run " RUN_ARGS,
 		 b, dir);
 
-	/* The first session, in the background; its exit code into a file. */
-	snprintf(cmd, sizeof(cmd), "(%s >%s/a.log 2>&1; echo $? >%s/a.rc) &", run, dir, dir);
-	cr_assert_eq(system(cmd), 0);
-	snprintf(path, sizeof(path), "%s/a.log", dir);
-	int pid = 0;
-	for (int i = 0; i < 600; i++) {
-		slurp(path, log, sizeof(log));
-		const char *at = strstr(log, "rank2@");
-		const char *p = at ? strstr(at, "(pid ") : NULL;
-		if (p && strstr(log, "iteration 3:")) {
-			pid = atoi(p + 5);
-			break;
-		}
-		usleep(100000);
-	}
-	cr_assert(pid > 0, "no worker pid or no third iteration in 60 s:\n%s", log);
+	/* The first session: once it has exported two models, its rank 2
+	 * is killed; mpirun ends the job with a failure. */
+	start_session(run, dir, "a");
+	cr_assert(wait_log(dir, "a", "rank2@", "iteration 2:", 90, log, sizeof(log)),
+		  "no second iteration:\n%s", log);
+	const char *p = strstr(strstr(log, "rank2@"), "(pid ");
+	cr_assert(p, "%s", log);
+	int pid = atoi(p + 5);
+	cr_assert(pid > 0);
 	cr_assert_eq(kill(pid, SIGKILL), 0);
-	snprintf(path, sizeof(path), "%s/a.rc", dir);
-	struct stat sb;
-	for (int i = 0; i < 300 && stat(path, &sb) != 0; i++)
-		usleep(100000);
-	char rcbuf[32];
-	slurp(path, rcbuf, sizeof(rcbuf));
-	snprintf(path, sizeof(path), "%s/a.log", dir);
-	cr_assert(rcbuf[0] && atoi(rcbuf) != 0, "mpirun did not end with a failure (%s):\n%s", rcbuf,
-		  slurp(path, log, sizeof(log)));
+	int rc = read_number(dir, "a", "rc", 30);
+	cr_assert(rc > 0, "mpirun exit %d after a rank was killed", rc);
 	snapshot a = take_snapshot(dbpath, 1LL << 60);
 	cr_assert(a.games > 0 && a.max_model >= 3, "%lld games, %lld models", a.games, a.max_model);
 
-	/* The same command resumes from the checkpoint and the store. */
-	snprintf(cmd, sizeof(cmd), "%s >%s/b.log 2>&1", run, dir);
-	int st = system(cmd);
-	snprintf(path, sizeof(path), "%s/b.log", dir);
-	slurp(path, log, sizeof(log));
-	cr_assert_eq(st, 0, "%s:\n%s", cmd, log);
+	/* The same command resumes from the checkpoint and the store; after
+	 * three more exports, Ctrl-C stops every rank with a checkpoint. */
+	start_session(run, dir, "b");
+	cr_assert(wait_log(dir, "b", "resumed at step ", "iteration 3:", 90, log, sizeof(log)),
+		  "no third iteration after the resume:\n%s", log);
 	const char *res = strstr(log, "resumed at step ");
-	cr_assert(res && atoi(res + 16) > 0, "%s", log);
+	cr_assert(atoi(res + 16) > 0, "%s", log);
+	int mpirun = read_number(dir, "b", "pid", 5);
+	cr_assert(mpirun > 0);
+	cr_assert_eq(kill(mpirun, SIGINT), 0);
+	read_number(dir, "b", "rc", 30);
+	cr_assert(wait_log(dir, "b", "stopped at step ", NULL, 1, log, sizeof(log)), "%s", log);
 
 	/* The first session's games are all there, unchanged; more came. */
 	snapshot again = take_snapshot(dbpath, a.max_game);
