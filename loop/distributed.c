@@ -418,7 +418,6 @@ typedef struct worker_rank {
 	const char *who;             /* the command */
 	char err[512];               /* the callback's failure */
 	bool failed;                 /* a step failed */
-	bool verbose;                /* a line per model taken */
 } worker_rank;
 
 /* Asks rank 0 for its model and plays it from the next game on (the
@@ -509,13 +508,9 @@ static int worker_game(void *ctx, const game_record *r, int64_t model_id)
 	} else {
 		int64_t newest = (int64_t)fileio_u64(ack);
 		rc = 0;
-		if (newest != k->model_id) {
-			if (take_model(k) != 0)
-				goto fail;
-			if (k->verbose)
-				say(k->log, k->who, "%s: now playing model %lld", k->name,
-				    (long long)newest);
-		}
+		/* No line per model and worker: rank 0's progress counts them. */
+		if (newest != k->model_id && take_model(k) != 0)
+			goto fail;
 	}
 	free(blob);
 	free(msg);
@@ -532,8 +527,7 @@ fail:
 static int worker_main(comm *c, const selfplay_options *so, bool game_fixed, const char *name,
 		       FILE *log, const char *who, volatile sig_atomic_t *stop)
 {
-	worker_rank k = { .c = c, .so = *so, .game_fixed = game_fixed, .log = log, .who = who,
-			  .verbose = log && !so->quiet };
+	worker_rank k = { .c = c, .so = *so, .game_fixed = game_fixed, .log = log, .who = who };
 	char host[64] = "host", why[256];
 	gethostname(host, sizeof(host) - 1);
 	if (name)
