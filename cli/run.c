@@ -8,7 +8,7 @@
 #include "cli/cli.h"
 #include "cli/opt.h"
 #include "engine/game_desc.h"
-#include "loop/loop.h"
+#include "loop/distributed.h"
 
 static const char run_about[] =
 	"Runs the AlphaZero loop on this machine: self-play games with the newest\n"
@@ -23,7 +23,15 @@ static const char run_about[] =
 	"of --eval-visits visits); for Go, games against the first network\n"
 	"(--measure-every 0 turns it off; `sente eval` measures every saved\n"
 	"model afterwards, against the run's compute).\n"
-	"Defaults are for 2 CPU cores.\n";
+	"Defaults are for 2 CPU cores.\n"
+	"\n"
+	"Across machines: `mpirun -np K sente run --dir DIR ...` (or srun): rank 0\n"
+	"owns DIR and trains; ranks 1..K-1 play self-play games (each on its own\n"
+	"cores, or the GPU of --gpus that its local rank picks) and send them to\n"
+	"rank 0, which stores each with the rank and host that played it. The\n"
+	"workers take every new model between games; rank 0 sets the pace so that\n"
+	"--sample-ratio holds. A rank that dies ends the job; run the same command\n"
+	"again to resume.\n";
 
 static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig) { stop_flag = 1; (void)sig; }
@@ -129,7 +137,7 @@ int cli_run(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	char err[8192];
-	if (loop_run(&o, err, sizeof(err)) != 0) {
+	if (loop_run_main(&o, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sente run: %s\n", err);
 		return 1;
 	}

@@ -6,15 +6,19 @@
 
 #include "cli/cli.h"
 #include "cli/opt.h"
-#include "data/store.h"
-#include "selfplay/worker.h"
+#include "loop/distributed.h"
 
 static const char selfplay_about[] =
 	"Plays self-play games, many at once sharing one network evaluator, and\n"
 	"stores each finished game in the database in its own transaction. The\n"
 	"model is -w FILE, else the newest model registered in the database (a\n"
 	"newer one is taken up between games), else a uniform policy. Ctrl-C\n"
-	"stops at once; finished games are kept, unfinished ones dropped.\n";
+	"stops at once; finished games are kept, unfinished ones dropped.\n"
+	"\n"
+	"Across machines: `mpirun -np K sente selfplay --db FILE ...`: rank 0 opens\n"
+	"FILE and stores the games that ranks 1..K-1 play and send it (tagged\n"
+	"rankN@host), and hands them the newest model as `sente train` registers\n"
+	"it; the workers need no access to FILE.\n";
 
 static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig) { stop_flag = 1; (void)sig; }
@@ -98,17 +102,10 @@ int cli_selfplay(int argc, char **argv)
 	w.seconds = minutes * 60;
 	w.log = stderr;
 	w.stop = &stop_flag;
-	char err[512];
-	store *db = store_open(db_path, err, sizeof(err));
-	if (!db) {
-		fprintf(stderr, "sente selfplay: %s\n", err);
-		return 1;
-	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	selfplay_worker_result res;
-	rc = selfplay_worker_run(db, &w, &res);
-	store_close(db);
+	rc = loop_selfplay_main(db_path, &w, &res);
 	if (!res.started)
 		return rc;
 	print_done(&res.stats);

@@ -177,7 +177,7 @@ static int open_selfplay_model(loop *r, char *err, size_t errlen)
 	int rc = -1;
 	if (!m)
 		snprintf(err, errlen, "out of memory");
-	else if (selfplay_set_model(r->sp, m, r->play_id, err, errlen) == 0)
+	else if (!r->sp || selfplay_set_model(r->sp, m, r->play_id, err, errlen) == 0)
 		rc = 0;
 	nn_net_free(m);
 	if (rc == 0 && r->o.gate_games > 0 && !r->o.quiet)
@@ -387,8 +387,11 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	so.seed = o->seed * 7919 + (uint64_t)learner_steps(r->L);
 	so.progress_seconds = o->quiet || !o->log ? 0 : 30;
 	so.quiet = o->quiet || !o->log;
-	r->sp = selfplay_new(&so, err, errlen);
-	if (!r->sp || open_selfplay_model(r, err, errlen) != 0)
+	/* Games from elsewhere: no workers here. */
+	r->sp = o->source ? NULL : selfplay_new(&so, err, errlen);
+	if ((!r->sp && !o->source) || open_selfplay_model(r, err, errlen) != 0 ||
+	    (o->source && o->source->model(o->source->ctx, r->db, r->play_id, learner_steps(r->L), err,
+					   errlen) != 0))
 		goto fail;
 	if (desc->solved_positions) {
 		char bdir[4096], why[512];
@@ -404,8 +407,9 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 
 	int64_t games0, positions0;
 	store_count(r->db, &games0, &positions0);
-	char sp_what[256];
-	selfplay_backend(r->sp, sp_what, sizeof(sp_what));
+	char sp_what[256] = "on other ranks";
+	if (r->sp)
+		selfplay_backend(r->sp, sp_what, sizeof(sp_what));
 	game_numbers gn = game_numbers_of(&r->o.game);
 	say(r, "%s %dx%d in %s, network %dx%d, %s at step %lld, %lld games and %lld positions "
 	       "stored, window %lld; %.1f minutes; self-play %s, training %s",
@@ -422,14 +426,14 @@ fail:
 	return NULL;
 }
 
-/* Self-play's callback: the game into the store (one transaction) and the
- * window. */
-static int on_game(void *ctx, const game_record *rec, int64_t model_id)
+/* A game source's callback: the game into the store (one transaction,
+ * with who played it) and the window. */
+static int on_source_game(void *ctx, const game_record *rec, int64_t model_id, const char *worker)
 {
 	loop *r = ctx;
 	int64_t id;
 	flush_pending(r);
-	if (r->n_pending || store_add_game(r->db, model_id, "run", rec, &id) != 0) {
+	if (r->n_pending || store_add_game(r->db, model_id, worker, rec, &id) != 0) {
 		/* Another process holds the lock (a long `sente db vacuum`):
 		 * the game waits, self-play goes on. */
 		if (!(r->n_pending || store_last_busy(r->db)) || keep_pending(r, rec, model_id) != 0) {
@@ -441,6 +445,12 @@ static int on_game(void *ctx, const game_record *rec, int64_t model_id)
 	r->it_positions += record_full_count(rec);
 	r->it_games++;
 	return 0;
+}
+
+/* Self-play's callback: games of this process. */
+static int on_game(void *ctx, const game_record *rec, int64_t model_id)
+{
+	return on_source_game(ctx, rec, model_id, "run");
 }
 
 int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
@@ -462,7 +472,9 @@ int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
 	if (left < 0.001)
 		left = 0.001;
 	store_set_patience(r->db, LOOP_PLAY_BUSY_MS, 0);
-	int64_t games = selfplay_run(r->sp, want, left, on_game, r, r->o.stop);
+	const loop_game_source *src = r->o.source;
+	int64_t games = src ? src->play(src->ctx, want, left, on_source_game, r, r->o.stop)
+			    : selfplay_run(r->sp, want, left, on_game, r, r->o.stop);
 	flush_pending(r);
 	charge(r, t0, cpu0, &before);
 	store_set_patience(r->db, STORE_BUSY_TIMEOUT_MS, STORE_BUSY_RETRIES);
@@ -541,7 +553,10 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 	if (r->o.gate_games > 0)
 		store_add_metric(r->db, it->step, "selfplay_model", (double)r->play_id);
 	it->promoted = promote;
-	if (promote && selfplay_set_model(r->sp, trained, r->model_id, err, errlen) != 0)
+	if (promote && r->sp && selfplay_set_model(r->sp, trained, r->model_id, err, errlen) != 0)
+		return -1;
+	const loop_game_source *src = r->o.source;
+	if (src && src->model(src->ctx, r->db, r->play_id, it->step, err, errlen) != 0)
 		return -1;
 	r->iteration = it->number;
 	if (!r->o.quiet)

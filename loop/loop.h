@@ -31,8 +31,28 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "data/store.h"
 #include "engine/game.h"
 #include "nn/backend.h"
+
+/* A finished game from a game source, with who played it (stored with
+ * the game). Nonzero stops the source. */
+typedef int (*loop_game_fn)(void *ctx, const game_record *r, int64_t model_id, const char *worker);
+
+/* Where the self-play phase's games come from when not from this
+ * process's own workers: MPI self-play ranks (loop/distributed.h). play
+ * delivers games to fn until `games` have come, `seconds` have passed, fn
+ * asks to stop or *stop is set (play may set it: no games will come), and
+ * returns the games delivered, or -1. model is told self-play's model when
+ * the run opens and after every export (also when gating kept the old
+ * one), with the learner's step; 0, or -1 with a message. */
+typedef struct loop_game_source {
+	int64_t (*play)(void *ctx, int64_t games, double seconds, loop_game_fn fn, void *fn_ctx,
+			volatile sig_atomic_t *stop);
+	int (*model)(void *ctx, store *db, int64_t model_id, int64_t step, char *err,
+		     size_t errlen);
+	void *ctx; /* the first argument of both */
+} loop_game_source;
 
 typedef struct loop_options {
 	game_params game;          /* what to learn */
@@ -59,6 +79,7 @@ typedef struct loop_options {
 	FILE *log;                 /* progress and errors; NULL: none */
 	bool quiet;                /* fewer progress lines */
 	volatile sig_atomic_t *stop; /* set (by a signal handler) to stop soon; may be NULL */
+	const loop_game_source *source; /* NULL: self-play in this process */
 } loop_options;
 
 /* The defaults for game g on two CPU cores (README lists them). */

@@ -154,6 +154,54 @@ int comm_hex_decode(const char *hex, void *bytes, size_t n)
 	return 0;
 }
 
+static int no_p2p(comm *c)
+{
+	snprintf(c->err, sizeof(c->err), "the %s transport has no point-to-point messages",
+		 comm_name(c));
+	return -1;
+}
+
+int comm_send(comm *c, const void *buf, size_t bytes, int dest, int tag)
+{
+	assert(dest >= 0 && dest < c->size && tag >= 0);
+	if (!c->ops->send)
+		return no_p2p(c);
+	double t0 = clock_now();
+	int rc = c->ops->send(c, buf, bytes, dest, tag);
+	c->seconds += clock_now() - t0;
+	return rc;
+}
+
+int comm_probe(comm *c, int src, int tag, int *src_out, int *tag_out, size_t *bytes_out)
+{
+	assert(src == COMM_ANY || (src >= 0 && src < c->size));
+	int s_ = 0, t_ = 0;
+	size_t b_ = 0;
+	if (!c->ops->probe)
+		return no_p2p(c);
+	int rc = c->ops->probe(c, src, tag, &s_, &t_, &b_);
+	if (rc == 1) {
+		if (src_out)
+			*src_out = s_;
+		if (tag_out)
+			*tag_out = t_;
+		if (bytes_out)
+			*bytes_out = b_;
+	}
+	return rc;
+}
+
+int comm_recv(comm *c, void *buf, size_t bytes, int src, int tag)
+{
+	assert(src >= 0 && src < c->size && tag >= 0);
+	if (!c->ops->recv)
+		return no_p2p(c);
+	double t0 = clock_now();
+	int rc = c->ops->recv(c, buf, bytes, src, tag);
+	c->seconds += clock_now() - t0;
+	return rc;
+}
+
 void comm_abort(comm *c, int code)
 {
 	if (c->ops->abort)
@@ -167,6 +215,113 @@ void comm_free(comm *c)
 	if (c->ops->destroy)
 		c->ops->destroy(c);
 	free(c);
+}
+
+/* ---- a rank's mailbox: point to point within one process ---------------- */
+
+typedef struct comm_msg {
+	struct comm_msg *next; /* the next message, in arrival order */
+	int src, tag;          /* who sent it, and what it is */
+	size_t bytes;          /* payload size */
+	unsigned char data[];  /* payload */
+} comm_msg;
+
+typedef struct comm_mailbox {
+	pthread_mutex_t mu;     /* guards the list */
+	pthread_cond_t cv;      /* wakes a receiver */
+	comm_msg *head, *tail;  /* waiting messages, oldest first */
+} comm_mailbox;
+
+static void mailbox_init(comm_mailbox *mb)
+{
+	pthread_mutex_init(&mb->mu, NULL);
+	pthread_cond_init(&mb->cv, NULL);
+	mb->head = mb->tail = NULL;
+}
+
+static void mailbox_destroy(comm_mailbox *mb)
+{
+	for (comm_msg *m = mb->head, *next; m; m = next) {
+		next = m->next;
+		free(m);
+	}
+	pthread_mutex_destroy(&mb->mu);
+	pthread_cond_destroy(&mb->cv);
+}
+
+static int mailbox_put(comm *c, comm_mailbox *mb, const void *buf, size_t bytes, int tag)
+{
+	comm_msg *m = malloc(sizeof(*m) + bytes);
+	if (!m) {
+		snprintf(c->err, sizeof(c->err), "out of memory for a %zu-byte message", bytes);
+		return -1;
+	}
+	m->next = NULL;
+	m->src = c->rank;
+	m->tag = tag;
+	m->bytes = bytes;
+	if (bytes)
+		memcpy(m->data, buf, bytes);
+	pthread_mutex_lock(&mb->mu);
+	if (mb->tail)
+		mb->tail->next = m;
+	else
+		mb->head = m;
+	mb->tail = m;
+	pthread_cond_broadcast(&mb->cv);
+	pthread_mutex_unlock(&mb->mu);
+	return 0;
+}
+
+/* The oldest message matching src and tag (COMM_ANY matches all), and the
+ * one before it (NULL: it is the head). Called with mb->mu held. */
+static comm_msg *mailbox_find(comm_mailbox *mb, int src, int tag, comm_msg **prev)
+{
+	*prev = NULL;
+	for (comm_msg *m = mb->head; m; *prev = m, m = m->next)
+		if ((src == COMM_ANY || m->src == src) && (tag == COMM_ANY || m->tag == tag))
+			return m;
+	return NULL;
+}
+
+static int mailbox_probe(comm_mailbox *mb, int src, int tag, int *src_out, int *tag_out,
+			 size_t *bytes_out)
+{
+	comm_msg *prev;
+	pthread_mutex_lock(&mb->mu);
+	comm_msg *m = mailbox_find(mb, src, tag, &prev);
+	if (m) {
+		*src_out = m->src;
+		*tag_out = m->tag;
+		*bytes_out = m->bytes;
+	}
+	pthread_mutex_unlock(&mb->mu);
+	return m != NULL;
+}
+
+static int mailbox_take(comm *c, comm_mailbox *mb, void *buf, size_t bytes, int src, int tag)
+{
+	comm_msg *m, *prev;
+	pthread_mutex_lock(&mb->mu);
+	while (!(m = mailbox_find(mb, src, tag, &prev)))
+		pthread_cond_wait(&mb->cv, &mb->mu);
+	if (m->bytes != bytes) {
+		pthread_mutex_unlock(&mb->mu);
+		snprintf(c->err, sizeof(c->err), "a %zu-byte message received into %zu bytes",
+			 m->bytes, bytes);
+		return -1;
+	}
+	if (prev)
+		prev->next = m->next;
+	else
+		mb->head = m->next;
+	if (mb->tail == m)
+		mb->tail = prev;
+	pthread_mutex_unlock(&mb->mu);
+	if (bytes)
+		memcpy(buf, m->data, bytes);
+	free(m);
+	return 0;
 }
 
 /* ---- single process ------------------------------------------------------ */
@@ -186,12 +341,44 @@ static int single_barrier(comm *c)
 	return 0;
 }
 
+/* The single comm's impl is its mailbox: messages to itself. */
+static int single_send(comm *c, const void *buf, size_t bytes, int dest, int tag)
+{
+	return mailbox_put(c, c->impl, buf, bytes, tag);
+}
+
+static int single_probe(comm *c, int src, int tag, int *src_out, int *tag_out, size_t *bytes_out)
+{
+	return mailbox_probe(c->impl, src, tag, src_out, tag_out, bytes_out);
+}
+
+static int single_recv(comm *c, void *buf, size_t bytes, int src, int tag)
+{
+	return mailbox_take(c, c->impl, buf, bytes, src, tag);
+}
+
+static void single_destroy(comm *c)
+{
+	if (c->impl)
+		mailbox_destroy(c->impl);
+	free(c->impl);
+}
+
 static const comm_ops single_ops = { single_allreduce, single_broadcast, single_barrier, NULL,
-				     NULL, NULL };
+				     NULL, single_destroy, single_send, single_probe, single_recv };
 
 comm *comm_new_single(void)
 {
-	return comm_alloc(&single_ops, COMM_KIND_SINGLE, 0, 1);
+	comm *c = comm_alloc(&single_ops, COMM_KIND_SINGLE, 0, 1);
+	comm_mailbox *mb = malloc(sizeof(*mb));
+	if (!c || !mb) {
+		free(c);
+		free(mb);
+		return NULL;
+	}
+	mailbox_init(mb);
+	c->impl = mb;
+	return c;
 }
 
 /* ---- ranks as threads of one process ------------------------------------- */
@@ -204,6 +391,7 @@ struct comm_group {
 	int waiting;           /* ranks inside the current barrier */
 	uint64_t generation;   /* barriers completed */
 	void **posted;         /* [n] each rank's buffer for the current collective */
+	comm_mailbox *boxes;   /* [n] each rank's incoming messages */
 };
 
 static void group_wait(comm_group *g)
@@ -273,8 +461,26 @@ static int threads_barrier(comm *c)
 	return 0;
 }
 
+static int threads_send(comm *c, const void *buf, size_t bytes, int dest, int tag)
+{
+	comm_group *g = c->impl;
+	return mailbox_put(c, &g->boxes[dest], buf, bytes, tag);
+}
+
+static int threads_probe(comm *c, int src, int tag, int *src_out, int *tag_out, size_t *bytes_out)
+{
+	comm_group *g = c->impl;
+	return mailbox_probe(&g->boxes[c->rank], src, tag, src_out, tag_out, bytes_out);
+}
+
+static int threads_recv(comm *c, void *buf, size_t bytes, int src, int tag)
+{
+	comm_group *g = c->impl;
+	return mailbox_take(c, &g->boxes[c->rank], buf, bytes, src, tag);
+}
+
 static const comm_ops threads_ops = { threads_allreduce, threads_broadcast, threads_barrier, NULL,
-				      NULL, NULL };
+				      NULL, NULL, threads_send, threads_probe, threads_recv };
 
 comm_group *comm_group_new(int n)
 {
@@ -290,6 +496,11 @@ comm_group *comm_group_new(int n)
 	pthread_cond_init(&g->cv, NULL);
 	if (!g->ranks || !g->posted)
 		goto fail;
+	g->boxes = calloc((size_t)n, sizeof(*g->boxes));
+	if (!g->boxes)
+		goto fail;
+	for (int r = 0; r < n; r++)
+		mailbox_init(&g->boxes[r]);
 	for (int r = 0; r < n; r++) {
 		g->ranks[r] = comm_alloc(&threads_ops, COMM_KIND_THREADS, r, n);
 		if (!g->ranks[r])
@@ -318,6 +529,10 @@ void comm_group_free(comm_group *g)
 			free(g->ranks[r]);
 	free(g->ranks);
 	free(g->posted);
+	if (g->boxes)
+		for (int r = 0; r < g->n; r++)
+			mailbox_destroy(&g->boxes[r]);
+	free(g->boxes);
 	pthread_mutex_destroy(&g->mu);
 	pthread_cond_destroy(&g->cv);
 	free(g);
@@ -385,8 +600,61 @@ static void mpi_abort(comm *c, int code)
 	MPI_Abort(MPI_COMM_WORLD, code);
 }
 
+/* Point to point: one message of at most INT_MAX bytes (a model or a
+ * game record is far smaller). */
+static int mpi_size_ok(comm *c, size_t bytes)
+{
+	if (bytes <= INT_MAX)
+		return 1;
+	snprintf(c->err, sizeof(c->err), "a %zu-byte message is over MPI's %d", bytes, INT_MAX);
+	return 0;
+}
+
+static int mpi_send(comm *c, const void *buf, size_t bytes, int dest, int tag)
+{
+	if (!mpi_size_ok(c, bytes))
+		return -1;
+	int e = MPI_Send(buf, (int)bytes, MPI_BYTE, dest, tag, MPI_COMM_WORLD);
+	return e == MPI_SUCCESS ? 0 : mpi_fail(c, "MPI_Send", e);
+}
+
+static int mpi_probe(comm *c, int src, int tag, int *src_out, int *tag_out, size_t *bytes_out)
+{
+	int flag = 0, count = 0;
+	MPI_Status st;
+	int e = MPI_Iprobe(src == COMM_ANY ? MPI_ANY_SOURCE : src, tag == COMM_ANY ? MPI_ANY_TAG : tag,
+			   MPI_COMM_WORLD, &flag, &st);
+	if (e != MPI_SUCCESS)
+		return mpi_fail(c, "MPI_Iprobe", e);
+	if (!flag)
+		return 0;
+	MPI_Get_count(&st, MPI_BYTE, &count);
+	*src_out = st.MPI_SOURCE;
+	*tag_out = st.MPI_TAG;
+	*bytes_out = (size_t)count;
+	return 1;
+}
+
+static int mpi_recv(comm *c, void *buf, size_t bytes, int src, int tag)
+{
+	if (!mpi_size_ok(c, bytes))
+		return -1;
+	MPI_Status st;
+	int count = 0;
+	int e = MPI_Recv(buf, (int)bytes, MPI_BYTE, src, tag, MPI_COMM_WORLD, &st);
+	if (e != MPI_SUCCESS)
+		return mpi_fail(c, "MPI_Recv", e);
+	MPI_Get_count(&st, MPI_BYTE, &count);
+	if ((size_t)count != bytes) {
+		snprintf(c->err, sizeof(c->err), "a %d-byte message received into %zu bytes", count,
+			 bytes);
+		return -1;
+	}
+	return 0;
+}
+
 static const comm_ops mpi_ops = { mpi_allreduce, mpi_broadcast, mpi_barrier, NULL, mpi_abort,
-				  mpi_destroy };
+				  mpi_destroy, mpi_send, mpi_probe, mpi_recv };
 
 static comm *comm_new_mpi(char *err, size_t errlen)
 {
@@ -394,8 +662,10 @@ static comm *comm_new_mpi(char *err, size_t errlen)
 	bool ours = false;
 	MPI_Initialized(&inited);
 	if (!inited) {
-		/* Only the main thread calls MPI (oneDNN's OpenMP threads never do). */
-		if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+		/* One thread at a time calls MPI, not always the main one: a
+		 * self-play worker sends each game from the thread that finished
+		 * it (selfplay's game callback, never two at once). */
+		if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
 			snprintf(err, errlen, "MPI_Init_thread failed");
 			return NULL;
 		}

@@ -12,9 +12,12 @@
  *            single-machine launcher); built when nvcc and nccl.h are found
  *            (SENTE_HAVE_NCCL).
  *
- * Every rank must make the same calls in the same order with the same
- * counts. All calls return 0, or -1 with comm_error() set. A comm is used
- * by one thread at a time (each thread-rank has its own). */
+ * Every rank must make the same collective calls in the same order with
+ * the same counts. Point-to-point messages (comm_send, comm_probe,
+ * comm_recv; host transports only) are for ranks with different roles,
+ * such as self-play workers feeding a learner (loop/distributed.h). All
+ * calls return 0, or -1 with comm_error() set. A comm is used by one
+ * thread at a time (each thread-rank has its own). */
 #ifndef SENTE_TRAIN_COMM_H
 #define SENTE_TRAIN_COMM_H
 
@@ -110,6 +113,24 @@ void comm_set_stream(comm *c, void *stream);
 /* The stream last given to comm_set_stream (NULL before), so that a user
  * that enqueues on its own stream (the gradient reducer) can put it back. */
 void *comm_get_stream(const comm *c);
+
+/* ---- point to point (single, threads, MPI; not NCCL) ---------------------
+ * Messages from one rank to another arrive in the order they were sent;
+ * a tag (>= 0) says what a message is. A rank may send to itself. */
+#define COMM_ANY (-1) /* comm_probe: any source, or any tag */
+/* Sends `bytes` bytes of buf to rank dest with tag. Returns once buf may
+ * be reused, which may be before dest receives it (small messages) or not
+ * (large ones wait for dest's comm_recv: a sender must not wait on a rank
+ * that is itself waiting to send to it). */
+int comm_send(comm *c, const void *buf, size_t bytes, int dest, int tag);
+/* Looks, without waiting, for a message from src with tag (either may be
+ * COMM_ANY): 1 with its source, tag and size (any out pointer may be
+ * NULL), 0 when none has arrived, -1 on failure. */
+int comm_probe(comm *c, int src, int tag, int *src_out, int *tag_out, size_t *bytes_out);
+/* Receives the oldest message from src with tag (exact values, as
+ * comm_probe gave them) into buf of `bytes` bytes, which must be its size;
+ * waits for it. */
+int comm_recv(comm *c, void *buf, size_t bytes, int src, int tag);
 
 /* Ends every rank after a failure on this one alone, which would leave the
  * others waiting in their next collective: MPI_Abort under MPI (mpirun then

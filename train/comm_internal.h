@@ -14,6 +14,10 @@ typedef struct comm_ops {
 	void (*set_stream)(comm *c, void *stream); /* NULL: ignored */
 	void (*abort)(comm *c, int code);          /* NULL: nothing */
 	void (*destroy)(comm *c);                  /* frees impl; NULL: nothing */
+	/* Point to point (comm.h); NULL: the transport has none. */
+	int (*send)(comm *c, const void *buf, size_t bytes, int dest, int tag);
+	int (*probe)(comm *c, int src, int tag, int *src_out, int *tag_out, size_t *bytes_out);
+	int (*recv)(comm *c, void *buf, size_t bytes, int src, int tag);
 } comm_ops;
 
 struct comm {

@@ -16,4 +16,10 @@ int cli_test_run(const char *args, char *out, size_t len);
  * test rather than outlive it; a killed run exits 124 (timeout(1)). */
 int cli_test_run_within(double seconds, const char *args, char *out, size_t len);
 
+/* Skips the calling test unless `mpirun` can start this sente's ranks
+ * here (an MPI build, mpirun on the PATH, not under AddressSanitizer,
+ * where Open MPI's own start-up leaks), and sets what Open MPI needs in
+ * CI: running as root, no OpenCL probe. */
+void cli_test_need_mpirun(void);
+
 #endif

@@ -60,19 +60,7 @@ Test(train_cli, gpus_without_devices)
 Test(train_cli, mpirun_two_ranks_equal_one, .timeout = 120)
 {
 	const char *b = cli_test_bin();
-#if defined(__SANITIZE_ADDRESS__)
-	cr_skip_test("not under AddressSanitizer: Open MPI's start-up leaks (see the top of this file)");
-#endif
-	if (!comm_mpi_built())
-		cr_skip_test("sente was built without MPI (apt-get install libopenmpi-dev)");
-	if (system("command -v mpirun >/dev/null 2>&1") != 0)
-		cr_skip_test("mpirun not found (apt-get install openmpi-bin)");
-	/* CI runs as root, which Open MPI refuses unless told twice. */
-	setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-	setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-	/* hwloc's OpenCL probe loads vendor ICDs at MPI_Init, which is slow
-	 * and, on some machines, refused under sanitizers: ranks need none. */
-	setenv("HWLOC_COMPONENTS", "-opencl", 1);
+	cli_test_need_mpirun();
 	char dir[] = "/tmp/sente-mpi-XXXXXX", cmd[4096], path[1024], err[256];
 	cr_assert(mkdtemp(dir));
 	/* Games from a uniform policy: enough positions, in a second. */

@@ -1,0 +1,105 @@
+/* Self-play ranks feeding rank 0's loop (loop/distributed.h), with the
+ * ranks as threads of this process (train/comm.h thread ranks), so that
+ * the sanitizers see the protocol; the same through mpirun, with a worker
+ * killed, is tests/cli/test_run_mpi.c. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "loop/distributed.h"
+#include "tests/loop/loop_util.h"
+
+typedef struct rank_arg {
+	loop_options o;  /* the run's options */
+	comm *c;         /* this rank */
+	int rc;          /* loop_run_ranks' outcome */
+	char err[1024];  /* its message */
+} rank_arg;
+
+static void *run_rank(void *p)
+{
+	rank_arg *a = p;
+	a->rc = loop_run_ranks(&a->o, a->c, a->err, sizeof(a->err));
+	return NULL;
+}
+
+/* One integer from a query. */
+static long long query_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s", sql);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+	long long v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+Test(distributed, two_thread_workers_feed_the_loop, .timeout = 120)
+{
+	char dir[] = "/tmp/sente-dist-XXXXXX";
+	cr_assert(mkdtemp(dir));
+	enum { RANKS = 3 };
+	comm_group *g = comm_group_new(RANKS);
+	cr_assert(g);
+	rank_arg a[RANKS];
+	pthread_t th[RANKS];
+	/* Ctrl-C, as every rank sees it: set once the run has exported three
+	 * models (a slow machine, or the sanitizers, take longer to get there
+	 * than a fixed time would allow). */
+	static volatile sig_atomic_t stop;
+	stop = 0;
+	for (int r = 0; r < RANKS; r++) {
+		a[r].o = loop_test_options(dir);
+		a[r].o.minutes = 2;
+		a[r].o.parallel_games = 3;
+		a[r].o.nn.threads = 1;
+		a[r].o.stop = &stop;
+		a[r].c = comm_group_rank(g, r);
+		a[r].err[0] = '\0';
+		cr_assert_eq(pthread_create(&th[r], NULL, run_rank, &a[r]), 0);
+	}
+	char path[256];
+	snprintf(path, sizeof(path), "%s/sente.db", dir);
+	for (int i = 0; i < 1100 && !stop; i++) {
+		sqlite3 *db;
+		usleep(100000);
+		if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+			sqlite3_stmt *st = NULL;
+			if (sqlite3_prepare_v2(db, "SELECT count(*) FROM models", -1, &st, NULL) == SQLITE_OK &&
+			    sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) >= 3)
+				stop = 1;
+			sqlite3_finalize(st);
+		}
+		sqlite3_close(db);
+	}
+	stop = 1;
+	for (int r = 0; r < RANKS; r++)
+		pthread_join(th[r], NULL);
+	for (int r = 0; r < RANKS; r++)
+		cr_assert_eq(a[r].rc, 0, "rank %d: %s", r, a[r].err);
+	comm_group_free(g);
+
+	sqlite3 *db;
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	/* Games from both workers, tagged with their rank; none from rank 0. */
+	long long one = query_int(db, "SELECT count(*) FROM games WHERE worker LIKE 'rank1@%'");
+	long long two = query_int(db, "SELECT count(*) FROM games WHERE worker LIKE 'rank2@%'");
+	long long all = query_int(db, "SELECT count(*) FROM games");
+	cr_assert(one > 0 && two > 0 && one + two == all, "rank 1 %lld, rank 2 %lld, all %lld", one,
+		  two, all);
+	/* The learner trained on them and exported models the workers played. */
+	long long models = query_int(db, "SELECT count(*) FROM models");
+	cr_assert(models >= 3, "%lld models", models);
+	cr_assert(query_int(db, "SELECT count(DISTINCT model_id) FROM games") >= 2);
+	cr_assert(query_int(db, "SELECT count(*) FROM metrics WHERE name = 'selfplay_games_per_s' "
+				"AND value > 0") >= 1);
+	cr_assert(query_int(db, "SELECT count(*) FROM metrics WHERE "
+				"name = 'selfplay_games_per_s/rank2'") >= 1);
+	sqlite3_close(db);
+	loop_test_rmdir(dir);
+}
