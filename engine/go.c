@@ -851,6 +851,29 @@ static void go_run_defaults(const game_params *p, game_run_defaults *out)
 	out->positions_per_game = 0.25 * p->size * p->size;
 }
 
+static void go_plain_prior(const game *g, const int *legal, int n, float *w)
+{
+	const go_board *b = &g->u.go;
+	int size = b->size;
+	for (int i = 0; i < n; i++) {
+		int m = legal[i];
+		if (m == size * size) {
+			w[i] = 0.01f; /* pass: when nothing else is worth playing */
+			continue;
+		}
+		int x = m % size, y = m / size;
+		int d = x < y ? x : y;
+		d = size - 1 - x < d ? size - 1 - x : d;
+		d = size - 1 - y < d ? size - 1 - y : d;
+		/* Lines 1..5+ from the edge; the fourth line first, then the
+		 * third, the centre, the second, the edge. */
+		static const float line[] = { 0.1f, 0.4f, 1.5f, 1.6f, 1.0f };
+		w[i] = line[d < 4 ? d : 4];
+		if (go_fills_own_eye(b, m))
+			w[i] = 0.001f;
+	}
+}
+
 const game_desc game_go = {
 	.kind = GAME_KIND_GO,
 	.name = "go",
@@ -870,4 +893,5 @@ const game_desc game_go = {
 	.value_outputs = 1,
 	.numbers = go_numbers,
 	.run_defaults = go_run_defaults,
+	.plain_prior = go_plain_prior,
 };
