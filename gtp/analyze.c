@@ -216,7 +216,7 @@ static void ownership_for(const go_board *b, int playouts, int color, float *own
 	gtp_ownership(b, playouts, bl, wh);
 	for (int p = 0; p < b->size * b->size; p++) {
 		float m = bl[p] - wh[p];
-		own[p] = color == GO_BLACK ? m : -m;
+		own[p] = (color == GO_BLACK ? m : -m) + 0.0f; /* never -0 */
 		if (sd) {
 			float var = bl[p] + wh[p] - m * m;
 			sd[p] = var > 0 ? sqrtf(var) : 0;
