@@ -327,3 +327,25 @@ Test(gtp_gui, size_the_network_cannot_play_is_refused)
 		 net_dir);
 	cr_assert_eq(run_shell(cmd, out, sizeof(out)), 1, "%s", out);
 }
+
+/* loadsgf takes setup after the first move (a GUI's edited game), answers
+ * empty as GTP says, and printsgf keeps the record's names and rules. */
+Test(gtp_gui, loadsgf_edited_game)
+{
+	char path[256], cmd[1024], out[8192];
+	snprintf(path, sizeof(path), "%s/edited.sgf", net_dir);
+	FILE *f = fopen(path, "w");
+	cr_assert(f);
+	fputs("(;GM[1]FF[4]SZ[9]KM[6.5]RU[Chinese]PB[Alice]PW[Bob];B[ee];W[cc];AB[gg]AE[ee];B[dd])",
+	      f);
+	cr_assert(fclose(f) == 0);
+	snprintf(cmd, sizeof(cmd),
+		 "printf 'loadsgf %s\\nprintsgf\\nloadsgf %s 3\\nprintsgf\\nquit\\n' | "
+		 "%s gtp -q --noponder 2>&1", path, path, cli_test_bin());
+	cr_assert_eq(run_shell(cmd, out, sizeof(out)), 0);
+	const char *want = "=\n\n= (;FF[4]GM[1]CA[UTF-8]AP[sente]SZ[9]KM[6.5]RU[Chinese]PB[Alice]PW[Bob]\n"
+			   "AB[gg]\nAW[cc]\n;B[dd])\n\n"
+			   "=\n\n= (;FF[4]GM[1]CA[UTF-8]AP[sente]SZ[9]KM[6.5]RU[Chinese]PB[Alice]PW[Bob]\n"
+			   "AB[gg]\nAW[cc])\n\n=\n\n";
+	cr_assert_str_eq(out, want);
+}
