@@ -42,8 +42,8 @@ int cli_gtp(int argc, char **argv)
 	const cli_opt opts[] = {
 		CLI_OPT_STRING("--weights", "-w", &opt.weights, "FILE",
 			       "network: a .sente model or Leela Zero weights (text or gzip); without "
-			       "one, a cheap prior (Go: third and fourth lines; Connect Four: centre "
-			       "columns) and a neutral value (weak, but every command works)"),
+			       "one, a cheap prior (Go: corners, then the third and fourth lines; Connect "
+			       "Four: centre columns) and a neutral value (weak, but every command works)"),
 		CLI_OPT_INT("--visits", "-v", &opt.search.max_visits, 1, 100000000, "N",
 			    "stop a search when the root has N visits", .given = &opt.limits_set),
 		CLI_OPT_CALL("--playouts", "-p", &opt.search, playouts_arg, "N",

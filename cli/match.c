@@ -142,7 +142,7 @@ int cli_match_opts(cli_match_settings *s, bool with_visits_b, cli_opt *opts)
 			     "stop when the SPRT decides (as Leela Zero's validation: 0,35,0.05,0.05)"),
 		CLI_OPT_STRING("--db", NULL, &s->db, "FILE", "where games are stored"),
 		CLI_OPT_CALL("--sgf-dir", NULL, &s->o, sgf_dir_arg, "DIR",
-			     "also write each game's SGF into DIR"),
+			     "also write each game's SGF into DIR (made when missing)"),
 		CLI_OPT_REAL("--resign", NULL, &s->o.resign_pct, 0, 100, "PCT",
 			     "sente resigns below PCT% winrate; 0 never"),
 		CLI_OPT_REAL("--move-timeout", NULL, &s->o.move_timeout, 0.1, 86400, "S",
