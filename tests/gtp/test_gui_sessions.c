@@ -74,18 +74,17 @@ static int run_shell(const char *cmd, char *out, size_t len)
 	return WEXITSTATUS(st);
 }
 
-/* Reads a whole file (NUL-terminated, malloc'd). */
-static char *slurp(const char *path)
+/* Reads a whole file into buf (cap bytes, NUL-terminated); buffers the
+ * caller keeps static, so a failed assertion leaks nothing. */
+static char *slurp(const char *path, char *buf, size_t cap)
 {
 	FILE *f = fopen(path, "r");
 	cr_assert(f, "cannot open %s (tests run from the repository root)", path);
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	rewind(f);
-	char *s = calloc(1, (size_t)n + 1);
-	cr_assert(s && fread(s, 1, (size_t)n, f) == (size_t)n);
+	size_t n = fread(buf, 1, cap - 1, f);
+	buf[n] = '\0';
+	cr_assert(feof(f), "%s is larger than %zu bytes", path, cap - 1);
 	fclose(f);
-	return s;
+	return buf;
 }
 
 /* The shell command that feeds script (lines, "#sleep S" pauses) to
@@ -93,7 +92,8 @@ static char *slurp(const char *path)
 static void session_cmd(const char *script, const char *args, char *cmd, size_t len)
 {
 	size_t n = (size_t)snprintf(cmd, len, "(");
-	char *copy = strdup(script);
+	static char copy[8192];
+	snprintf(copy, sizeof(copy), "%s", script);
 	for (char *save = NULL, *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		double s;
 		if (sscanf(l, "#sleep %lf", &s) == 1)
@@ -102,7 +102,6 @@ static void session_cmd(const char *script, const char *args, char *cmd, size_t 
 			n += (size_t)snprintf(cmd + n, len - n, "printf '%%s\\n' '%s'; ", l);
 		cr_assert(n < len, "script too long");
 	}
-	free(copy);
 	snprintf(cmd + n, len - n, ") | timeout -k 1 50 %s gtp -q %s 2>/dev/null", cli_test_bin(),
 		 args);
 }
@@ -273,15 +272,14 @@ static void session(const char *name, const char *args_fmt)
 	else
 		snprintf(args, sizeof(args), "%s", args_fmt);
 	snprintf(path, sizeof(path), "tests/data/gtp/gui/%s.in", name);
-	char *script = slurp(path);
+	static char script_buf[8192], want_buf[1 << 16];
+	char *script = slurp(path, script_buf, sizeof(script_buf));
 	snprintf(path, sizeof(path), "tests/data/gtp/gui/%s.out", name);
-	char *want = slurp(path);
+	char *want = slurp(path, want_buf, sizeof(want_buf));
 	session_cmd(script, args, cmd, sizeof(cmd));
 	int rc = run_shell(cmd, out, sizeof(out));
 	cr_assert_eq(rc, 0, "%s: exit %d:\n%.2000s", name, rc, out);
 	check_output(name, out, want);
-	free(script);
-	free(want);
 }
 
 Test(gtp_gui, sabaki) { session("sabaki", "--noponder -v 40 --size 9"); }
@@ -297,7 +295,7 @@ Test(gtp_gui, avoided_moves_never_show)
 	static char out[1 << 20];
 	char cmd[4096];
 	const char *script = "boardsize 9\nlz-analyze 5 avoid b E5,D4,F4,D6,F6 30 minmoves 8\n"
-			     "#sleep 0.6\nlz-genmove_analyze b 5 avoid b E5,D4,F4,D6,F6 1\nquit\n";
+			     "#sleep 0.6\nlz-genmove_analyze b 5 avoid b E5,D4,F4,D6,F6 1 minmoves 8\nquit\n";
 	session_cmd(script, "--noponder -v 300", cmd, sizeof(cmd));
 	cr_assert_eq(run_shell(cmd, out, sizeof(out)), 0);
 	int infos = 0;
