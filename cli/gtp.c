@@ -11,8 +11,13 @@
 static const char gtp_about[] =
 	"Speaks GTP v2 on standard input and output, for GUIs (Sabaki, Lizzie,\n"
 	"GoGui, q5Go) and match tools; diagnostics go to standard error. Besides\n"
-	"the GTP v2 commands it answers lz-analyze, kata-analyze (and analyze),\n"
-	"lz-genmove_analyze, kata-genmove_analyze, kata-raw-nn, clear_cache, stop.\n";
+	"the GTP v2 commands it answers Leela Zero's analysis (lz-analyze, and\n"
+	"analyze in the same format, as Sabaki reads it; lz-genmove_analyze,\n"
+	"genmove_analyze), KataGo's (kata-analyze, kata-genmove_analyze,\n"
+	"kata-search, kata-raw-nn, kata-get-rules, ...), lz-setoption, heatmap,\n"
+	"kgs-genmove_cleanup and gogui-analyze_commands; list_commands lists all.\n"
+	"A network fixes the game and the board size: --game and --size are only\n"
+	"needed without one (a size the network cannot play is refused).\n";
 
 /* -p N: a playout limit replaces the visit limit (a later -v sets one again). */
 static int playouts_arg(const cli_opt *o, const char *v, char *err, size_t errlen)
@@ -37,7 +42,8 @@ int cli_gtp(int argc, char **argv)
 	const cli_opt opts[] = {
 		CLI_OPT_STRING("--weights", "-w", &opt.weights, "FILE",
 			       "network: a .sente model or Leela Zero weights (text or gzip); without "
-			       "one, a uniform policy and a neutral value (weak, but every command works)"),
+			       "one, a cheap prior (Go: corners, then the third and fourth lines; Connect "
+			       "Four: centre columns) and a neutral value (weak, but every command works)"),
 		CLI_OPT_INT("--visits", "-v", &opt.search.max_visits, 1, 100000000, "N",
 			    "stop a search when the root has N visits", .given = &opt.limits_set),
 		CLI_OPT_CALL("--playouts", "-p", &opt.search, playouts_arg, "N",
@@ -65,9 +71,10 @@ int cli_gtp(int argc, char **argv)
 		CLI_OPT_INT("--memory", NULL, &memory_mb, 16, 1 << 20, "MB", "search tree memory"),
 		CLI_OPT_CALL("--game", NULL, &kind, cli_opt_game, "go|connect4",
 			     "which game; for Connect Four the first player is b and moves are the "
-			     "columns 1..7", .def = "go"),
+			     "columns 1..7", .def = "the network's, else go", .given = &opt.game_given),
 		CLI_OPT_INT("--size", NULL, &size, GO_MIN_SIZE, GO_MAX_SIZE, "N",
-			    "initial Go board size (a network fixes its own size)"),
+			    "initial Go board size; a network fixes its own (another is refused)",
+			    .def = "the network's, else 19", .given = &opt.size_given),
 		CLI_OPT_REAL("--komi", NULL, &komi, -INFINITY, INFINITY, "K", "initial komi"),
 		CLI_OPT_FLAG("--quiet", "-q", &opt.quiet, "no diagnostics on standard error"),
 	};
@@ -84,13 +91,14 @@ int cli_gtp(int argc, char **argv)
 		fprintf(stderr, "sente gtp: %s\n", err);
 		return 1;
 	}
+	kind = gtp_engine_game(e)->params.kind; /* the network's, when it has one */
 	if (!opt.quiet) {
 		if (opt.weights)
 			fprintf(stderr, "sente gtp: %s, network %s, backend %s\n",
 				game_kind_name(kind), opt.weights, gtp_engine_backend(e));
 		else
-			fprintf(stderr, "sente gtp: %s, no weights: uniform policy and neutral value "
-				"(pass -w FILE for a network)\n", game_kind_name(kind));
+			fprintf(stderr, "sente gtp: %s, no weights: the game's cheap prior and a "
+				"neutral value (pass -w FILE for a network)\n", game_kind_name(kind));
 	}
 	rc = gtp_engine_run(e, stdin, stdout);
 	gtp_engine_free(e);

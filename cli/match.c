@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -86,13 +87,29 @@ static int sprt_arg(const cli_opt *o, const char *v, char *err, size_t errlen)
 	return 0;
 }
 
-/* --sgf-dir DIR, an existing folder (ptr: the match options). */
+/* --sgf-dir DIR, a folder, made (with its parents) when missing (ptr: the
+ * match options). */
 static int sgf_dir_arg(const cli_opt *o, const char *v, char *err, size_t errlen)
 {
 	match_options *m = o->ptr;
 	struct stat st;
-	if (stat(v, &st) != 0 || !S_ISDIR(st.st_mode) || strlen(v) >= sizeof(m->sgf_dir)) {
-		snprintf(err, errlen, "--sgf-dir: '%s' is not a folder", v);
+	char path[sizeof(m->sgf_dir)];
+	if (strlen(v) >= sizeof(m->sgf_dir) || !*v) {
+		snprintf(err, errlen, "--sgf-dir: '%s' is not a folder name", v);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s", v);
+	for (char *p = path + 1; *p; p++) /* each parent, then the folder */
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(path, 0777) != 0 && errno != EEXIST)
+				break; /* the stat below says what is wrong */
+			*p = '/';
+		}
+	mkdir(path, 0777);
+	if (stat(v, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "--sgf-dir: '%s' is not a folder and cannot be made (%s)", v,
+			 strerror(errno));
 		return -1;
 	}
 	snprintf(m->sgf_dir, sizeof(m->sgf_dir), "%s", v);
@@ -112,11 +129,11 @@ int cli_match_opts(cli_match_settings *s, bool with_visits_b, cli_opt *opts)
 			     "seconds per move instead of visits (engines get time_settings 0 T 1)",
 			     .def = ""),
 		CLI_OPT_CALL("--game", NULL, &s->kind, cli_opt_game, "go|connect4", "which game",
-			     .def = "go"),
+			     .def = "the models', else go", .given = &s->game_given),
 		CLI_OPT_INT("--size", NULL, &s->size, GO_MIN_SIZE, GO_MAX_SIZE, "S", "Go board",
-			    .def = "9"),
+			    .def = "the models', else 9"),
 		CLI_OPT_REAL("--komi", NULL, &s->komi, -1000, 1000, "K", "Go komi, a multiple of 0.5",
-			     .def = "7"),
+			     .def = "7.5, the game's"),
 		CLI_OPT_CALL("--openings", NULL, s, openings_arg, "random:N|FILE",
 			     "N random opening moves per pair, or a book: one opening per line, moves "
 			     "separated by spaces ('#' comments)",
@@ -125,7 +142,7 @@ int cli_match_opts(cli_match_settings *s, bool with_visits_b, cli_opt *opts)
 			     "stop when the SPRT decides (as Leela Zero's validation: 0,35,0.05,0.05)"),
 		CLI_OPT_STRING("--db", NULL, &s->db, "FILE", "where games are stored"),
 		CLI_OPT_CALL("--sgf-dir", NULL, &s->o, sgf_dir_arg, "DIR",
-			     "also write each game's SGF into DIR"),
+			     "also write each game's SGF into DIR (made when missing)"),
 		CLI_OPT_REAL("--resign", NULL, &s->o.resign_pct, 0, 100, "PCT",
 			     "sente resigns below PCT% winrate; 0 never"),
 		CLI_OPT_REAL("--move-timeout", NULL, &s->o.move_timeout, 0.1, 86400, "S",
@@ -148,11 +165,32 @@ int cli_match_opts(cli_match_settings *s, bool with_visits_b, cli_opt *opts)
 	return n;
 }
 
-bool cli_match_finish(const char *cmd, cli_match_settings *s)
+bool cli_match_finish(const char *cmd, cli_match_settings *s, const match_player *pl, int n)
 {
+	const match_player *first = NULL; /* the first model */
+	for (int i = 0; i < n; i++) {
+		if (!pl[i].has_game)
+			continue;
+		if (!first) {
+			first = &pl[i];
+			continue;
+		}
+		if (pl[i].game.kind != first->game.kind || pl[i].game.size != first->game.size) {
+			cli_usage_error(cmd, "%s plays %s %dx%d, %s plays %s %dx%d", first->spec,
+					game_kind_name(first->game.kind), first->game.size, first->game.size,
+					pl[i].spec, game_kind_name(pl[i].game.kind), pl[i].game.size,
+					pl[i].game.size);
+			return false;
+		}
+	}
+	if (first && !s->game_given)
+		s->kind = first->game.kind;
+	if (first && s->size <= 0 && first->game.kind == s->kind &&
+	    game_desc_by_kind(s->kind)->has_size)
+		s->size = first->game.size;
 	const game_desc *desc = game_desc_by_kind(s->kind);
-	game_params gp = game_params_sized(s->kind, s->size > 0 ? (int)s->size : 9,
-					   isnan(s->komi) ? 7 : s->komi);
+	/* Komi not given: the game's (7.5 for Go), as gtp, run and selfplay. */
+	game_params gp = game_params_sized(s->kind, s->size > 0 ? (int)s->size : 9, s->komi);
 	if (desc->has_size || desc->has_komi) {
 		if (gp.komi * 2 != floor(gp.komi * 2)) {
 			cli_usage_error(cmd, "--komi must be a multiple of 0.5, got '%g'", gp.komi);
@@ -227,8 +265,6 @@ int cli_match(int argc, char **argv)
 		return rc;
 	if (npos < 2)
 		return cli_usage_error("match", "give two players, A and B");
-	if (!cli_match_finish("match", &s))
-		return 2;
 	char err[1024];
 	store *db = store_open(s.db, err, sizeof(err));
 	if (!db) {
@@ -236,12 +272,15 @@ int cli_match(int argc, char **argv)
 		return 1;
 	}
 	rc = 2;
-	match_player a, b;
-	if (match_player_parse(pos[0], db, &a, err, sizeof(err)) != 0 ||
-	    match_player_parse(pos[1], db, &b, err, sizeof(err)) != 0) {
+	match_player pl[2];
+	if (match_player_parse(pos[0], db, &pl[0], err, sizeof(err)) != 0 ||
+	    match_player_parse(pos[1], db, &pl[1], err, sizeof(err)) != 0) {
 		cli_usage_error("match", "%s", err);
 		goto out;
 	}
+	if (!cli_match_finish("match", &s, pl, 2))
+		goto out;
+	match_player a = pl[0], b = pl[1];
 	if (s.visits_b > 0)
 		b.visits = (int)s.visits_b;
 	signal(SIGINT, on_signal);

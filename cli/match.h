@@ -11,6 +11,7 @@
 typedef struct cli_match_settings {
 	match_options o;        /* filled by cli_match_finish */
 	game_kind kind;         /* --game */
+	bool game_given;        /* --game was given (else the models' game) */
 	long size;              /* --size, -1 when not given */
 	double komi;            /* --komi, NAN when not given */
 	long games, parallel, visits; /* --games, --parallel, --visits */
@@ -28,8 +29,10 @@ void cli_match_settings_init(cli_match_settings *s);
  * the number of entries. Call after cli_match_settings_init and any change
  * to the defaults, so that help shows them. */
 int cli_match_opts(cli_match_settings *s, bool with_visits_b, cli_opt *opts);
-/* Applies the defaults that depend on the game. false on a usage error. */
-bool cli_match_finish(const char *cmd, cli_match_settings *s);
+/* Takes the game and board from the model players pl[0..n-1] unless --game
+ * and --size say them (models of different games are a usage error), then
+ * applies the defaults that depend on the game. false on a usage error. */
+bool cli_match_finish(const char *cmd, cli_match_settings *s, const match_player *pl, int n);
 /* The per-game progress callback (ctx: a bool *, quiet). */
 void cli_match_progress(void *ctx, const match_summary *s, const store_match_game *g);
 /* Prints the summary of a finished match (human lines on stderr). */

@@ -1,5 +1,6 @@
 /* selfplay.c: `sente selfplay`, self-play games into the store. */
 #include <signal.h>
+#include <math.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,7 +42,7 @@ int cli_selfplay(int argc, char **argv)
 {
 	const char *db_path = NULL;
 	long size = 9;
-	double minutes = 0, komi = 7;
+	double minutes = 0, komi = NAN;
 	selfplay_worker_options w = selfplay_worker_options_default();
 	selfplay_options *o = &w.play;
 	game_params *gp = &o->game;
@@ -56,7 +57,7 @@ int cli_selfplay(int argc, char **argv)
 		CLI_OPT_CALL("--game", NULL, &gp->kind, cli_opt_game, "go|connect4", "which game",
 			     .given = &w.game_fixed, .def = "the model's game, else connect4"),
 		CLI_OPT_INT("--size", NULL, &size, GO_MIN_SIZE, GO_MAX_SIZE, "N", "Go board"),
-		CLI_OPT_REAL("--komi", NULL, &komi, -1000, 1000, "K", "Go komi"),
+		CLI_OPT_REAL("--komi", NULL, &komi, -1000, 1000, "K", "Go komi", .def = "7.5, the game's"),
 		CLI_OPT_INT("--parallel-games", NULL, &o->parallel_games, 1, 1024, "K",
 			    "games at once, one thread each"),
 		CLI_OPT_INT("--visits", NULL, &o->visits, 1, 1000000, "V", "full search visits, recorded"),
@@ -98,7 +99,7 @@ int cli_selfplay(int argc, char **argv)
 		return cli_usage_error("selfplay", "--db FILE is required");
 
 	gp->size = (int)size;
-	gp->komi = komi;
+	gp->komi = komi; /* NAN: the game's default (the worker fills it in) */
 	w.seconds = minutes * 60;
 	w.log = stderr;
 	w.stop = &stop_flag;

@@ -206,8 +206,6 @@ int cli_tournament(int argc, char **argv)
 	}
 	if (n < 2)
 		return cli_usage_error("tournament", "give at least two players (or BASE and one more)");
-	if (!cli_match_finish("tournament", &s))
-		return 2;
 	char err[1024];
 	store *db = store_open(s.db, err, sizeof(err));
 	if (!db) {
@@ -216,10 +214,12 @@ int cli_tournament(int argc, char **argv)
 	}
 	static match_player pl[MAX_PLAYERS];
 	static tournament_result res;
+	rc = parse_players(names, n, db, pl);
+	if (rc == 0 && !cli_match_finish("tournament", &s, pl, n))
+		rc = 2;
 	tournament_options to = { .match = s.o, .gauntlet = base != NULL,
 				  .progress = cli_match_progress, .progress_ctx = &s.quiet,
 				  .on_match = on_match, .match_ctx = &s };
-	rc = parse_players(names, n, db, pl);
 	int st = rc == 0 ? tournament_run(db, pl, n, &to, &res, err, sizeof(err)) : TOURNAMENT_DONE;
 	store_close(db);
 	if (rc != 0)

@@ -140,6 +140,15 @@ static void c4_run_defaults(const game_params *p, game_run_defaults *out)
 	out->positions_per_game = 0.25 * 22;
 }
 
+/* Columns by how many lines of four pass through their cells. */
+static void c4_plain_prior(const game *g, const int *legal, int n, float *w)
+{
+	static const float col[C4_WIDTH] = { 3, 4, 5, 7, 5, 4, 3 };
+	(void)g;
+	for (int i = 0; i < n; i++)
+		w[i] = legal[i] >= 0 && legal[i] < C4_WIDTH ? col[legal[i]] : 1;
+}
+
 const game_desc game_connect4 = {
 	.kind = GAME_KIND_CONNECT4,
 	.name = "connect4",
@@ -160,4 +169,5 @@ const game_desc game_connect4 = {
 	.solved_positions = true,
 	.numbers = c4_numbers,
 	.run_defaults = c4_run_defaults,
+	.plain_prior = c4_plain_prior,
 };

@@ -60,6 +60,11 @@ typedef struct game_desc {
 	void (*numbers)(const game_params *p, game_numbers *out);
 	/* Fills the training-run defaults for params p. */
 	void (*run_defaults)(const game_params *p, game_run_defaults *out);
+	/* A cheap prior for play without a network: weights (not normalised,
+	 * each > 0) for the n legal moves of g, into w[i] for legal[i]. Go
+	 * favours the third and fourth lines and never fills its own eyes
+	 * first; Connect Four the centre columns. */
+	void (*plain_prior)(const game *g, const int *legal, int n, float *w);
 } game_desc;
 
 extern const game_desc game_go, game_connect4;

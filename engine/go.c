@@ -14,6 +14,7 @@
  */
 #include "engine/go.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/game_desc.h"
@@ -851,6 +852,44 @@ static void go_run_defaults(const game_params *p, game_run_defaults *out)
 	out->positions_per_game = 0.25 * p->size * p->size;
 }
 
+/* Distance of coordinate v from the nearer edge of a board of `size`
+ * (0: the first line). */
+static int edge_distance(int v, int size) { return v < size - 1 - v ? v : size - 1 - v; }
+
+static void go_plain_prior(const game *g, const int *legal, int n, float *w)
+{
+	const go_board *b = &g->u.go;
+	int size = b->size;
+	for (int i = 0; i < n; i++) {
+		int m = legal[i];
+		if (m == size * size) {
+			w[i] = 0.01f; /* pass: when nothing else is worth playing */
+			continue;
+		}
+		int x = m % size, y = m / size;
+		int dx = edge_distance(x, size), dy = edge_distance(y, size);
+		int d = dx < dy ? dx : dy;
+		/* By line: the fourth first, then the third, the centre, the
+		 * second, the edge; the corners' 3-3, 3-4 and 4-4 points above
+		 * all, as openings take them. */
+		static const float line[] = { 0.1f, 0.4f, 1.5f, 1.6f, 1.0f };
+		w[i] = line[d < 4 ? d : 4];
+		if (dx >= 2 && dx <= 3 && dy >= 2 && dy <= 3)
+			w[i] = 2.0f + 0.2f * (float)(dx + dy);
+		/* Away from the stones already there (no reading behind it). */
+		for (int ny = y - 2; ny <= y + 2; ny++)
+			for (int nx = x - 2; nx <= x + 2; nx++)
+				if (nx >= 0 && ny >= 0 && nx < size && ny < size &&
+				    abs(nx - x) + abs(ny - y) <= 2 && go_color_at(b, nx, ny) >= 0) {
+					w[i] *= 0.3f;
+					ny = y + 3; /* once */
+					break;
+				}
+		if (go_fills_own_eye(b, m))
+			w[i] = 0.001f;
+	}
+}
+
 const game_desc game_go = {
 	.kind = GAME_KIND_GO,
 	.name = "go",
@@ -870,4 +909,5 @@ const game_desc game_go = {
 	.value_outputs = 1,
 	.numbers = go_numbers,
 	.run_defaults = go_run_defaults,
+	.plain_prior = go_plain_prior,
 };

@@ -112,6 +112,7 @@ void sgf_record_free(sgf_record *r)
 		free(r->moves[i].comment);
 	free(r->moves);
 	free(r->setup);
+	free(r->edits);
 	free(r->comment);
 	sgf_record_init(r);
 }
@@ -161,6 +162,23 @@ int sgf_record_add_setup(sgf_record *r, int color, int point)
 	r->setup[r->n_setup].color = (int8_t)color;
 	r->setup[r->n_setup].point = (int16_t)point;
 	r->n_setup++;
+	return 0;
+}
+
+int sgf_record_add_edit(sgf_record *r, int move, int color, int point)
+{
+	if ((color != GO_BLACK && color != GO_WHITE && color != GO_EMPTY) || point < 0 ||
+	    point >= GO_MAX_SIZE * GO_MAX_SIZE || move < 0 || move > r->n_moves ||
+	    (r->n_edits > 0 && move < r->edits[r->n_edits - 1].move))
+		return -1;
+	void *arr = r->edits;
+	if (grow(&arr, &r->cap_edits, r->n_edits + 1, sizeof(r->edits[0])) != 0)
+		return -1;
+	r->edits = arr;
+	r->edits[r->n_edits].move = move;
+	r->edits[r->n_edits].color = (int8_t)color;
+	r->edits[r->n_edits].point = (int16_t)point;
+	r->n_edits++;
 	return 0;
 }
 
@@ -472,8 +490,7 @@ static int prop_setup(sgf_parser *p, const sgf_value *v)
 	char buf[SGF_SHORT_MAX];
 	int color = v->id[1] == 'B' ? GO_BLACK : v->id[1] == 'W' ? GO_WHITE : GO_EMPTY;
 	int a, b;
-	if (p->moves_at_node > 0)
-		return parse_error(p, v->off, "setup (%s) after the first move not supported", v->id);
+	bool edit = p->moves_at_node > 0; /* after the first move: an edit */
 	if (value_short(p, v, buf) != 0)
 		return -1;
 	if (buf[0] == '\0')
@@ -506,7 +523,9 @@ static int prop_setup(sgf_parser *p, const sgf_value *v)
 			int pt = y * size + x;
 			if (color == GO_EMPTY) {
 				/* AE may clear a point of this node's rectangles. */
-				sgf_record_remove_setup(p->rec, pt);
+				if (edit ? sgf_record_add_edit(p->rec, p->moves_at_node, GO_EMPTY, pt) != 0
+					 : (sgf_record_remove_setup(p->rec, pt), false))
+					return parse_error(p, v->off, "out of memory");
 				continue;
 			}
 			/* Two stones on one point in one node: the file
@@ -516,7 +535,8 @@ static int prop_setup(sgf_parser *p, const sgf_value *v)
 				return parse_error(p, v->off, "%s: %c%c set twice in one node", v->id,
 						   'a' + x, 'a' + (size - 1 - y));
 			p->stone_set[pt] = 1;
-			if (sgf_record_add_setup(p->rec, color, pt) != 0)
+			if ((edit ? sgf_record_add_edit(p->rec, p->moves_at_node, color, pt)
+				  : sgf_record_add_setup(p->rec, color, pt)) != 0)
 				return parse_error(p, v->off, "out of memory");
 		}
 	return 0;
@@ -823,6 +843,48 @@ static void point_gtp(int size, int point, char buf[16])
 	snprintf(buf, 16, "%c%d", (char)('A' + x + (x >= 8)), point / size + 1);
 }
 
+/* Applies the record's edits before move `move`, from edits[*e] on (and
+ * moves *e past them). 0, or -1 with a message. */
+static int replay_edits(const sgf_record *r, go_board *b, int move, int *e, char *err,
+			size_t errlen)
+{
+	int size = b->size, area = size * size, from = *e;
+	while (*e < r->n_edits && r->edits[*e].move == move)
+		(*e)++;
+	if (*e == from)
+		return 0;
+	int8_t col[GO_MAX_SIZE * GO_MAX_SIZE];
+	for (int p = 0; p < area; p++)
+		col[p] = (int8_t)go_color_at(b, p % size, p / size);
+	bool adds_only = true;
+	for (int k = from; k < *e; k++) {
+		const sgf_edit *x = &r->edits[k];
+		if (x->point < 0 || x->point >= area) {
+			set_error(err, errlen, "sgf: setup before move %d off the board", move + 1);
+			return -1;
+		}
+		adds_only = adds_only && x->color != GO_EMPTY && col[x->point] == GO_EMPTY;
+		col[x->point] = x->color;
+	}
+	if (!adds_only) { /* a stone goes or changes colour: start afresh */
+		int to_move = b->to_move;
+		go_init(b, size, b->komi);
+		go_set_to_move(b, to_move);
+	}
+	for (int k = adds_only ? from : 0; k < (adds_only ? *e : area); k++) {
+		int p = adds_only ? r->edits[k].point : k;
+		if ((adds_only || col[p] != GO_EMPTY) && go_place_stone(b, col[p], p) != 0) {
+			char s[3], g[16];
+			point_sgf(size, p, s);
+			point_gtp(size, p, g);
+			set_error(err, errlen, "sgf: setup before move %d: A%c[%s] (%s) cannot be placed",
+				  move + 1, col[p] == GO_BLACK ? 'B' : 'W', s, g);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int sgf_replay(const sgf_record *r, go_board *b, int upto, char *err, size_t errlen)
 {
 	char s[3], g[16];
@@ -869,7 +931,12 @@ int sgf_replay(const sgf_record *r, go_board *b, int upto, char *err, size_t err
 	}
 	if (upto < 0 || upto > r->n_moves)
 		upto = r->n_moves;
-	for (int i = 0; i < upto; i++) {
+	int e = 0;
+	for (int i = 0; i <= upto; i++) {
+		if (replay_edits(r, b, i, &e, err, errlen) != 0)
+			return -1;
+		if (i == upto)
+			break;
 		const sgf_move *m = &r->moves[i];
 		if ((m->color != GO_BLACK && m->color != GO_WHITE) || m->point < 0 || m->point > area) {
 			set_error(err, errlen, "sgf: move %d is not a move of this board", i + 1);
@@ -901,9 +968,9 @@ int sgf_record_from_go(const go_board *b, sgf_record *out)
 	for (int i = 0; i < b->n_history; i++) {
 		const go_action *a = &b->history[i];
 		int rc;
-		if (a->setup) {
-			if (out->n_moves > 0)
-				goto fail; /* SGF has no setup between moves of a record */
+		if (a->setup && out->n_moves > 0) {
+			rc = sgf_record_add_edit(out, out->n_moves, a->color, a->point);
+		} else if (a->setup) {
 			all_black = all_black && a->color == GO_BLACK;
 			rc = sgf_record_add_setup(out, a->color, a->point);
 		} else {
@@ -997,6 +1064,35 @@ static void format_real(double d, char buf[32])
 	}
 }
 
+/* The edits before move `move` (from edits[*e]) as one node: AB, AW, AE. */
+static void write_edits(sgf_buf *b, const sgf_record *r, int move, int *e)
+{
+	int from = *e;
+	while (*e < r->n_edits && r->edits[*e].move == move)
+		(*e)++;
+	if (*e == from)
+		return;
+	buf_str(b, "\n;");
+	static const char *const ids[] = { "AB", "AW", "AE" };
+	static const int colors[] = { GO_BLACK, GO_WHITE, GO_EMPTY };
+	/* Each point once, with the last edit's colour: the node's result
+	 * whatever the order of its edits (SGF gives a property once a node). */
+	for (int c = 0; c < 3; c++) {
+		bool first = true;
+		for (int k = from; k < *e; k++) {
+			bool last = true;
+			for (int j = k + 1; j < *e; j++)
+				last = last && r->edits[j].point != r->edits[k].point;
+			if (r->edits[k].color != colors[c] || !last)
+				continue;
+			if (first)
+				buf_str(b, ids[c]);
+			first = false;
+			buf_point(b, r->size, r->edits[k].point);
+		}
+	}
+}
+
 char *sgf_write(const sgf_record *r)
 {
 	sgf_buf b = { 0 };
@@ -1012,6 +1108,12 @@ char *sgf_write(const sgf_record *r)
 	for (int i = 0; i < r->n_moves; i++)
 		if (r->moves[i].point < 0 || r->moves[i].point > area ||
 		    (r->moves[i].color != GO_BLACK && r->moves[i].color != GO_WHITE))
+			return NULL;
+	for (int i = 0; i < r->n_edits; i++)
+		if (r->edits[i].point < 0 || r->edits[i].point >= area || r->edits[i].move < 0 ||
+		    r->edits[i].move > r->n_moves || (i > 0 && r->edits[i].move < r->edits[i - 1].move) ||
+		    (r->edits[i].color != GO_BLACK && r->edits[i].color != GO_WHITE &&
+		     r->edits[i].color != GO_EMPTY))
 			return NULL;
 
 	format_real(r->komi, komi);
@@ -1045,7 +1147,11 @@ char *sgf_write(const sgf_record *r)
 			buf_point(&b, r->size, r->setup[i].point);
 		}
 	}
-	for (int i = 0; i < r->n_moves; i++) {
+	int e = 0;
+	for (int i = 0; i <= r->n_moves; i++) {
+		write_edits(&b, r, i, &e);
+		if (i == r->n_moves)
+			break;
 		const sgf_move *m = &r->moves[i];
 		/* A line per move keeps the file readable and diffable. */
 		buf_str(&b, m->color == GO_BLACK ? "\n;B" : "\n;W");

@@ -14,6 +14,10 @@
 
 typedef struct gtp_options {
 	game_params game;        /* game, initial board size and komi */
+	bool game_given;         /* the game was asked for: a network of another is refused
+				  * (else the network's game is played) */
+	bool size_given;         /* the size was asked for: a network of another size is
+				  * refused (else the network's size is played) */
 	const char *weights;     /* model file (.sente or Leela Zero); NULL: uniform policy */
 	mcts_options search;     /* threads, visit and playout limits, seed, memory */
 	bool limits_set;         /* -v/-p given: they apply under time control too */
@@ -24,10 +28,12 @@ typedef struct gtp_options {
 	float resign_pct;        /* resign below this winrate, percent; 0 never */
 	double lag;              /* seconds kept in reserve per move */
 	bool quiet;              /* no diagnostics on stderr */
+	bool plain_prior;        /* without a network, search from the game's cheap prior
+				  * (game_desc.plain_prior) rather than a uniform one */
 } gtp_options;
 
-/* Go 19x19, komi 7.5, no weights, 2 threads, 800 visits, batch 16,
- * pondering on, resign at 10%, lag 1 s. */
+/* Go 19x19, komi 7.5, no weights (the game's cheap prior), 2 threads,
+ * 800 visits, batch 16, pondering on, resign at 10%, lag 1 s. */
 gtp_options gtp_options_default(void);
 
 typedef struct gtp_engine gtp_engine;

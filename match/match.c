@@ -89,6 +89,8 @@ int match_player_parse(const char *text, store *db, match_player *out, char *err
 			return -1;
 		}
 		out->train_step = (int64_t)net->meta.train_step;
+		out->has_game = true;
+		out->game = nn_arch_params(&net->arch);
 		nn_net_free(net);
 		snprintf(out->file, sizeof(out->file), "%s", text);
 		snprintf(out->spec, sizeof(out->spec), "%s", text);
@@ -115,6 +117,15 @@ int match_player_parse(const char *text, store *db, match_player *out, char *err
 	out->model_id = l.id;
 	out->train_step = l.step;
 	snprintf(out->file, sizeof(out->file), "%s", l.file);
+	char e[256];
+	nn_net *net = nn_net_load_any(l.file, NULL, e, sizeof(e));
+	if (!net) {
+		snprintf(err, errlen, "model %lld: %s: %s", (long long)l.id, l.file, e);
+		return -1;
+	}
+	out->has_game = true;
+	out->game = nn_arch_params(&net->arch);
+	nn_net_free(net);
 	snprintf(out->spec, sizeof(out->spec), "model:%lld", (long long)l.id);
 	snprintf(out->name, sizeof(out->name), "model %lld", (long long)l.id);
 	return 0;
@@ -539,7 +550,11 @@ static int play_game(match_ctx *c, side sides[2], int no, game *g, game_outcome 
 	 * removes dead stones, as a referee does), else Tromp-Taylor area. */
 	out->result = game_result(g);
 	out->score = game_score(g);
-	snprintf(out->reason, sizeof(out->reason), "%s", game_is_over(g) ? "area score" : "move limit, area score");
+	/* Go's end is an area count; another game's end is its own. */
+	bool area = game_desc_of(g)->has_komi;
+	snprintf(out->reason, sizeof(out->reason), "%s",
+		 game_is_over(g) ? (area ? "area score" : "game end")
+				 : (area ? "move limit, area score" : "move limit"));
 	if (game_desc_from_params(&o->game)->has_komi) {
 		for (int sd = 0; sd < 2; sd++) {
 			if (c->pl[sd]->kind != MATCH_PLAYER_GTP || !gtp_client_usable(sides[sd].c))

@@ -44,11 +44,14 @@ typedef struct match_player {
 	int64_t model_id;    /* model: its id in the store, 0 when given as a file */
 	int64_t train_step;  /* model: learner step it was exported at, -1 unknown */
 	int visits;          /* model: visits per move; 0 takes the match's */
+	bool has_game;       /* model: game below is its network's */
+	game_params game;    /* model: the game and board its network plays */
 } match_player;
 
 /* Reads a player: "gtp:COMMAND", "model:ID" or a bare number (a model id in
- * db, which may then not be NULL), or the path of a model file. 0, or -1
- * with a message (missing file, unknown id). Engines are not started here. */
+ * db, which may then not be NULL), or the path of a model file (whose
+ * network is read for its game and board). 0, or -1 with a message
+ * (missing file, unknown id, not a model). Engines are not started here. */
 int match_player_parse(const char *text, store *db, match_player *out, char *err, size_t errlen);
 
 typedef struct match_options {

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "engine/clock.h"
+#include "engine/game_desc.h"
 #include "engine/rng.h"
 #include "nn/encode.h"
 
@@ -366,6 +367,23 @@ static void uniform(const game *g, const int *legal, int n_legal, float *policy,
 	*value = 0;
 }
 
+/* The game's cheap prior over the legal moves, normalised, over policy[]. */
+static void plain_prior(const game *g, const int *legal, int n_legal, float *policy)
+{
+	const game_desc *d = game_desc_of(g);
+	float w[GAME_MAX_ACTIONS];
+	double sum = 0;
+	if (!d->plain_prior)
+		return;
+	d->plain_prior(g, legal, n_legal, w);
+	for (int i = 0; i < n_legal; i++)
+		sum += w[i];
+	if (!(sum > 0))
+		return;
+	for (int i = 0; i < n_legal; i++)
+		policy[legal[i]] = (float)(w[i] / sum);
+}
+
 /* Prepares the evaluation of g under symmetry `sym` (-1: random when the
  * options say so), through the cache when use_cache. Returns 0 when it was
  * answered at once (uniform evaluator, no legal move, cache hit), 1 when r
@@ -379,6 +397,8 @@ static int prepare(evaluator *ev, const game *g, int sym, bool use_cache, float 
 	atomic_fetch_add(&ev->n_requests, 1);
 	if (ev->n_servers == 0 || n_legal == 0) {
 		uniform(g, legal, n_legal, policy, value);
+		if (ev->opt.plain_prior && n_legal > 0)
+			plain_prior(g, legal, n_legal, policy);
 		return 0;
 	}
 	uint64_t key = eval_key(g, ev->enc);

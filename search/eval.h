@@ -27,6 +27,8 @@ typedef struct eval_options {
 	uint64_t seed;         /* for the symmetry choice */
 	int fill_wait_us;      /* longest wait for registered clients before a
 				* batch that is not full runs (eval_client_enter) */
+	bool plain_prior;      /* without backends: the game's cheap prior
+				* (game_desc.plain_prior) instead of a uniform one */
 } eval_options;
 
 typedef struct eval_stats {

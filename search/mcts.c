@@ -80,6 +80,7 @@ struct mcts {
 	uint64_t rng;                 /* noise and move choice (caller's thread) */
 	pthread_mutex_t expand_mu;    /* with `expanded`: */
 	pthread_cond_t expanded;      /* signalled when a round's leaves are expanded */
+	mcts_avoid *avoid;            /* banned moves, NULL when none */
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -292,6 +293,7 @@ void mcts_free(mcts *m)
 	for (int i = 0; i < m->n_threads; i++)
 		thread_free(&m->threads[i]);
 	free(m->threads);
+	free(m->avoid);
 	pthread_cond_destroy(&m->expanded);
 	pthread_mutex_destroy(&m->expand_mu);
 	free(m);
@@ -421,7 +423,10 @@ static inline double node_q(mcts_node *n, int vl_weight, double fpu, int *n_eff)
 	return (load_d(&n->wsum) - vl) / (double)(v + vl);
 }
 
-static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root)
+/* ban: plies up to which each move is banned for the player to move here
+ * (NULL: none); ply: this node's depth, 1 at the root. */
+static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root, const uint16_t *ban,
+			     int ply)
 {
 	mcts_node *p = node_at(m, parent_idx);
 	int pv = atomic_load_explicit(&p->visits, memory_order_relaxed);
@@ -445,6 +450,8 @@ static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root)
 	uint32_t best_i = MCTS_NONE;
 	for (uint32_t k = 0; k < p->n_children; k++) {
 		mcts_node *ch = node_at(m, p->first_child + k);
+		if (ban && ban[ch->move] >= ply)
+			continue;
 		int n_eff;
 		double q = node_q(ch, m->opt.virtual_loss, fpu, &n_eff);
 		double s = q + explore * ch->prior / (1.0 + n_eff);
@@ -453,6 +460,8 @@ static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root)
 			best_i = p->first_child + k;
 		}
 	}
+	if (best_i == MCTS_NONE && ban)
+		return select_child(m, parent_idx, is_root, NULL, ply); /* all banned */
 	return best_i;
 }
 
@@ -535,7 +544,8 @@ static int descend(mcts *m, mcts_leaf *leaf, float *v)
 							  memory_order_relaxed);
 			return DESCENT_COLLISION;
 		}
-		uint32_t c = select_child(m, idx, depth == 1);
+		uint32_t c = select_child(m, idx, depth == 1,
+					  m->avoid ? m->avoid->until_ply[game_to_move(g)] : NULL, depth);
 		mcts_node *ch = node_at(m, c);
 		game_play(g, ch->move);
 		if (game_is_over(g) &&
@@ -800,7 +810,24 @@ int mcts_root_children(mcts *m, mcts_child_info *out, int max)
 	return n;
 }
 
+void mcts_set_avoid(mcts *m, const mcts_avoid *avoid)
+{
+	if (!avoid) {
+		free(m->avoid);
+		m->avoid = NULL;
+		return;
+	}
+	if (!m->avoid && !(m->avoid = malloc(sizeof(*m->avoid))))
+		return; /* out of memory: search without the ban */
+	*m->avoid = *avoid;
+}
+
 int mcts_pv(mcts *m, int move, int *pv, int max)
+{
+	return mcts_pv_visits(m, move, pv, NULL, max);
+}
+
+int mcts_pv_visits(mcts *m, int move, int *pv, int *visits, int max)
 {
 	if (m->root == MCTS_NONE || max < 1)
 		return 0;
@@ -825,6 +852,8 @@ int mcts_pv(mcts *m, int move, int *pv, int max)
 		}
 		if (best == MCTS_NONE || (want == GAME_MOVE_NONE && best_v == 0))
 			break;
+		if (visits)
+			visits[len] = atomic_load(&node_at(m, best)->visits);
 		pv[len++] = node_at(m, best)->move;
 		want = GAME_MOVE_NONE;
 		at = best;

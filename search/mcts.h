@@ -64,6 +64,13 @@ typedef struct mcts_child_info {
 	float lcb;      /* lower confidence bound of q */
 } mcts_child_info;
 
+/* Moves the search may not explore (GTP's analyze `avoid`/`allow`):
+ * until_ply[colour][move] = k bans the move for that colour at plies
+ * 1..k of the search (ply 1 is the root's move); 0 allows it. */
+typedef struct mcts_avoid {
+	uint16_t until_ply[2][GAME_MAX_ACTIONS];
+} mcts_avoid;
+
 typedef struct mcts mcts;
 
 mcts_options mcts_options_default(void);
@@ -79,6 +86,11 @@ void mcts_set_position(mcts *m, const game *g);
 void mcts_clear(mcts *m);
 /* Changes limits and parameters between searches. */
 void mcts_set_options(mcts *m, const mcts_options *opt);
+
+/* Bans moves for the next searches (copied; call it between searches,
+ * never during one); NULL lifts every ban. A node
+ * whose every move is banned is searched as if none were. */
+void mcts_set_avoid(mcts *m, const mcts_avoid *avoid);
 
 /* Searches synchronously until a limit is reached. */
 void mcts_search(mcts *m);
@@ -96,6 +108,9 @@ int mcts_root_children(mcts *m, mcts_child_info *out, int max);
 /* The principal variation from the root's child `move`: moves into pv[],
  * returns its length (pv[0] == move). */
 int mcts_pv(mcts *m, int move, int *pv, int max);
+/* mcts_pv, with the visits of the node each PV move leads to in visits[]
+ * (may be NULL). */
+int mcts_pv_visits(mcts *m, int move, int *pv, int *visits, int max);
 /* Root visits and mean value (for the player to move at the root). */
 int mcts_root_visits(mcts *m);
 float mcts_root_value(mcts *m);

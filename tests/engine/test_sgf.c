@@ -236,7 +236,7 @@ Test(sgf, malformed_input_names_the_byte)
 	EXPECT_ERROR("()", "byte 1:", "expected ';'");
 	EXPECT_ERROR("(;B[aa](;W[bb]);B[cc])", "byte 15:", "node after a variation");
 	EXPECT_ERROR("(;GM[1]5[])", "byte 7:", "unexpected '5'");
-	EXPECT_ERROR("(;SZ[9];B[aa];AB[bb])", "byte 17:", "setup (AB) after the first move");
+	EXPECT_ERROR("(;SZ[9];B[aa];AB[bb]AW[bb])", "byte 23:", "set twice in one node");
 	EXPECT_ERROR("(;KM[7.5x])", "byte 5:", "KM");
 	EXPECT_ERROR("(;KM[nan])", "byte 5:", "KM");
 	EXPECT_ERROR("(;HA[-1])", "byte 5:", "HA");
@@ -531,12 +531,73 @@ Test(sgf, record_from_go_board)
 	sgf_record_free(&back);
 	sgf_record_free(&r);
 
-	/* A setup stone after a move cannot be said in SGF. */
+	/* A setup stone after a move becomes an edit, and replays. */
 	cr_assert_eq(go_init(&b, 9, 7.5), 0);
 	cr_assert_eq(go_play(&b, 40), 0);
 	cr_assert_eq(go_place_stone(&b, GO_WHITE, 0), 0);
-	cr_assert_neq(sgf_record_from_go(&b, &r), 0);
-	cr_assert_eq(r.n_moves, 0);
+	cr_assert_eq(go_play(&b, 41), 0);
+	cr_assert_eq(sgf_record_from_go(&b, &r), 0);
+	cr_assert_eq(r.n_moves, 2);
+	cr_assert_eq(r.n_edits, 1);
+	cr_assert_eq(r.edits[0].move, 1);
+	text = sgf_write(&r);
+	cr_assert_not_null(text);
+	cr_assert(strstr(text, "\n;AW[ai]\n;"), "%s", text);
+	cr_assert_eq(sgf_read(text, strlen(text), &back, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(sgf_replay(&back, &board, -1, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(go_hash(&board), go_hash(&b));
+	free(text);
+	sgf_record_free(&back);
+	sgf_record_free(&r);
+}
+
+/* Setup after the first move (FF[4]; GUIs write it when a user edits a
+ * game): stones added keep the history, a stone removed or recoloured
+ * starts the board afresh from the edited position, with the same side
+ * to move; the edits replay up to the move asked for. */
+Test(sgf, setup_after_the_first_move)
+{
+	sgf_record r;
+	const char *text = "(;GM[1]FF[4]SZ[9]KM[7.5];B[ee];W[cc];AB[gg:hh]C[edit];B[dd]"
+			   ";AE[ee]AW[ff];W[ce])";
+	cr_assert_eq(sgf_read(text, strlen(text), &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(r.n_moves, 4);
+	cr_assert_eq(r.n_edits, 6);
+	cr_assert_eq(r.edits[0].move, 2);
+	cr_assert_eq(r.edits[5].move, 3);
+	cr_assert_eq(r.edits[4].color, GO_EMPTY);
+
+	/* Up to move 3: the stones of the first edit were added. */
+	cr_assert_eq(sgf_replay(&r, &board, 2, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(go_color_at(&board, 6, 2), GO_BLACK); /* gg */
+	cr_assert_eq(go_color_at(&board, 7, 1), GO_BLACK); /* hh */
+	cr_assert_eq(board.n_moves, 2, "added stones keep the history");
+	cr_assert_eq(board.to_move, GO_BLACK);
+
+	/* All: E5 removed, F4 White, then W C4. */
+	cr_assert_eq(sgf_replay(&r, &board, -1, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(go_color_at(&board, 4, 4), GO_EMPTY);
+	cr_assert_eq(go_color_at(&board, 5, 3), GO_WHITE);
+	cr_assert_eq(go_color_at(&board, 2, 4), GO_WHITE);
+	cr_assert_eq(go_color_at(&board, 3, 5), GO_BLACK); /* dd */
+
+	/* Written back and read again: the same position. */
+	static go_board again;
+	char *w = sgf_write(&r);
+	sgf_record back;
+	cr_assert_not_null(w);
+	cr_assert_eq(sgf_read(w, strlen(w), &back, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(sgf_replay(&back, &again, -1, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(go_hash(&again), go_hash(&board));
+	free(w);
+	sgf_record_free(&back);
+
+	/* An edit that leaves a stone without liberties is refused. */
+	sgf_record_free(&r);
+	text = "(;GM[1]SZ[9];B[aa];AW[ba][ab];W[ee])";
+	cr_assert_eq(sgf_read(text, strlen(text), &r, err, sizeof(err)), 0, "%s", err);
+	cr_assert_neq(sgf_replay(&r, &board, -1, err, sizeof(err)), 0);
+	cr_assert(strstr(err, "setup before move 2"), "%s", err);
 	sgf_record_free(&r);
 }
 
