@@ -35,6 +35,7 @@ int cli_run(int argc, char **argv)
 	 * after the parse, unless given. */
 	bool dir_given = false, blocks_given = false, channels_given = false, par_given = false;
 	bool visits_given = false, cheap_given = false, window_given = false;
+	bool tmoves_given = false, tend_given = false;
 	const cli_opt opts[] = {
 		CLI_OPT_CALL("--game", NULL, &gp.kind, cli_opt_game, "go|connect4", "what to learn",
 			     .def = "connect4"),
@@ -66,6 +67,32 @@ int cli_run(int argc, char **argv)
 			     "training samples per new position"),
 		CLI_OPT_REAL("--lr", NULL, &o.lr, 1e-6, 10, "X",
 			     "learning rate, SGD with Nesterov momentum"),
+		CLI_OPT_REAL("--temperature", NULL, &o.explore.temperature, 0, 10, "T",
+			     "self-play temperature of the opening moves"),
+		CLI_OPT_INT("--temperature-moves", NULL, &o.explore.temperature_moves, 0, 100000, "N",
+			    "plies played at --temperature", .given = &tmoves_given,
+			    .def = "C4 8, Go the board size"),
+		CLI_OPT_INT("--temperature-end", NULL, &o.explore.temperature_end, 0, 100000, "N",
+			    "ply where the temperature has fallen linearly to --temperature-floor "
+			    "(at most --temperature-moves: a step)", .given = &tend_given,
+			    .def = "--temperature-moves"),
+		CLI_OPT_REAL("--temperature-floor", NULL, &o.explore.temperature_floor, 0, 10, "T",
+			     "temperature after --temperature-end (0: the most visited move)"),
+		CLI_OPT_REAL("--cpuct", NULL, &o.explore.cpuct, 0.01, 100, "C",
+			     "self-play PUCT exploration constant"),
+		CLI_OPT_REAL("--fpu", NULL, &o.explore.fpu_reduction, 0, 10, "F",
+			     "self-play FPU reduction below the root"),
+		CLI_OPT_REAL("--fpu-root", NULL, &o.explore.fpu_root, 0, 10, "F",
+			     "FPU reduction at the root of cheap (noise-free) searches"),
+		CLI_OPT_REAL("--fpu-root-noise", NULL, &o.explore.fpu_root_noise, 0, 10, "F",
+			     "FPU reduction at the root of full searches, under Dirichlet noise"),
+		CLI_OPT_REAL("--noise-alpha", NULL, &o.explore.noise_alpha_sum, 0.001, 1000, "A",
+			     "Dirichlet alpha times the number of legal moves"),
+		CLI_OPT_REAL("--noise-eps", NULL, &o.explore.noise_eps, 0, 1, "E",
+			     "weight of the Dirichlet noise at the root"),
+		CLI_OPT_REAL("--value-q-weight", NULL, &o.value_q_weight, 0, 1, "L",
+			     "value target (1-L) z + L q: z the game's result, q the search's root "
+			     "value (CPU learner)"),
 		CLI_OPT_INT("--eval-visits", NULL, &o.eval_visits, 1, 100000, "V",
 			    "search visits when measuring strength"),
 		CLI_OPT_INT("--eval-positions", NULL, &o.eval_positions, 1, 100000, "N",
@@ -117,6 +144,10 @@ int cli_run(int argc, char **argv)
 		o.cheap_visits = d.cheap_visits;
 	if (!window_given)
 		o.window = d.window;
+	if (!tmoves_given)
+		o.explore.temperature_moves = d.explore.temperature_moves;
+	if (!tend_given)
+		o.explore.temperature_end = o.explore.temperature_moves;
 
 	o.log = stderr;
 	o.stop = &stop_flag;

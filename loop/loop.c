@@ -71,6 +71,7 @@ loop_options loop_options_default(const game_params *g)
 	o.batch = 256;
 	o.sample_ratio = 6;
 	o.lr = 0.02;
+	o.explore = selfplay_options_default(g).explore;
 	o.eval_visits = 200;
 	o.eval_positions = 40;
 	o.seed = 1;
@@ -78,6 +79,26 @@ loop_options loop_options_default(const game_params *g)
 	o.gate_visits = 50;
 	o.nn = nn_backend_options_default();
 	return o;
+}
+
+void loop_config_text(const loop_options *o, char *buf, size_t len)
+{
+	const selfplay_explore *x = &o->explore;
+	snprintf(buf, len,
+		 "game %s\nblocks %d\nchannels %d\nparallel-games %d\nvisits %d\n"
+		 "cheap-visits %d\npositions %lld\nwindow %lld\nbatch %d\nsample-ratio %g\n"
+		 "lr %g\ntemperature %g\ntemperature-moves %d\ntemperature-end %d\n"
+		 "temperature-floor %g\ncpuct %g\nfpu %g\nfpu-root %g\nfpu-root-noise %g\n"
+		 "noise-alpha %g\nnoise-eps %g\nvalue-q-weight %g\neval-visits %d\n"
+		 "eval-positions %d\nseed %llu\ngate-games %d\ngate-threshold %g\n"
+		 "gate-visits %d\nminutes %g\n",
+		 game_desc_from_params(&o->game)->name, o->blocks, o->channels, o->parallel_games,
+		 o->visits, o->cheap_visits, (long long)o->positions_per_iter, (long long)o->window,
+		 o->batch, o->sample_ratio, o->lr, x->temperature, x->temperature_moves,
+		 x->temperature_end, x->temperature_floor, x->cpuct, x->fpu_reduction, x->fpu_root,
+		 x->fpu_root_noise, x->noise_alpha_sum, x->noise_eps, o->value_q_weight,
+		 o->eval_visits, o->eval_positions, (unsigned long long)o->seed, o->gate_games,
+		 o->gate_threshold, o->gate_visits, o->minutes);
 }
 
 static void say(const loop *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -122,6 +143,7 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 	lo.train.lr = o->lr;
 	lo.train.seed = o->seed;
 	lo.window = o->window;
+	lo.value_q_weight = (float)o->value_q_weight;
 	lo.device = o->nn.n_gpus ? o->nn.gpus[0] : 0;
 	/* int8 is for self-play on the CPU: the learner stays at its default. */
 	if (o->nn.precision_given && o->nn.precision != NN_DTYPE_INT8)
@@ -338,6 +360,12 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	const game_desc *desc = game_desc_from_params(&o->game);
 	if (r->resumed && desc->has_size)
 		r->o.game.size = r->net->arch.board_w;
+	char config[4096];
+	loop_config_text(&r->o, config, sizeof(config));
+	if (store_set_meta(r->db, LOOP_CONFIG_KEY, config) != 0) {
+		snprintf(err, errlen, "storing the configuration: %s", store_errmsg(r->db));
+		goto fail;
+	}
 	r->L = open_learner(r, err, errlen);
 	if (!r->L) {
 		char why[2048];
@@ -361,6 +389,7 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	so.visits = o->visits;
 	so.cheap_visits = o->cheap_visits;
 	so.nn = o->nn;
+	so.explore = o->explore;
 	so.seed = o->seed * 7919 + (uint64_t)learner_steps(r->L);
 	so.progress_seconds = o->quiet || !o->log ? 0 : 30;
 	so.quiet = o->quiet || !o->log;

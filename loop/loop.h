@@ -31,6 +31,7 @@
 
 #include "engine/game.h"
 #include "nn/backend.h"
+#include "selfplay/selfplay.h"
 
 typedef struct loop_options {
 	game_params game;          /* what to learn */
@@ -44,6 +45,8 @@ typedef struct loop_options {
 	int batch;                 /* training batch */
 	double sample_ratio;       /* training samples per new position */
 	double lr;                 /* SGD (Nesterov) learning rate */
+	selfplay_explore explore;  /* temperature schedule, cpuct, FPU, noise */
+	double value_q_weight;     /* value target (1 - l) z + l q (0: z alone) */
 	int eval_visits;           /* search visits when measuring strength */
 	int eval_positions;        /* positions per set for the search measurement */
 	uint64_t seed;             /* the first network's, and the trainer's */
@@ -58,6 +61,12 @@ typedef struct loop_options {
 
 /* The defaults for game g on two CPU cores (README lists them). */
 loop_options loop_options_default(const game_params *g);
+
+/* The run's configuration as "flag value" lines (the `sente run` flags,
+ * without dashes), as loop_open stores it in the meta table under
+ * LOOP_CONFIG_KEY (the latest session's) and the report shows it. */
+#define LOOP_CONFIG_KEY "run_config"
+void loop_config_text(const loop_options *o, char *buf, size_t len);
 
 /* What one iteration did. */
 typedef struct loop_iteration {

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "loop/loop.h"
+
 typedef report_series series;
 
 typedef struct collect_ctx {
@@ -131,6 +133,23 @@ static bool has_metric(store *db, const char *name)
 	return any;
 }
 
+/* The run's configuration (loop.h's LOOP_CONFIG_KEY lines) as a table. */
+static void config_table(FILE *f, store *db)
+{
+	char config[4096];
+	if (store_get_meta(db, LOOP_CONFIG_KEY, config, sizeof(config)) != 1)
+		return;
+	fprintf(f, "<h2>Configuration</h2>\n<table>\n");
+	for (char *line = strtok(config, "\n"); line; line = strtok(NULL, "\n")) {
+		char *sp = strchr(line, ' ');
+		if (!sp)
+			continue;
+		*sp = 0;
+		fprintf(f, "<tr><td>--%s</td><td>%s</td></tr>\n", line, sp + 1);
+	}
+	fprintf(f, "</table>\n");
+}
+
 int report_write(store *db, const char *path, const char *game_name, char *err, size_t errlen)
 {
 	char tmp[4200];
@@ -150,6 +169,7 @@ int report_write(store *db, const char *path, const char *game_name, char *err, 
 		"<style>body{font-family:sans-serif;max-width:720px;margin:2em auto}</style></head><body>\n"
 		"<h1>sente run: %s</h1>\n<p>%lld games, %lld recorded positions. Written %s</p>\n",
 		game_name, (long long)games, (long long)positions, ctime(&now));
+	config_table(f, db);
 	series loss[] = {
 		{ .name = "loss", .label = "total", .color = "#000" }, { .name = "policy_loss", .label = "policy", .color = "#1f77b4" },
 		{ .name = "value_loss", .label = "value", .color = "#d62728" },
