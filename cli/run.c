@@ -22,6 +22,10 @@ static const char run_about[] =
 	"of --eval-visits visits); for Go, games against the first network.\n"
 	"Defaults are for 2 CPU cores.\n";
 
+/* In train_optimizer's and train_lr_schedule's orders. */
+static const char *const optimizers[] = { "sgd", "adamw", NULL };
+static const char *const schedules[] = { "constant", "step", "cosine", NULL };
+
 static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig) { stop_flag = 1; (void)sig; }
 
@@ -36,6 +40,7 @@ int cli_run(int argc, char **argv)
 	bool dir_given = false, blocks_given = false, channels_given = false, par_given = false;
 	bool visits_given = false, cheap_given = false, window_given = false;
 	bool tmoves_given = false, tend_given = false;
+	cli_int_list drops = { .v = o.lr_drops, .cap = TRAIN_MAX_LR_STEPS, .n = &o.n_lr_drops };
 	const cli_opt opts[] = {
 		CLI_OPT_CALL("--game", NULL, &gp.kind, cli_opt_game, "go|connect4", "what to learn",
 			     .def = "connect4"),
@@ -65,8 +70,25 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_INT("--batch", NULL, &o.batch, 1, 8192, "N", "training batch"),
 		CLI_OPT_REAL("--sample-ratio", NULL, &o.sample_ratio, 0.01, 1000, "R",
 			     "training samples per new position"),
-		CLI_OPT_REAL("--lr", NULL, &o.lr, 1e-6, 10, "X",
-			     "learning rate, SGD with Nesterov momentum"),
+		CLI_OPT_REAL("--lr", NULL, &o.lr, 1e-6, 10, "X", "base learning rate"),
+		CLI_OPT_CHOICE("--optimizer", NULL, &o.optimizer, optimizers, "O",
+			       "sgd (Nesterov momentum 0.9, L2) or adamw", .def = "sgd"),
+		CLI_OPT_CHOICE("--lr-schedule", NULL, &o.lr_schedule, schedules, "S",
+			       "constant; step (times --lr-gamma at each of --lr-drops); cosine "
+			       "(to --lr-min over --lr-total-steps)", .def = "constant"),
+		CLI_OPT_INT("--lr-warmup", NULL, &o.lr_warmup, 0, 1000000000L, "N",
+			    "linear warm-up of the learning rate from 0 over N steps"),
+		CLI_OPT_CALL("--lr-drops", NULL, &drops, cli_opt_int_list, "LIST",
+			     "steps at which the step schedule drops the rate", .lo = 1,
+			     .hi = 1000000000L, .def = "none"),
+		CLI_OPT_REAL("--lr-gamma", NULL, &o.lr_gamma, 0, 1, "G", "factor per drop"),
+		CLI_OPT_INT("--lr-total-steps", NULL, &o.lr_total_steps, 1, 1000000000L, "N",
+			    "length of the cosine schedule"),
+		CLI_OPT_REAL("--lr-min", NULL, &o.lr_min, 0, 10, "X", "the cosine's final rate"),
+		CLI_OPT_REAL("--weight-decay", NULL, &o.weight_decay, 0, 1, "W",
+			     "L2 coefficient (sgd) or decoupled decay rate (adamw)"),
+		CLI_OPT_REAL("--bn-momentum", NULL, &o.bn_momentum, 1e-6, 1, "M",
+			     "batch-norm running-statistics update rate"),
 		CLI_OPT_REAL("--temperature", NULL, &o.explore.temperature, 0, 10, "T",
 			     "self-play temperature of the opening moves"),
 		CLI_OPT_INT("--temperature-moves", NULL, &o.explore.temperature_moves, 0, 100000, "N",

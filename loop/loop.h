@@ -32,6 +32,7 @@
 #include "engine/game.h"
 #include "nn/backend.h"
 #include "selfplay/selfplay.h"
+#include "train/trainer.h"
 
 typedef struct loop_options {
 	game_params game;          /* what to learn */
@@ -44,7 +45,15 @@ typedef struct loop_options {
 	int64_t window;            /* positions the learner samples from */
 	int batch;                 /* training batch */
 	double sample_ratio;       /* training samples per new position */
-	double lr;                 /* SGD (Nesterov) learning rate */
+	double lr;                 /* base learning rate */
+	/* The trainer's (train/trainer.h): optimizer (train_optimizer), lr
+	 * schedule (train_lr_schedule) with a linear warm-up, the step
+	 * schedule's drops (times lr_gamma), the cosine's length and floor,
+	 * weight decay, batch-norm running-statistics momentum. */
+	int optimizer, lr_schedule;
+	int64_t lr_warmup, lr_total_steps;
+	int lr_drops[TRAIN_MAX_LR_STEPS], n_lr_drops;
+	double lr_gamma, lr_min, weight_decay, bn_momentum;
 	selfplay_explore explore;  /* temperature schedule, cpuct, FPU, noise */
 	double value_q_weight;     /* value target (1 - l) z + l q (0: z alone) */
 	int eval_visits;           /* search visits when measuring strength */

@@ -301,3 +301,27 @@ Test(loop, stores_and_reports_its_configuration, .timeout = 120)
 	cr_assert(strstr(html, "<td>--value-q-weight</td><td>0.25</td>"), "the report's table");
 	loop_test_rmdir(dir);
 }
+
+Test(loop, trainer_knobs_reach_the_learner, .timeout = 240)
+{
+	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	loop_options o = loop_test_options(dir);
+	o.lr_warmup = 100000; /* the first steps train at a small fraction of lr */
+	o.lr_schedule = TRAIN_LR_SCHEDULE_STEP;
+	o.lr_drops[0] = 5;
+	o.lr_drops[1] = 50;
+	o.n_lr_drops = 2;
+	loop *r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	loop_iteration it;
+	iterate(r, &it);
+	cr_assert_gt(it.steps, 0);
+	cr_assert(it.lr > 0 && it.lr < o.lr * 0.01, "warm-up: mean lr %g of %g", it.lr, o.lr);
+	char config[4096];
+	loop_config_text(&o, config, sizeof(config));
+	cr_assert(strstr(config, "lr-schedule step\n") && strstr(config, "lr-drops 5,50\n"), "%s",
+		  config);
+	loop_close(r);
+	loop_test_rmdir(dir);
+}
