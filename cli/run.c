@@ -33,6 +33,10 @@ static const char run_about[] =
 	"--sample-ratio holds. A rank that dies ends the job; run the same command\n"
 	"again to resume.\n";
 
+/* In train_optimizer's and train_lr_schedule's orders. */
+static const char *const optimizers[] = { "sgd", "adamw", NULL };
+static const char *const schedules[] = { "constant", "step", "cosine", NULL };
+
 static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig) { stop_flag = 1; (void)sig; }
 
@@ -46,6 +50,8 @@ int cli_run(int argc, char **argv)
 	 * after the parse, unless given. */
 	bool dir_given = false, blocks_given = false, channels_given = false, par_given = false;
 	bool visits_given = false, cheap_given = false, window_given = false;
+	bool tmoves_given = false, tend_given = false;
+	cli_int_list drops = { .v = o.lr_drops, .cap = TRAIN_MAX_LR_STEPS, .n = &o.n_lr_drops };
 	const cli_opt opts[] = {
 		CLI_OPT_CALL("--game", NULL, &gp.kind, cli_opt_game, "go|connect4", "what to learn",
 			     .def = "connect4"),
@@ -75,11 +81,54 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_INT("--batch", NULL, &o.batch, 1, 8192, "N", "training batch"),
 		CLI_OPT_REAL("--sample-ratio", NULL, &o.sample_ratio, 0.01, 1000, "R",
 			     "training samples per new position"),
-		CLI_OPT_REAL("--lr", NULL, &o.lr, 1e-6, 10, "X",
-			     "learning rate, SGD with Nesterov momentum"),
+		CLI_OPT_REAL("--lr", NULL, &o.lr, 1e-6, 10, "X", "base learning rate"),
 		CLI_OPT_INT("--measure-every", NULL, &o.measure_every, 0, 1000000, "N",
 			    "measure strength every N iterations (the search every third time), "
 			    "at the start and at the end; 0: never (it does not count as compute)"),
+		CLI_OPT_CHOICE("--optimizer", NULL, &o.optimizer, optimizers, "O",
+			       "sgd (Nesterov momentum 0.9, L2) or adamw", .def = "sgd"),
+		CLI_OPT_CHOICE("--lr-schedule", NULL, &o.lr_schedule, schedules, "S",
+			       "constant; step (times --lr-gamma at each of --lr-drops); cosine "
+			       "(to --lr-min over --lr-total-steps)", .def = "constant"),
+		CLI_OPT_INT("--lr-warmup", NULL, &o.lr_warmup, 0, 1000000000L, "N",
+			    "linear warm-up of the learning rate from 0 over N steps"),
+		CLI_OPT_CALL("--lr-drops", NULL, &drops, cli_opt_int_list, "LIST",
+			     "steps at which the step schedule drops the rate", .lo = 1,
+			     .hi = 1000000000L, .def = "none"),
+		CLI_OPT_REAL("--lr-gamma", NULL, &o.lr_gamma, 0, 1, "G", "factor per drop"),
+		CLI_OPT_INT("--lr-total-steps", NULL, &o.lr_total_steps, 1, 1000000000L, "N",
+			    "length of the cosine schedule"),
+		CLI_OPT_REAL("--lr-min", NULL, &o.lr_min, 0, 10, "X", "the cosine's final rate"),
+		CLI_OPT_REAL("--weight-decay", NULL, &o.weight_decay, 0, 1, "W",
+			     "L2 coefficient (sgd) or decoupled decay rate (adamw)"),
+		CLI_OPT_REAL("--bn-momentum", NULL, &o.bn_momentum, 1e-6, 1, "M",
+			     "batch-norm running-statistics update rate"),
+		CLI_OPT_REAL("--temperature", NULL, &o.explore.temperature, 0, 10, "T",
+			     "self-play temperature of the opening moves"),
+		CLI_OPT_INT("--temperature-moves", NULL, &o.explore.temperature_moves, 0, 100000, "N",
+			    "plies played at --temperature", .given = &tmoves_given,
+			    .def = "C4 8, Go the board size"),
+		CLI_OPT_INT("--temperature-end", NULL, &o.explore.temperature_end, 0, 100000, "N",
+			    "ply where the temperature has fallen linearly to --temperature-floor "
+			    "(at most --temperature-moves: a step)", .given = &tend_given,
+			    .def = "--temperature-moves"),
+		CLI_OPT_REAL("--temperature-floor", NULL, &o.explore.temperature_floor, 0, 10, "T",
+			     "temperature after --temperature-end (0: the most visited move)"),
+		CLI_OPT_REAL("--cpuct", NULL, &o.explore.cpuct, 0.01, 100, "C",
+			     "self-play PUCT exploration constant"),
+		CLI_OPT_REAL("--fpu", NULL, &o.explore.fpu_reduction, 0, 10, "F",
+			     "self-play FPU reduction below the root"),
+		CLI_OPT_REAL("--fpu-root", NULL, &o.explore.fpu_root, 0, 10, "F",
+			     "FPU reduction at the root of cheap (noise-free) searches"),
+		CLI_OPT_REAL("--fpu-root-noise", NULL, &o.explore.fpu_root_noise, 0, 10, "F",
+			     "FPU reduction at the root of full searches, under Dirichlet noise"),
+		CLI_OPT_REAL("--noise-alpha", NULL, &o.explore.noise_alpha_sum, 0.001, 1000, "A",
+			     "Dirichlet alpha times the number of legal moves"),
+		CLI_OPT_REAL("--noise-eps", NULL, &o.explore.noise_eps, 0, 1, "E",
+			     "weight of the Dirichlet noise at the root"),
+		CLI_OPT_REAL("--value-q-weight", NULL, &o.value_q_weight, 0, 1, "L",
+			     "value target (1-L) z + L q: z the game's result, q the search's root "
+			     "value (CPU learner)"),
 		CLI_OPT_INT("--eval-visits", NULL, &o.eval_visits, 1, 100000, "V",
 			    "search visits when measuring strength"),
 		CLI_OPT_INT("--eval-positions", NULL, &o.eval_positions, 1, 100000, "N",
@@ -131,6 +180,10 @@ int cli_run(int argc, char **argv)
 		o.cheap_visits = d.cheap_visits;
 	if (!window_given)
 		o.window = d.window;
+	if (!tmoves_given)
+		o.explore.temperature_moves = d.explore.temperature_moves;
+	if (!tend_given)
+		o.explore.temperature_end = o.explore.temperature_moves;
 
 	o.log = stderr;
 	o.stop = &stop_flag;

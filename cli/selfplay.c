@@ -65,7 +65,7 @@ int cli_selfplay(int argc, char **argv)
 			    "cheap search visits, not recorded; 0: every move gets the full search"),
 		CLI_OPT_REAL("--full-fraction", NULL, &o->full_fraction, 0, 1, "F",
 			     "chance of a full search per move"),
-		CLI_OPT_INT("--temperature-moves", NULL, &o->temperature_moves, 0, 10000, "N",
+		CLI_OPT_INT("--temperature-moves", NULL, &o->explore.temperature_moves, 0, 10000, "N",
 			    "opening moves played at temperature 1",
 			    .def = "8 for Connect Four, the board size for Go"),
 		CLI_OPT_REAL("--resign", NULL, &o->resign_pct, 0, 100, "PCT",

@@ -151,8 +151,16 @@ int record_position_targets(const game_record *r, int i, int to_move, int16_t *m
 		counts[nv] = r->visits[v].count;
 		nv++;
 	}
-	*value = (float)(to_move == GAME_BLACK ? r->result : -r->result);
+	*value = record_value_target(r, i, to_move, 0);
 	return nv;
+}
+
+float record_value_target(const game_record *r, int i, int to_move, float q_weight)
+{
+	float z = (float)(to_move == GAME_BLACK ? r->result : -r->result);
+	if (q_weight == 0 || isnan(r->root_value[i]))
+		return z;
+	return (1 - q_weight) * z + q_weight * r->root_value[i];
 }
 
 int record_replay(const game_record *r, int upto, game *g)

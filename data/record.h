@@ -88,6 +88,11 @@ int record_full_count(const game_record *r);
  * the visits of move i into moves/counts (room for GAME_MAX_ACTIONS each)
  * and the result from to_move's view into *value. Returns the visit
  * count (0 when move i kept none). */
+/* The value target of the position before move i from to_move's view:
+ * (1 - q_weight) z + q_weight q, z the result and q the root value the
+ * search recorded (KataGo and others mix the two: q is less noisy than
+ * one game's result). q_weight 0, or q unknown (NaN), gives z alone. */
+float record_value_target(const game_record *r, int i, int to_move, float q_weight);
 int record_position_targets(const game_record *r, int i, int to_move, int16_t *moves,
 			    uint16_t *counts, float *value);
 

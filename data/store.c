@@ -181,6 +181,8 @@ typedef enum store_sql {
 	STORE_SQL_COMPUTE,
 	STORE_SQL_ADD_EVALUATION,
 	STORE_SQL_EVALUATIONS,
+	STORE_SQL_SET_META,
+	STORE_SQL_GET_META,
 	STORE_SQL_N,
 } store_sql;
 
@@ -217,6 +219,8 @@ static const char *const store_sql_text[STORE_SQL_N] = {
 	[STORE_SQL_ADD_MATCH] = "INSERT INTO matches (player_a, player_b, created, settings) "
 				"VALUES (?1, ?2, ?3, ?4)",
 	[STORE_SQL_MATCH_STATUS] = "UPDATE matches SET status = ?2 WHERE id = ?1",
+	[STORE_SQL_SET_META] = "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+	[STORE_SQL_GET_META] = "SELECT value FROM meta WHERE key = ?1",
 	[STORE_SQL_ADD_MATCH_GAME] = "INSERT INTO match_games (match_id, game_no, black, white, result, "
 				     "reason, sgf, created, a_black, score, moves) "
 				     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -1418,6 +1422,48 @@ int store_set_match_status(store *s, int64_t match_id, const char *status)
 	if (store_write(s, store_insert_body, &ins))
 		goto out;
 	rc = 0;
+out:
+	store_release(st);
+	return rc;
+}
+
+int store_set_meta(store *s, const char *key, const char *value)
+{
+	int rc = -1;
+	if (strcmp(key, "schema_version") == 0) {
+		store_failf(s, "meta key schema_version belongs to the migrations");
+		return -1;
+	}
+	sqlite3_stmt *st = store_stmt(s, STORE_SQL_SET_META);
+	if (!st)
+		return -1;
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT));
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 2, value, -1, SQLITE_TRANSIENT));
+	store_insert ins = { st, 0 };
+	if (store_write(s, store_insert_body, &ins))
+		goto out;
+	rc = 0;
+out:
+	store_release(st);
+	return rc;
+}
+
+int store_get_meta(store *s, const char *key, char *value, size_t len)
+{
+	int rc = -1;
+	sqlite3_stmt *st = store_stmt(s, STORE_SQL_GET_META);
+	if (!st)
+		return -1;
+	SQLITE_CHECK(s, sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT));
+	int step = sqlite3_step(st);
+	if (step == SQLITE_DONE) {
+		rc = 0;
+		goto out;
+	}
+	if (step != SQLITE_ROW)
+		SQLITE_CHECK(s, step);
+	snprintf(value, len, "%s", store_col_text(st, 0));
+	rc = 1;
 out:
 	store_release(st);
 	return rc;

@@ -229,6 +229,17 @@ int store_add_match(store *s, const char *player_a, const char *player_b, const 
 /* Sets a match's status ("running", "done", "sprt-h0", ...). 0 or -1. */
 int store_set_match_status(store *s, int64_t match_id, const char *status);
 
+/* The meta key under which `sente run` keeps its latest session's
+ * configuration, one "flag value" line per setting. */
+#define STORE_META_RUN_CONFIG "run_config"
+
+/* The meta table's free keys (schema_version is the migrations'): a run's
+ * configuration, for instance. store_set_meta replaces the value (0, or
+ * -1); store_get_meta copies it into value: 1, 0 when the key is absent,
+ * -1 on error. */
+int store_set_meta(store *s, const char *key, const char *value);
+int store_get_meta(store *s, const char *key, char *value, size_t len);
+
 /* One finished game of a match. Strings are valid during a callback only. */
 typedef struct store_match_game {
 	int64_t match_id;   /* matches.id */

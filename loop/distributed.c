@@ -457,8 +457,8 @@ static int take_model(worker_rank *k)
 		if (net)
 			gp = game_params_sized(net->arch.game, net->arch.board_w, gp.komi);
 		k->so.game = game_params_sized(gp.kind, gp.size, gp.komi);
-		if (k->so.temperature_moves < 0)
-			k->so.temperature_moves = selfplay_options_default(&k->so.game).temperature_moves;
+		if (k->so.explore.temperature_moves < 0)
+			k->so.explore.temperature_moves = selfplay_options_default(&k->so.game).explore.temperature_moves;
 		k->sp = selfplay_new(&k->so, k->err, sizeof(k->err));
 		if (!k->sp)
 			goto out;

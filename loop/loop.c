@@ -71,7 +71,17 @@ loop_options loop_options_default(const game_params *g)
 	o.window = d.window;
 	o.batch = 256;
 	o.sample_ratio = 6;
-	o.lr = 0.02;
+	train_options t = train_options_default();
+	o.lr = t.lr;
+	o.optimizer = (int)t.optimizer;
+	o.lr_schedule = (int)t.lr_schedule;
+	o.lr_warmup = t.warmup_steps;
+	o.lr_total_steps = 100000;
+	o.lr_gamma = t.lr_gamma;
+	o.lr_min = 0;
+	o.weight_decay = t.weight_decay;
+	o.bn_momentum = t.bn_momentum;
+	o.explore = selfplay_options_default(g).explore;
 	o.measure_every = 1;
 	o.eval_visits = 200;
 	o.eval_positions = 40;
@@ -80,6 +90,38 @@ loop_options loop_options_default(const game_params *g)
 	o.gate_visits = 50;
 	o.nn = nn_backend_options_default();
 	return o;
+}
+
+void loop_config_text(const loop_options *o, char *buf, size_t len)
+{
+	const selfplay_explore *x = &o->explore;
+	char drops[16 * TRAIN_MAX_LR_STEPS + 8] = "none";
+	for (int k = 0, at = 0; k < o->n_lr_drops; k++)
+		at += snprintf(drops + at, sizeof(drops) - (size_t)at, "%s%d", k ? "," : "",
+			       o->lr_drops[k]);
+	snprintf(buf, len,
+		 "game %s\nblocks %d\nchannels %d\nparallel-games %d\nvisits %d\n"
+		 "cheap-visits %d\npositions %lld\nwindow %lld\nbatch %d\nsample-ratio %g\n"
+		 "lr %g\ntemperature %g\ntemperature-moves %d\ntemperature-end %d\n"
+		 "temperature-floor %g\ncpuct %g\nfpu %g\nfpu-root %g\nfpu-root-noise %g\n"
+		 "noise-alpha %g\nnoise-eps %g\nvalue-q-weight %g\neval-visits %d\n"
+		 "eval-positions %d\nseed %llu\ngate-games %d\ngate-threshold %g\n"
+		 "gate-visits %d\nminutes %g\noptimizer %s\nlr-schedule %s\nlr-warmup %lld\n"
+		 "lr-total-steps %lld\nlr-gamma %g\nlr-min %g\nweight-decay %g\n"
+		 "bn-momentum %g\nlr-drops %s\n",
+		 game_desc_from_params(&o->game)->name, o->blocks, o->channels, o->parallel_games,
+		 o->visits, o->cheap_visits, (long long)o->positions_per_iter, (long long)o->window,
+		 o->batch, o->sample_ratio, o->lr, x->temperature, x->temperature_moves,
+		 x->temperature_end, x->temperature_floor, x->cpuct, x->fpu_reduction, x->fpu_root,
+		 x->fpu_root_noise, x->noise_alpha_sum, x->noise_eps, o->value_q_weight,
+		 o->eval_visits, o->eval_positions, (unsigned long long)o->seed, o->gate_games,
+		 o->gate_threshold, o->gate_visits, o->minutes,
+		 o->optimizer == TRAIN_OPTIMIZER_ADAMW ? "adamw" : "sgd",
+		 o->lr_schedule == TRAIN_LR_SCHEDULE_COSINE ? "cosine"
+		 : o->lr_schedule == TRAIN_LR_SCHEDULE_STEP ? "step"
+							     : "constant",
+		 (long long)o->lr_warmup, (long long)o->lr_total_steps, o->lr_gamma, o->lr_min,
+		 o->weight_decay, o->bn_momentum, drops);
 }
 
 static void say(const loop *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -140,8 +182,20 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 	learner_options lo = learner_options_default();
 	lo.train.batch = o->batch;
 	lo.train.lr = o->lr;
+	lo.train.optimizer = (train_optimizer)o->optimizer;
+	lo.train.lr_schedule = (train_lr_schedule)o->lr_schedule;
+	lo.train.warmup_steps = o->lr_warmup;
+	lo.train.lr_total_steps = o->lr_total_steps;
+	lo.train.lr_gamma = o->lr_gamma;
+	lo.train.lr_min = o->lr_min;
+	lo.train.weight_decay = o->weight_decay;
+	lo.train.bn_momentum = o->bn_momentum;
+	lo.train.n_lr_steps = o->n_lr_drops;
+	for (int k = 0; k < o->n_lr_drops; k++)
+		lo.train.lr_steps[k] = o->lr_drops[k];
 	lo.train.seed = o->seed;
 	lo.window = o->window;
+	lo.value_q_weight = (float)o->value_q_weight;
 	lo.device = o->nn.n_gpus ? o->nn.gpus[0] : 0;
 	/* int8 is for self-play on the CPU: the learner stays at its default. */
 	if (o->nn.precision_given && o->nn.precision != NN_DTYPE_INT8)
@@ -153,6 +207,8 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 		L = learner_new(&learner_cuda, r->net, &lo, err, errlen);
 		if (!L)
 			say(r, "training on the CPU: the GPU learner: %s", err);
+		else if (o->value_q_weight > 0)
+			say(r, "--value-q-weight is not used: the GPU learner trains on the result alone");
 	}
 	if (!L)
 		L = learner_new(&learner_cpu, r->net, &lo, err, errlen);
@@ -357,6 +413,12 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	const game_desc *desc = game_desc_from_params(&o->game);
 	if (r->resumed && desc->has_size)
 		r->o.game.size = r->net->arch.board_w;
+	char config[4096];
+	loop_config_text(&r->o, config, sizeof(config));
+	if (store_set_meta(r->db, LOOP_CONFIG_KEY, config) != 0) {
+		snprintf(err, errlen, "storing the configuration: %s", store_errmsg(r->db));
+		goto fail;
+	}
 	r->L = open_learner(r, err, errlen);
 	if (!r->L) {
 		char why[2048];
@@ -384,6 +446,7 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	so.visits = o->visits;
 	so.cheap_visits = o->cheap_visits;
 	so.nn = o->nn;
+	so.explore = o->explore;
 	so.seed = o->seed * 7919 + (uint64_t)learner_steps(r->L);
 	so.progress_seconds = o->quiet || !o->log ? 0 : 30;
 	so.quiet = o->quiet || !o->log;

@@ -34,6 +34,8 @@
 #include "data/store.h"
 #include "engine/game.h"
 #include "nn/backend.h"
+#include "selfplay/selfplay.h"
+#include "train/trainer.h"
 
 /* A finished game from a game source, with who played it (stored with
  * the game). Nonzero stops the source. */
@@ -66,7 +68,17 @@ typedef struct loop_options {
 	int64_t window;            /* positions the learner samples from */
 	int batch;                 /* training batch */
 	double sample_ratio;       /* training samples per new position */
-	double lr;                 /* SGD (Nesterov) learning rate */
+	double lr;                 /* base learning rate */
+	/* The trainer's (train/trainer.h): optimizer (train_optimizer), lr
+	 * schedule (train_lr_schedule) with a linear warm-up, the step
+	 * schedule's drops (times lr_gamma), the cosine's length and floor,
+	 * weight decay, batch-norm running-statistics momentum. */
+	int optimizer, lr_schedule;
+	int64_t lr_warmup, lr_total_steps;
+	int lr_drops[TRAIN_MAX_LR_STEPS], n_lr_drops;
+	double lr_gamma, lr_min, weight_decay, bn_momentum;
+	selfplay_explore explore;  /* temperature schedule, cpuct, FPU, noise */
+	double value_q_weight;     /* value target (1 - l) z + l q (0: z alone) */
 	int measure_every;         /* strength measured every N iterations (the search every
 				    * third time), at the start and the end; 0: never */
 	int eval_visits;           /* search visits when measuring strength */
@@ -84,6 +96,12 @@ typedef struct loop_options {
 
 /* The defaults for game g on two CPU cores (README lists them). */
 loop_options loop_options_default(const game_params *g);
+
+/* The run's configuration as "flag value" lines (the `sente run` flags,
+ * without dashes), as loop_open stores it in the meta table under
+ * LOOP_CONFIG_KEY (the latest session's) and the report shows it. */
+#define LOOP_CONFIG_KEY STORE_META_RUN_CONFIG
+void loop_config_text(const loop_options *o, char *buf, size_t len);
 
 /* What one iteration did. */
 typedef struct loop_iteration {

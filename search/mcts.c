@@ -180,6 +180,7 @@ mcts_options mcts_options_default(void)
 		.cpuct_log = 0.45f,
 		.fpu_reduction = 0.25f,
 		.fpu_root = 0.25f,
+		.fpu_root_noise = 0.0f,
 		.virtual_loss = 1,
 		.gather = 1,
 		.noise = false,
@@ -440,7 +441,9 @@ static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root, const u
 		if (atomic_load_explicit(&ch->visits, memory_order_relaxed) > 0)
 			visited_prior += ch->prior;
 	}
-	float red = is_root ? m->opt.fpu_root : m->opt.fpu_reduction;
+	float red = !is_root	   ? m->opt.fpu_reduction
+		    : m->opt.noise ? m->opt.fpu_root_noise
+				   : m->opt.fpu_root;
 	double fpu = parent_q - red * sqrt(visited_prior);
 	double total = (double)pv + pvl;
 	double c = m->opt.cpuct +

@@ -30,7 +30,10 @@ typedef struct mcts_options {
 	float cpuct_base;       /* visits at which the log term adds cpuct_log once */
 	float cpuct_log;        /* growth: c = cpuct + cpuct_log * ln((N + base + 1) / base) */
 	float fpu_reduction;    /* unvisited child: parent Q minus this * sqrt(visited prior) */
-	float fpu_root;         /* the same at the root (0 when noise is on, as LZ) */
+	float fpu_root;         /* the same at the root without noise */
+	float fpu_root_noise;   /* the same at the root under noise (default 0, as
+				 * Leela Zero and KataGo self-play: the noise
+				 * must be able to lift an unvisited move) */
 	int virtual_loss;       /* visits counted as losses per in-flight descent
 				 * (default 1: Leela Zero's 3 kept two threads off
 				 * the one good reply of a ladder past 30,000

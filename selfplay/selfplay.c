@@ -78,7 +78,19 @@ selfplay_options selfplay_options_default(const game_params *g)
 	o.cheap_visits = 40;
 	o.full_fraction = 0.25;
 	game_numbers n = game_numbers_of(g);
-	o.temperature_moves = n.temperature_moves;
+	mcts_options mo = mcts_options_default();
+	o.explore = (selfplay_explore){
+		.temperature = 1,
+		.temperature_moves = n.temperature_moves,
+		.temperature_end = n.temperature_moves,
+		.temperature_floor = 0,
+		.cpuct = mo.cpuct,
+		.fpu_reduction = mo.fpu_reduction,
+		.fpu_root = mo.fpu_root,
+		.fpu_root_noise = mo.fpu_root_noise,
+		.noise_alpha_sum = mo.noise_alpha_sum,
+		.noise_eps = mo.noise_eps,
+	};
 	o.resign_pct = 5;
 	o.resign_after_moves = n.resign_after;
 	o.no_resign_fraction = 0.1;
@@ -88,6 +100,16 @@ selfplay_options selfplay_options_default(const game_params *g)
 	o.seed = 1;
 	o.progress_seconds = 10;
 	return o;
+}
+
+double selfplay_temperature(const selfplay_explore *o, int ply)
+{
+	if (ply < o->temperature_moves)
+		return o->temperature;
+	if (ply >= o->temperature_end)
+		return o->temperature_floor;
+	double f = (double)(ply - o->temperature_moves) / (o->temperature_end - o->temperature_moves);
+	return o->temperature + f * (o->temperature_floor - o->temperature);
 }
 
 static int cmp_float(const void *a, const void *b)
@@ -303,6 +325,13 @@ static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec
 	mo.gather = 1;
 	mo.seed = rng_next(&w->rng);
 	mo.noise = true;
+	const selfplay_explore *x = &o->explore;
+	mo.cpuct = (float)x->cpuct;
+	mo.fpu_reduction = (float)x->fpu_reduction;
+	mo.fpu_root = (float)x->fpu_root;
+	mo.fpu_root_noise = (float)x->fpu_root_noise;
+	mo.noise_alpha_sum = (float)x->noise_alpha_sum;
+	mo.noise_eps = (float)x->noise_eps;
 	/* Enough nodes for a full search with reuse, with room to spare. */
 	size_t per = (size_t)o->visits * (size_t)game_numbers_of(&o->game).actions;
 	mo.max_memory = per * 64 * 4 + ((size_t)8 << 20);
@@ -359,7 +388,7 @@ static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec
 			if (would_resign < 0)
 				would_resign = mover;
 		}
-		float temp = game_move_count(&g) < o->temperature_moves ? 1.0f : 0.0f;
+		float temp = (float)selfplay_temperature(x, game_move_count(&g));
 		int mv = mcts_choose_move(m, temp, false);
 		if (mv == GAME_MOVE_NONE) {
 			rc = -1;

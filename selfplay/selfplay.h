@@ -22,13 +22,31 @@
 #include "nn/backend.h"
 #include "nn/net.h"
 
+/* How self-play explores: the temperature schedule (selfplay_temperature):
+ * `temperature` for the first temperature_moves plies, then falling
+ * linearly to temperature_floor at ply temperature_end (<=
+ * temperature_moves: a step), then the floor (0: the most visited move);
+ * and the search's settings (search/mcts.h). */
+typedef struct selfplay_explore {
+	double temperature;       /* opening temperature (1) */
+	int temperature_moves;    /* plies at the opening temperature */
+	int temperature_end;      /* ply from which the floor applies */
+	double temperature_floor; /* temperature after the schedule */
+	double cpuct;             /* PUCT exploration constant */
+	double fpu_reduction;     /* FPU reduction below the root */
+	double fpu_root;          /* at the root of cheap searches (no noise) */
+	double fpu_root_noise;    /* at the root of full searches (noise) */
+	double noise_alpha_sum;   /* Dirichlet alpha times legal moves */
+	double noise_eps;         /* weight of the noise at the root */
+} selfplay_explore;
+
 typedef struct selfplay_options {
 	game_params game;        /* what to play */
 	int parallel_games;      /* games (threads) at once */
 	int visits;              /* full search visits (recorded moves) */
 	int cheap_visits;        /* cheap search visits; 0 turns playout-cap randomisation off */
 	double full_fraction;    /* chance that a move gets the full search */
-	int temperature_moves;   /* moves played at temperature 1 */
+	selfplay_explore explore; /* temperature schedule and search settings */
 	float resign_pct;        /* resign below this winrate, percent, at most;
 				  * 0: never. The threshold in use is
 				  * calibrated on the no-resign games (see
@@ -76,6 +94,8 @@ typedef struct selfplay selfplay;
  * first quarter of the board or 8 Connect Four plies) with 10% of games
  * never resigning. */
 selfplay_options selfplay_options_default(const game_params *g);
+/* The temperature of the move at ply `ply` (0-based) under x's schedule. */
+double selfplay_temperature(const selfplay_explore *x, int ply);
 
 selfplay *selfplay_new(const selfplay_options *o, char *err, size_t errlen);
 void selfplay_free(selfplay *sp);

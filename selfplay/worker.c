@@ -41,7 +41,7 @@ selfplay_worker_options selfplay_worker_options_default(void)
 	memset(&o, 0, sizeof(o));
 	game_params gp = game_desc_by_name("connect4")->defaults;
 	o.play = selfplay_options_default(&gp);
-	o.play.temperature_moves = -1;
+	o.play.explore.temperature_moves = -1;
 	o.poll_seconds = 10;
 	o.max_store_failures = 3;
 	return o;
@@ -141,8 +141,8 @@ static int open_selfplay(worker *w, const nn_net *net, char *err, size_t errlen)
 {
 	selfplay_options so = w->o->play;
 	so.game = w->game;
-	if (so.temperature_moves < 0)
-		so.temperature_moves = selfplay_options_default(&w->game).temperature_moves;
+	if (so.explore.temperature_moves < 0)
+		so.explore.temperature_moves = selfplay_options_default(&w->game).explore.temperature_moves;
 	w->sp = selfplay_new(&so, err, errlen);
 	if (!w->sp)
 		return -1;

@@ -30,7 +30,7 @@ typedef struct selfplay_worker_options {
 	selfplay_options play;    /* the games. play.game is what is asked for:
 				   * a model's game replaces its kind (and a Go
 				   * model's board its size; komi is kept);
-				   * play.temperature_moves < 0 takes the
+				   * play.explore.temperature_moves < 0 takes the
 				   * default of the game settled on */
 	bool game_fixed;          /* play.game.kind was asked for: a model of
 				   * another game is refused */

@@ -305,6 +305,13 @@ static int write_run(FILE *f, store *db)
 	fputs(",\"games_recent\":", f);
 	if (write_games(f, db, 10) != 0)
 		goto out;
+	/* The run's configuration, as `sente run` stored it (null before). */
+	char config[8192];
+	fputs(",\"config\":", f);
+	if (store_get_meta(db, STORE_META_RUN_CONFIG, config, sizeof(config)) == 1)
+		json_str(f, config);
+	else
+		fputs("null", f);
 	fputc('}', f);
 	rc = 0;
 out:

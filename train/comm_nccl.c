@@ -123,7 +123,8 @@ static void nccl_abort(comm *c, int code)
 }
 
 static const comm_ops nccl_ops = { nccl_allreduce, nccl_broadcast, nccl_barrier, nccl_set_stream,
-				   nccl_abort, nccl_destroy };
+				   nccl_abort, nccl_destroy,
+				   NULL, NULL, NULL /* no point to point */ };
 
 bool comm_nccl_built(void)
 {
@@ -310,7 +311,7 @@ static void nh_destroy(comm *c)
 }
 
 static const comm_ops nccl_host_ops = { nh_allreduce, nh_broadcast, nh_barrier, NULL, nh_abort,
-					nh_destroy };
+					nh_destroy, NULL, NULL, NULL /* no point to point */ };
 
 comm *comm_new_nccl_host(comm *nccl, char *err, size_t errlen)
 {

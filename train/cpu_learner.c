@@ -47,6 +47,7 @@ static void *cpu_create(const nn_net *net, const learner_options *o, char *what,
 		snprintf(err, errlen, "out of memory for the window or the batch");
 		goto fail;
 	}
+	replay_set_value_q_weight(l->rb, o->value_q_weight);
 	snprintf(what, whatlen, "cpu fp32");
 	return l;
 fail:

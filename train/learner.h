@@ -35,6 +35,8 @@
 typedef struct learner_options {
 	train_options train;         /* train.batch: this rank's share */
 	int64_t window;              /* positions sampled from */
+	float value_q_weight;        /* value target (1 - l) z + l q; 0: z alone
+				      * (the CPU learner; CUDA trains on z) */
 	int device;                  /* CUDA device */
 	nn_dtype precision;          /* CUDA arithmetic: fp32; fp16 (fp32 master
 				      * weights, dynamic loss scale) or bf16 (fp32

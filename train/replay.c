@@ -24,6 +24,7 @@ struct replay_buffer {
 	 * through this prefix sum over the ring order (rebuilt lazily). */
 	int64_t *prefix;       /* [n + 1] */
 	bool prefix_ok;        /* prefix matches the ring */
+	float value_q_weight;  /* value target mix (record_value_target) */
 };
 
 
@@ -35,6 +36,8 @@ replay_buffer *replay_new(int64_t window)
 	rb->window = window > 0 ? window : 1;
 	return rb;
 }
+
+void replay_set_value_q_weight(replay_buffer *rb, float l) { rb->value_q_weight = l; }
 
 static void game_drop(replay_game *g)
 {
@@ -155,6 +158,7 @@ int replay_sample_share(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n
 			return -1;
 		float value;
 		int nv = record_position_targets(r, move_index, game_to_move(&g), moves, counts, &value);
+		value = record_value_target(r, move_index, game_to_move(&g), rb->value_q_weight);
 		int sym = (int)(rng_next(rng) % (uint64_t)replay_symmetries(r));
 		if (train_batch_from_position(&g, enc, sym, moves, counts, nv, value, b, k - first) != 0)
 			return -1;

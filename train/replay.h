@@ -21,6 +21,9 @@ typedef struct replay_buffer replay_buffer;
  * short. */
 replay_buffer *replay_new(int64_t window);
 void replay_free(replay_buffer *rb);
+/* Value targets from now on: (1 - l) z + l q (record_value_target);
+ * 0 (the default): the result z alone. */
+void replay_set_value_q_weight(replay_buffer *rb, float l);
 
 /* Copies the game in (its full-search moves become positions), dropping
  * the oldest games beyond the window. 0, or -1 when memory is short. */

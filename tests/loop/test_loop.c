@@ -265,3 +265,65 @@ Test(loop, a_locked_database_keeps_games_and_the_deadline, .timeout = 240)
 	loop_close(r);
 	loop_test_rmdir(dir);
 }
+
+Test(loop, stores_and_reports_its_configuration, .timeout = 120)
+{
+	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	loop_options o = loop_test_options(dir);
+	o.explore.temperature_floor = 0.3;
+	o.value_q_weight = 0.25;
+	o.explore.fpu_root_noise = 0.125;
+	volatile sig_atomic_t stop = 1; /* no closing measurement */
+	o.stop = &stop;
+	loop *r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	cr_assert_eq(loop_report(r, err, sizeof(err)), 0, "%s", err);
+	loop_close(r);
+	char path[512], config[4096];
+	snprintf(path, sizeof(path), "%s/sente.db", dir);
+	store *db = store_open(path, err, sizeof(err));
+	cr_assert(db, "%s", err);
+	cr_assert_eq(store_get_meta(db, LOOP_CONFIG_KEY, config, sizeof(config)), 1);
+	cr_assert_eq(store_get_meta(db, "no such key", err, sizeof(err)), 0);
+	cr_assert_eq(store_set_meta(db, "schema_version", "0"), -1, "the migrations' key is kept");
+	store_close(db);
+	cr_assert(strstr(config, "temperature-floor 0.3\n"), "%s", config);
+	cr_assert(strstr(config, "value-q-weight 0.25\n"), "%s", config);
+	cr_assert(strstr(config, "fpu-root-noise 0.125\n"), "%s", config);
+	snprintf(path, sizeof(path), "%s/report.html", dir);
+	FILE *f = fopen(path, "r");
+	cr_assert(f);
+	static char html[1 << 22];
+	size_t n = fread(html, 1, sizeof(html) - 1, f);
+	html[n] = 0;
+	fclose(f);
+	/* The snapshot embeds the run's data, configuration included, as JSON. */
+	cr_assert(strstr(html, "\"config\":\""), "the report carries the configuration");
+	cr_assert(strstr(html, "value-q-weight 0.25\\n"), "the report's configuration");
+	loop_test_rmdir(dir);
+}
+
+Test(loop, trainer_knobs_reach_the_learner, .timeout = 240)
+{
+	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	loop_options o = loop_test_options(dir);
+	o.lr_warmup = 100000; /* the first steps train at a small fraction of lr */
+	o.lr_schedule = TRAIN_LR_SCHEDULE_STEP;
+	o.lr_drops[0] = 5;
+	o.lr_drops[1] = 50;
+	o.n_lr_drops = 2;
+	loop *r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	loop_iteration it;
+	iterate(r, &it);
+	cr_assert_gt(it.steps, 0);
+	cr_assert(it.lr > 0 && it.lr < o.lr * 0.01, "warm-up: mean lr %g of %g", it.lr, o.lr);
+	char config[4096];
+	loop_config_text(&o, config, sizeof(config));
+	cr_assert(strstr(config, "lr-schedule step\n") && strstr(config, "lr-drops 5,50\n"), "%s",
+		  config);
+	loop_close(r);
+	loop_test_rmdir(dir);
+}

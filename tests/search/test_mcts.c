@@ -352,3 +352,47 @@ Test(mcts, go_ladder_breaker)
 		found |= mv == go_point(good[i]);
 	cr_assert(found, "move %d captures nothing", mv);
 }
+
+/* Children of the root with at least one visit after `visits` playouts with
+ * noise of weight 0 (the priors stay the network's) and the given root FPU
+ * reductions. */
+static int root_children_visited(float fpu_root, float fpu_root_noise, bool noise)
+{
+	c4_position(""); /* fake_c4: uniform priors */
+	fake_net f;
+	fake_c4_init(&f, 8, 0);
+	nn_backend *be = &f.be;
+	eval_options eo = eval_options_default();
+	evaluator *ev = eval_new(&be, 1, NN_ENC_C4, &eo, NULL, 0);
+	mcts_options o = mcts_options_default();
+	o.threads = 1;
+	o.max_visits = 60;
+	o.noise = noise;
+	o.noise_eps = 0;
+	o.fpu_root = fpu_root;
+	o.fpu_root_noise = fpu_root_noise;
+	o.max_memory = 16 << 20;
+	mcts *m = mcts_new(ev, &o, NULL, 0);
+	mcts_set_position(m, &g);
+	mcts_search(m);
+	mcts_child_info ci[8];
+	int n = mcts_root_children(m, ci, 8), visited = 0;
+	for (int i = 0; i < n; i++)
+		visited += ci[i].visits > 0;
+	mcts_free(m);
+	eval_free(ev);
+	return visited;
+}
+
+Test(mcts, root_fpu_under_noise_is_its_own)
+{
+	/* A reduction of 5 keeps every unvisited root child below any Q: one
+	 * child takes every visit. */
+	cr_assert_eq(root_children_visited(5, 5, true), 1);
+	cr_assert_eq(root_children_visited(5, 0, false), 1, "without noise fpu_root applies");
+	/* Under noise the default root reduction is 0: the unvisited children
+	 * stand at the parent's value and get tried. */
+	mcts_options d = mcts_options_default();
+	cr_assert_eq(d.fpu_root_noise, 0.0f);
+	cr_assert_geq(root_children_visited(5, d.fpu_root_noise, true), 3);
+}

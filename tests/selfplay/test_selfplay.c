@@ -262,7 +262,7 @@ Test(selfplay, no_pass_while_behind)
 	o.parallel_games = 4;
 	o.visits = 30;
 	o.cheap_visits = 0;
-	o.temperature_moves = 100; /* sample from the visits all game long */
+	o.explore.temperature_moves = 100; /* sample from the visits all game long */
 	o.resign_pct = 0;
 	o.progress_seconds = 0;
 	o.quiet = true;
@@ -295,4 +295,27 @@ Test(selfplay, stop_flag_ends_the_run)
 	cr_assert_eq(selfplay_run(sp, 0, 0.3, on_game, &c, &stop) >= 0, 1);
 	cr_assert_eq(c.bad, 0);
 	selfplay_free(sp);
+}
+
+Test(selfplay, temperature_schedule)
+{
+	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	selfplay_options o = selfplay_options_default(&p);
+	/* The default: the opening temperature, then the most visited move. */
+	cr_assert_eq(selfplay_temperature(&o.explore, 0), 1.0);
+	cr_assert_eq(selfplay_temperature(&o.explore, o.explore.temperature_moves - 1), 1.0);
+	cr_assert_eq(selfplay_temperature(&o.explore, o.explore.temperature_moves), 0.0);
+	/* AlphaZero.jl's Connect Four: 1 to ply 20, falling to 0.3 at ply 30. */
+	o.explore.temperature = 1;
+	o.explore.temperature_moves = 20;
+	o.explore.temperature_end = 30;
+	o.explore.temperature_floor = 0.3;
+	for (int ply = 0; ply < 42; ply++) {
+		double want = ply < 20 ? 1 : ply >= 30 ? 0.3 : 1 - 0.7 * (ply - 20) / 10.0;
+		cr_assert_float_eq(selfplay_temperature(&o.explore, ply), want, 1e-9, "ply %d", ply);
+	}
+	/* An end before the opening's last ply is a step. */
+	o.explore.temperature_end = 5;
+	cr_assert_eq(selfplay_temperature(&o.explore, 19), 1.0);
+	cr_assert_eq(selfplay_temperature(&o.explore, 20), 0.3);
 }
