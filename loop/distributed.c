@@ -624,6 +624,7 @@ int loop_run_ranks(const loop_options *o, comm *c, char *err, size_t errlen)
 		so.visits = o->visits;
 		so.cheap_visits = o->cheap_visits;
 		so.nn = o->nn;
+		so.explore = o->explore;
 		so.seed = o->seed;
 		so.quiet = o->quiet;
 		rc = worker_main(c, &so, true, NULL, o->log, "sente run", o->stop);

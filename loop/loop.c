@@ -529,7 +529,8 @@ int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
 		want = r->o.parallel_games;
 	double t0 = clock_now(), cpu0 = clock_cpu();
 	selfplay_stats before;
-	selfplay_get_stats(r->sp, &before);
+	if (r->sp)
+		selfplay_get_stats(r->sp, &before);
 	/* Never past the session's compute (0 would mean no limit). */
 	double left = r->o.minutes * 60 - r->session_spent;
 	if (left < 0.001)
@@ -539,7 +540,13 @@ int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
 	int64_t games = src ? src->play(src->ctx, want, left, on_source_game, r, r->o.stop)
 			    : selfplay_run(r->sp, want, left, on_game, r, r->o.stop);
 	flush_pending(r);
-	charge(r, t0, cpu0, &before);
+	/* Games from a source (MPI ranks) count their games and positions
+	 * here; their evaluations are the ranks' own and are not counted. */
+	charge(r, t0, cpu0, r->sp ? &before : NULL);
+	if (!r->sp) {
+		r->spent.games += r->it_games;
+		r->spent.positions += r->it_positions;
+	}
 	store_set_patience(r->db, STORE_BUSY_TIMEOUT_MS, STORE_BUSY_RETRIES);
 	if (r->it_games > 0)
 		r->per_game = 0.5 * r->per_game + 0.5 * (double)r->it_positions / r->it_games;
