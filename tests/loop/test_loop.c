@@ -300,7 +300,7 @@ Test(loop, stores_and_reports_its_configuration, .timeout = 120)
 	fclose(f);
 	/* The snapshot embeds the run's data, configuration included, as JSON. */
 	cr_assert(strstr(html, "\"config\":\""), "the report carries the configuration");
-	cr_assert(strstr(html, "value-q-weight 0.25\\n"), "the report's configuration");
+	cr_assert(strstr(html, "value-q-weight 0.25\\u000a"), "the report's configuration");
 	loop_test_rmdir(dir);
 }
 
