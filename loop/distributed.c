@@ -618,15 +618,7 @@ int loop_run_ranks(const loop_options *o, comm *c, char *err, size_t errlen)
 {
 	int rc = -1;
 	if (comm_rank(c) != 0) {
-		selfplay_options so = selfplay_options_default(&o->game);
-		so.parallel_games = o->parallel_games;
-		so.batch = o->parallel_games < 64 ? o->parallel_games : 64;
-		so.visits = o->visits;
-		so.cheap_visits = o->cheap_visits;
-		so.nn = o->nn;
-		so.explore = o->explore;
-		so.seed = o->seed;
-		so.quiet = o->quiet;
+		selfplay_options so = loop_selfplay_options(o);
 		rc = worker_main(c, &so, true, NULL, o->log, "sente run", o->stop);
 		if (rc != 0)
 			snprintf(err, errlen, "self-play rank %d failed", comm_rank(c));

@@ -92,6 +92,20 @@ loop_options loop_options_default(const game_params *g)
 	return o;
 }
 
+selfplay_options loop_selfplay_options(const loop_options *o)
+{
+	selfplay_options so = selfplay_options_default(&o->game);
+	so.parallel_games = o->parallel_games;
+	so.batch = o->parallel_games < 64 ? o->parallel_games : 64;
+	so.visits = o->visits;
+	so.cheap_visits = o->cheap_visits;
+	so.nn = o->nn;
+	so.explore = o->explore;
+	so.seed = o->seed;
+	so.quiet = o->quiet;
+	return so;
+}
+
 void loop_config_text(const loop_options *o, char *buf, size_t len)
 {
 	const selfplay_explore *x = &o->explore;
@@ -440,13 +454,7 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	if (learner_refill(r->L, r->db, NULL, o->window, &last_id, &added, err, errlen) != 0)
 		goto fail;
 
-	selfplay_options so = selfplay_options_default(&r->o.game);
-	so.parallel_games = o->parallel_games;
-	so.batch = o->parallel_games < 64 ? o->parallel_games : 64;
-	so.visits = o->visits;
-	so.cheap_visits = o->cheap_visits;
-	so.nn = o->nn;
-	so.explore = o->explore;
+	selfplay_options so = loop_selfplay_options(&r->o);
 	so.seed = o->seed * 7919 + (uint64_t)learner_steps(r->L);
 	so.progress_seconds = o->quiet || !o->log ? 0 : 30;
 	so.quiet = o->quiet || !o->log;

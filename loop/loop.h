@@ -97,6 +97,11 @@ typedef struct loop_options {
 /* The defaults for game g on two CPU cores (README lists them). */
 loop_options loop_options_default(const game_params *g);
 
+/* The self-play settings of a run's options (game, games at once, visits,
+ * backend, exploration, seed, quiet), as the loop's workers and the MPI
+ * self-play ranks play with them. */
+selfplay_options loop_selfplay_options(const loop_options *o);
+
 /* The run's configuration as "flag value" lines (the `sente run` flags,
  * without dashes), as loop_open stores it in the meta table under
  * LOOP_CONFIG_KEY (the latest session's) and the report shows it. */

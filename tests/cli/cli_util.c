@@ -26,6 +26,11 @@ int cli_test_run_within(double seconds, const char *args, char *out, size_t len)
 	if (seconds > 0)
 		snprintf(limit, sizeof(limit), "timeout -k 1 %g ", seconds);
 	snprintf(cmd, sizeof(cmd), "%s%s %s 2>&1", limit, cli_test_bin(), args);
+	return cli_test_shell(cmd, out, len);
+}
+
+int cli_test_shell(const char *cmd, char *out, size_t len)
+{
 	FILE *f = popen(cmd, "r");
 	cr_assert(f, "popen %s", cmd);
 	size_t n = fread(out, 1, len - 1, f);

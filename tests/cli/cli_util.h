@@ -15,6 +15,9 @@ int cli_test_run(const char *args, char *out, size_t len);
 /* cli_test_run, killed after `seconds` (0: never) so that a hang fails the
  * test rather than outlive it; a killed run exits 124 (timeout(1)). */
 int cli_test_run_within(double seconds, const char *args, char *out, size_t len);
+/* Runs a shell command line, its stdout into out (NUL-terminated);
+ * returns its exit code. */
+int cli_test_shell(const char *cmd, char *out, size_t len);
 
 /* Skips the calling test unless `mpirun` can start this sente's ranks
  * here (an MPI build, mpirun on the PATH, not under AddressSanitizer,

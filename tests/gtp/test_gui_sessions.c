@@ -62,18 +62,6 @@ static void remove_nets(void)
 
 TestSuite(gtp_gui, .init = make_nets, .fini = remove_nets, .timeout = 60);
 
-/* Runs a shell command line, its stdout into out; returns the exit code. */
-static int run_shell(const char *cmd, char *out, size_t len)
-{
-	FILE *f = popen(cmd, "r");
-	cr_assert(f, "popen %s", cmd);
-	size_t n = fread(out, 1, len - 1, f);
-	out[n] = '\0';
-	int st = pclose(f);
-	cr_assert(WIFEXITED(st), "%s did not exit normally", cmd);
-	return WEXITSTATUS(st);
-}
-
 /* Reads a whole file into buf (cap bytes, NUL-terminated); buffers the
  * caller keeps static, so a failed assertion leaks nothing. */
 static char *slurp(const char *path, char *buf, size_t cap)
@@ -277,7 +265,7 @@ static void session(const char *name, const char *args_fmt)
 	snprintf(path, sizeof(path), "tests/data/gtp/gui/%s.out", name);
 	char *want = slurp(path, want_buf, sizeof(want_buf));
 	session_cmd(script, args, cmd, sizeof(cmd));
-	int rc = run_shell(cmd, out, sizeof(out));
+	int rc = cli_test_shell(cmd, out, sizeof(out));
 	cr_assert_eq(rc, 0, "%s: exit %d:\n%.2000s", name, rc, out);
 	check_output(name, out, want);
 }
@@ -297,7 +285,7 @@ Test(gtp_gui, avoided_moves_never_show)
 	const char *script = "boardsize 9\nlz-analyze 5 avoid b E5,D4,F4,D6,F6 30 minmoves 8\n"
 			     "#sleep 0.6\nlz-genmove_analyze b 5 avoid b E5,D4,F4,D6,F6 1 minmoves 8\nquit\n";
 	session_cmd(script, "--noponder -v 300", cmd, sizeof(cmd));
-	cr_assert_eq(run_shell(cmd, out, sizeof(out)), 0);
+	cr_assert_eq(cli_test_shell(cmd, out, sizeof(out)), 0);
 	int infos = 0;
 	for (const char *p = out; (p = strstr(p, "info move ")); p += 10) {
 		char mv[8];
@@ -318,12 +306,12 @@ Test(gtp_gui, size_the_network_cannot_play_is_refused)
 	char cmd[1024], out[4096];
 	snprintf(cmd, sizeof(cmd), "echo quit | %s gtp -q --size 9 -w %s/lz19.sente 2>&1", cli_test_bin(),
 		 net_dir);
-	cr_assert_eq(run_shell(cmd, out, sizeof(out)), 1, "%s", out);
+	cr_assert_eq(cli_test_shell(cmd, out, sizeof(out)), 1, "%s", out);
 	cr_assert(strstr(out, "19x19 only") && strstr(out, "--size 9"), "%s", out);
 	/* Asking for the other game than the model's is refused too. */
 	snprintf(cmd, sizeof(cmd), "echo quit | %s gtp -q --game go -w %s/c4.sente 2>&1", cli_test_bin(),
 		 net_dir);
-	cr_assert_eq(run_shell(cmd, out, sizeof(out)), 1, "%s", out);
+	cr_assert_eq(cli_test_shell(cmd, out, sizeof(out)), 1, "%s", out);
 }
 
 /* loadsgf takes setup after the first move (a GUI's edited game), answers
@@ -340,7 +328,7 @@ Test(gtp_gui, loadsgf_edited_game)
 	snprintf(cmd, sizeof(cmd),
 		 "printf 'loadsgf %s\\nprintsgf\\nloadsgf %s 3\\nprintsgf\\nquit\\n' | "
 		 "%s gtp -q --noponder 2>&1", path, path, cli_test_bin());
-	cr_assert_eq(run_shell(cmd, out, sizeof(out)), 0);
+	cr_assert_eq(cli_test_shell(cmd, out, sizeof(out)), 0);
 	const char *want = "=\n\n= (;FF[4]GM[1]CA[UTF-8]AP[sente]SZ[9]KM[6.5]RU[Chinese]PB[Alice]PW[Bob]\n"
 			   "AB[gg]\nAW[cc]\n;B[dd])\n\n"
 			   "=\n\n= (;FF[4]GM[1]CA[UTF-8]AP[sente]SZ[9]KM[6.5]RU[Chinese]PB[Alice]PW[Bob]\n"
