@@ -12,6 +12,7 @@
 
 #include "data/store.h"
 #include "tests/loop/loop_util.h"
+#include "tests/train/train_util.h"
 #include "train/checkpoint.h"
 #include "train/session.h"
 #include "train/trainer.h"
@@ -89,11 +90,24 @@ static void *rank_main(void *p)
 	return NULL;
 }
 
+/* The weights of the checkpoint at `path`, copied. */
+static float *checkpoint_weights(const char *path, size_t *n)
+{
+	char err[512];
+	nn_net *net = trainer_checkpoint_net(path, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	*n = net->n_floats;
+	float *w = malloc(*n * sizeof(float));
+	memcpy(w, net->data, *n * sizeof(float));
+	nn_net_free(net);
+	return w;
+}
+
 /* The checkpoint's weights after a session of `ranks` thread-ranks on a
  * copy of `src`. */
 static float *train_copy(const char *src, int ranks, size_t *n)
 {
-	char dir[] = "/tmp/sente-session-XXXXXX", cmd[600], err[512];
+	char dir[] = "/tmp/sente-session-XXXXXX", cmd[600];
 	cr_assert(mkdtemp(dir));
 	snprintf(cmd, sizeof(cmd), "cp -r '%s'/. '%s'/", src, dir);
 	cr_assert_eq(system(cmd), 0);
@@ -112,42 +126,30 @@ static float *train_copy(const char *src, int ranks, size_t *n)
 	comm_group_free(g);
 	char ckpt[600];
 	snprintf(ckpt, sizeof(ckpt), "%s/checkpoints/learner.ckpt", dir);
-	nn_net *net = trainer_checkpoint_net(ckpt, err, sizeof(err));
-	cr_assert(net, "%s", err);
-	*n = net->n_floats;
-	float *w = malloc(*n * sizeof(float));
-	memcpy(w, net->data, *n * sizeof(float));
-	nn_net_free(net);
+	float *w = checkpoint_weights(ckpt, n);
 	loop_test_rmdir(dir);
 	return w;
 }
 
 Test(session, two_thread_ranks_take_one_ranks_steps, .timeout = 240)
 {
-	char dir[] = "/tmp/sente-session-XXXXXX";
+	char dir[] = "/tmp/sente-session-XXXXXX", ckpt[600];
 	make_run(dir);
-	size_t n1, n2;
+	snprintf(ckpt, sizeof(ckpt), "%s/checkpoints/learner.ckpt", dir);
+	size_t n0, n1, n2;
+	float *start = checkpoint_weights(ckpt, &n0);
 	float *one = train_copy(dir, 1, &n1);
 	float *two = train_copy(dir, 2, &n2);
 	cr_assert_eq(n1, n2);
-	/* As the mpirun test says: batches of 32 and 16 run different oneDNN
-	 * kernels whose sums differ in the last bits, so an activation at zero
-	 * can fall on the other side of a ReLU and the few weights it feeds
-	 * drift apart. A wrong reduction (a sum for a mean, a rank's data
-	 * dropped, unsynchronised batch norm) moves most weights: nearly all
-	 * must agree to 2e-3 relative. */
-	size_t off = 0;
-	double worst = 0;
-	for (size_t i = 0; i < n1; i++) {
-		double d = fabs((double)one[i] - two[i]) / (1e-3 + fabs(one[i]));
-		off += d >= 2e-3;
-		if (d > worst)
-			worst = d;
-	}
+	cr_assert_eq(n0, n1);
+	/* The two ranks' update (weights after the 6 steps less those
+	 * before) must be one rank's (train_util.h says how close). */
+	double d = tu_update_difference(start, one, two, n1);
+	free(start);
 	free(one);
 	free(two);
-	cr_assert(off * 200 <= n1, "%zu of %zu weights differ by 2e-3 or more (worst %g)", off, n1,
-		  worst);
+	cr_assert_lt(d, TU_SAME_UPDATE, "two ranks' update differs from one rank's by %.3g of its size",
+		     d);
 	loop_test_rmdir(dir);
 }
 

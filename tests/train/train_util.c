@@ -258,3 +258,14 @@ double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, d
 		*l2out = l2;
 	return pl + value_weight * vl + (sgd ? l2 : 0);
 }
+
+double tu_update_difference(const float *start, const float *a, const float *b, size_t n)
+{
+	double diff = 0, size = 0;
+	for (size_t i = 0; i < n; i++) {
+		double da = (double)a[i] - start[i], db = (double)b[i] - start[i];
+		diff += (da - db) * (da - db);
+		size += da * da;
+	}
+	return size > 0 ? sqrt(diff / size) : INFINITY;
+}

@@ -16,6 +16,18 @@ train_batch *tu_batch(const nn_net *net, int n, uint64_t seed, int onehot, int w
  * sgd: l2 is part of the total. */
 double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, double wd,
 		   double value_weight, int sgd, double *pol, double *val, double *l2);
+/* How far two runs' updates from the same start differ, as a fraction of
+ * the first's size: |(a - start) - (b - start)| / |a - start| over n
+ * weights (infinity when a did not move). Ranks that share a batch must
+ * take one rank's update: their sums differ in the last bits, and now and
+ * then an activation at zero, or a channel of a tiny random network whose
+ * batch variance is near zero, falls the other way, which moves the update
+ * by up to about 1% (the worst seen in 24 runs of the session test on an
+ * AVX2 machine, where most differ by about 1e-6). A wrong reduction moves
+ * all of it: a rank's data dropped (one rank at half the batch) differs by
+ * 0.33-0.47, a sum for a mean (twice the learning rate) by 0.57-0.65. */
+double tu_update_difference(const float *start, const float *a, const float *b, size_t n);
+#define TU_SAME_UPDATE 0.1 /* the largest difference two ways of one step may have */
 uint64_t tu_rng(uint64_t *s);
 double tu_uniform(uint64_t *s, double lo, double hi);
 
