@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/clock.h"
 #include "engine/game_desc.h"
 #include "engine/rng.h"
+#include "nn/cpu/peak.h"
 #include "nn/cuda/cuda.h"
 
 nn_bench_options nn_bench_options_default(void)
@@ -209,6 +211,15 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 			fprintf(stderr, "%s\n", d);
 		}
 	}
+	else {
+		/* The CPU's peak for the precision, measured once on the
+		 * threads the backend runs (all cores by default). */
+		int threads = bo.threads > 0 ? bo.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+		nn_cpu_peak cp = nn_cpu_peak_measure(bo.precision, threads, 0.5);
+		peak = cp.gops;
+		snprintf(dev_json, sizeof(dev_json), ",\"cpu_isa\":\"%s\",\"peak_gops\":%.1f", cp.isa,
+			 cp.gops);
+	}
 	char acc_json[512] = "";
 	if (bo.precision != NN_DTYPE_FP32 && o->accuracy_positions > 0) {
 		nn_bench_accuracy acc;
@@ -258,6 +269,9 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 		if (cuda)
 			snprintf(tc_json, sizeof(tc_json), ",\"tflops\":%.2f,\"tc_peak_fraction\":%.4f",
 				 evals * flops * 1e-12, peak > 0 ? evals * flops * 1e-12 / peak : 0.0);
+		else if (peak > 0)
+			snprintf(tc_json, sizeof(tc_json), ",\"peak_fraction\":%.4f",
+				 evals * flops * 1e-9 / peak);
 		printf("{\"bench\":\"nn\",\"backend\":\"%s\",\"precision\":\"%s\",\"game\":\"%s\","
 		       "\"blocks\":%d,\"channels\":%d,\"size\":%d,\"batch\":%d,\"threads\":%d,"
 		       "\"evals_per_s\":%.1f,\"ms_per_batch\":%.3f,\"gflops\":%.2f,"

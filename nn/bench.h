@@ -15,7 +15,10 @@
  * included); omp_wait_policy echoes OMP_WAIT_POLICY ("default" when unset),
  * which decides the figures on a shared machine.
  * gflops counts the convolutions and FCs (2 * multiply-adds) per position,
- * times positions per second. Inputs are random 0/1 planes: the arithmetic
+ * times positions per second. On the CPU each line also carries cpu_isa and
+ * peak_gops, the cores' peak for the precision (nn/cpu/peak.h, measured
+ * once at start on the backend's threads), and peak_fraction = gflops /
+ * peak_gops; on CUDA, peak_tflops, tflops and tc_peak_fraction. Inputs are random 0/1 planes: the arithmetic
  * does not depend on them.
  */
 #ifndef SENTE_NN_BENCH_H
