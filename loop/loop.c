@@ -537,7 +537,7 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 		selfplay_backend(r->sp, sp_what, sizeof(sp_what));
 	game_numbers gn = game_numbers_of(&r->o.game);
 	say(r, "%s %dx%d in %s, network %dx%d, %s at step %lld, %lld games and %lld positions "
-	       "stored, window %lld; %.1f minutes; self-play %s, training %s",
+	       "stored, window %lld; %g minutes; self-play %s, training %s",
 	    desc->name, gn.width, gn.height, r->o.dir,
 	    r->net->arch.blocks, r->net->arch.channels, r->resumed ? "resumed" : "new",
 	    (long long)learner_steps(r->L), (long long)games0, (long long)positions0,
