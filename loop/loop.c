@@ -39,7 +39,8 @@ struct loop {
 	double measure_s[2];    /* seconds the last whole Connect Four measurement took,
 				 * network alone [0], network and search [1]; 0: not seen */
 	double measure_first_s; /* the same for Go's games against the first network */
-	int64_t measured_step;  /* the learner's step last measured in this session; -1 none */
+	int64_t measured_step;  /* the learner's step last measured with the search (whole or
+				 * cut at the deadline) in this session; -1 none */
 	progress prog;          /* the progress line on o.log (not when quiet) */
 	/* The self-play phase's game callback: */
 	int64_t it_positions;   /* recorded positions this iteration */
@@ -433,19 +434,19 @@ static void loop_free(loop *r)
 
 /* loop_measure_c4 at `step`, timed for the estimates of closing_seconds,
  * with the progress line saying so. */
-static void measure_c4(loop *r, int64_t step, bool with_search, double deadline)
+static void measure_c4(loop *r, int64_t step, bool with_search, double deadline, bool quiet)
 {
 	progress_phase(&r->prog, "measuring strength at step %lld (%s)", (long long)step,
 		       with_search ? "network and search" : "network");
 	double t0 = clock_now(), net_s = 0;
 	int rc = loop_measure_c4(r->db, &r->bench, learner_net(r->L), r->o.eval_visits,
 				 r->o.eval_positions, step, with_search, deadline, r->o.log, &r->prog,
-				 r->o.quiet, &net_s);
+				 quiet, &net_s);
 	double t = clock_now() - t0;
-	if (rc >= 0) {
+	if (rc >= 0)
 		r->measure_s[0] = net_s;
+	if (rc >= 0 && with_search)
 		r->measured_step = step;
-	}
 	if (rc == 0 && with_search)
 		r->measure_s[1] = t;
 	if (rc >= 0)
@@ -545,7 +546,7 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	/* A new run's strength at step 0, in at most a quarter of the session
 	 * (the search part is left out when it does not fit). */
 	if (r->have_bench && !r->resumed && o->measure_every > 0)
-		measure_c4(r, 0, true, clock_now() + 0.25 * (r->t_end - clock_now()));
+		measure_c4(r, 0, true, clock_now() + 0.25 * (r->t_end - clock_now()), o->quiet);
 	return r;
 fail:
 	loop_free(r);
@@ -772,7 +773,7 @@ void loop_measure(loop *r, const loop_iteration *it)
 			third = false;
 		if (!third && r->measure_s[0] > left)
 			return;
-		measure_c4(r, it->step, third, compute_end(r));
+		measure_c4(r, it->step, third, compute_end(r), r->o.quiet);
 	} else if (third) {
 		if (left < (r->measure_first_s ? r->measure_first_s : LOOP_FIRST_MEASURE_MIN_S))
 			return;
@@ -805,7 +806,7 @@ void loop_close(loop *r)
 	 * end (less a second for the report). */
 	if (r->have_bench && !stopped(r) && r->o.measure_every > 0 &&
 	    r->measured_step != learner_steps(r->L))
-		measure_c4(r, learner_steps(r->L), true, r->t_end - 1);
+		measure_c4(r, learner_steps(r->L), true, r->t_end - 1, false);
 	progress_clear(&r->prog);
 	snprintf(path, sizeof(path), "%s/report.html", r->o.dir);
 	if (loop_report(r, err, sizeof(err)) == 0)
