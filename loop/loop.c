@@ -39,6 +39,7 @@ struct loop {
 	double measure_s[2];    /* seconds the last whole Connect Four measurement took,
 				 * network alone [0], network and search [1]; 0: not seen */
 	double measure_first_s; /* the same for Go's games against the first network */
+	double gate_s;          /* seconds the last gating match took; 0: none yet */
 	int64_t measured_step;  /* the learner's step last measured with the search (whole or
 				 * cut at the deadline) in this session; -1 none */
 	progress prog;          /* the progress line on o.log (not when quiet) */
@@ -654,7 +655,8 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 		steps = 1;
 	double sums[4] = { 0 };
 	train_stats ts = { 0 };
-	double t0 = clock_now(), cpu0 = clock_cpu(), end = compute_end(r);
+	/* Training leaves time for the gating match that follows it. */
+	double t0 = clock_now(), cpu0 = clock_cpu(), end = compute_end(r) - r->gate_s;
 	progress_phase(&r->prog, "iteration %d training", it->number);
 	int s;
 	/* At least one step, then none that would end (at the mean step's
@@ -727,9 +729,14 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 		.visits = r->o.gate_visits,
 		.stop = r->o.stop,
 	};
+	double g0 = clock_now();
+	if (r->o.gate_games > 0)
+		progress_phase(&r->prog, "iteration %d gating (%d games)", it->number, r->o.gate_games);
 	bool promote = r->o.gate_games <= 0 ||
 		       loop_gate_passes(r->db, &r->o.game, &gate, r->model_id, r->play_id, it->step,
 					r->o.log, &r->prog, r->o.quiet);
+	if (r->o.gate_games > 0)
+		r->gate_s = clock_now() - g0;
 	if (promote)
 		r->play_id = r->model_id;
 	/* Every gate's outcome, so a resumed run takes the model that
