@@ -604,7 +604,11 @@ int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
 	double left = loop_seconds_left(r);
 	if (left < 0.001)
 		left = 0.001;
-	progress_phase(&r->prog, "iteration %d self-play", it->number);
+	/* A game source (MPI ranks) logs its own progress lines meanwhile. */
+	if (r->o.source)
+		progress_clear(&r->prog);
+	else
+		progress_phase(&r->prog, "iteration %d self-play", it->number);
 	store_set_patience(r->db, LOOP_PLAY_BUSY_MS, 0);
 	const loop_game_source *src = r->o.source;
 	int64_t games = src ? src->play(src->ctx, want, left, on_source_game, r, r->o.stop)
