@@ -209,14 +209,17 @@ bool cli_match_finish(const char *cmd, cli_match_settings *s, const match_player
 	o->opening_moves = s->openings >= 0 ? (int)s->openings : d.opening_moves;
 	o->max_moves = s->max_moves > 0 ? (int)s->max_moves : d.max_moves;
 	o->stop = &stop_flag;
+	progress_init(&s->prog, s->quiet ? NULL : stderr, 0, 0);
+	o->progress = &s->prog;
 	return true;
 }
 
 void cli_match_progress(void *ctx, const match_summary *s, const store_match_game *g)
 {
-	bool quiet = ctx && *(bool *)ctx;
-	if (quiet)
+	cli_match_settings *m = ctx;
+	if (m->quiet)
 		return;
+	progress_clear(&m->prog);
 	const char *res = g->result > 0 ? "B+" : g->result < 0 ? "W+" : "draw";
 	int for_a = g->a_black ? g->result : -g->result;
 	fprintf(stderr, "game %3d (A %s): %s, %s, %d moves | A %d-%d-%d %.1f%% Elo %+.0f [%+.0f, %+.0f] "
@@ -290,7 +293,8 @@ int cli_match(int argc, char **argv)
 			s.o.games, s.o.parallel, s.db);
 	match_summary sum;
 	rc = 1;
-	int r = match_run(db, &a, &b, &s.o, cli_match_progress, &s.quiet, &sum, err, sizeof(err));
+	int r = match_run(db, &a, &b, &s.o, cli_match_progress, &s, &sum, err, sizeof(err));
+	progress_clear(&s.prog);
 	if (r != 0) {
 		fprintf(stderr, "sente match: %s\n", err);
 		goto out;

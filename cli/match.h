@@ -19,6 +19,8 @@ typedef struct cli_match_settings {
 	long openings, max_moves; /* -1 when not given: they depend on the game */
 	const char *db;         /* --db */
 	bool quiet;             /* -q */
+	progress prog;          /* the progress line on stderr (none when quiet), set up by
+				 * cli_match_finish and updated by the match */
 } cli_match_settings;
 
 void cli_match_settings_init(cli_match_settings *s);
@@ -33,7 +35,8 @@ int cli_match_opts(cli_match_settings *s, bool with_visits_b, cli_opt *opts);
  * and --size say them (models of different games are a usage error), then
  * applies the defaults that depend on the game. false on a usage error. */
 bool cli_match_finish(const char *cmd, cli_match_settings *s, const match_player *pl, int n);
-/* The per-game progress callback (ctx: a bool *, quiet). */
+/* The per-game progress callback (ctx: the cli_match_settings): a line per
+ * game unless quiet, the progress line cleared first. */
 void cli_match_progress(void *ctx, const match_summary *s, const store_match_game *g);
 /* Prints the summary of a finished match (human lines on stderr). */
 void cli_match_print(const match_player *a, const match_player *b, const match_summary *s,

@@ -13,10 +13,13 @@
 static const char run_about[] =
 	"Runs the AlphaZero loop on this machine: self-play games with the newest\n"
 	"network, training on a window of recent positions, a new network, its\n"
-	"strength, and again, until --minutes of compute (self-play and training\n"
-	"time; measuring, reports and gating do not count) or Ctrl-C. Everything\n"
-	"is kept in DIR: sente.db (games, models, metrics), models/*.sente,\n"
-	"checkpoints/, report.html. Run it again on the same DIR to continue.\n"
+	"strength, and again, until --minutes have passed (wall time, measuring\n"
+	"and the closing measurement included: self-play and training stop early\n"
+	"enough for them) or Ctrl-C. A progress line shows the time left and what\n"
+	"is under way (rewritten in place on a terminal, a line every 15 s when\n"
+	"piped). Everything is kept in DIR: sente.db (games, models, metrics),\n"
+	"models/*.sente, checkpoints/, report.html; `sente serve --dir DIR` shows\n"
+	"it live. Run it again on the same DIR to continue.\n"
 	"\n"
 	"Strength is measured as it goes: for Connect Four, the error rate on\n"
 	"positions labelled by a perfect solver (the network alone, and a search\n"
@@ -61,7 +64,7 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_BUF("--dir", NULL, o.dir, "DIR", "the run's folder", .given = &dir_given,
 			    .def = "runs/GAME"),
 		CLI_OPT_REAL("--minutes", NULL, &o.minutes, 0.01, 1e7, "M",
-			     "stop after M minutes of compute (self-play and training) in this session"),
+			     "stop after M minutes of wall time in this session, measurements included"),
 		CLI_OPT_INT("--blocks", NULL, &o.blocks, 1, 40, "B", "residual blocks of a new network",
 			    .given = &blocks_given, .def = "C4 4, Go 9x9 4, larger Go 6"),
 		CLI_OPT_INT("--channels", NULL, &o.channels, 4, 512, "C", "channels of a new network",
@@ -84,7 +87,8 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_REAL("--lr", NULL, &o.lr, 1e-6, 10, "X", "base learning rate"),
 		CLI_OPT_INT("--measure-every", NULL, &o.measure_every, 0, 1000000, "N",
 			    "measure strength every N iterations (the search every third time), "
-			    "at the start and at the end; 0: never (it does not count as compute)"),
+			    "at the start and at the end; 0: never (it takes part of --minutes, not of "
+			    "the compute the run records)"),
 		CLI_OPT_CHOICE("--optimizer", NULL, &o.optimizer, optimizers, "O",
 			       "sgd (Nesterov momentum 0.9, L2) or adamw", .def = "sgd"),
 		CLI_OPT_CHOICE("--lr-schedule", NULL, &o.lr_schedule, schedules, "S",

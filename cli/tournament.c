@@ -154,7 +154,8 @@ static void print_standings(const match_player *pl, const tournament_result *r)
  * (ctx: the settings). */
 static void on_match(void *ctx, const match_player *a, const match_player *b, const match_summary *s)
 {
-	const cli_match_settings *m = ctx;
+	cli_match_settings *m = ctx;
+	progress_clear(&m->prog);
 	if (!s && !m->quiet)
 		fprintf(stderr, "sente tournament: %s against %s\n", a->spec, b->spec);
 	if (s)
@@ -218,9 +219,10 @@ int cli_tournament(int argc, char **argv)
 	if (rc == 0 && !cli_match_finish("tournament", &s, pl, n))
 		rc = 2;
 	tournament_options to = { .match = s.o, .gauntlet = base != NULL,
-				  .progress = cli_match_progress, .progress_ctx = &s.quiet,
+				  .progress = cli_match_progress, .progress_ctx = &s,
 				  .on_match = on_match, .match_ctx = &s };
 	int st = rc == 0 ? tournament_run(db, pl, n, &to, &res, err, sizeof(err)) : TOURNAMENT_DONE;
+	progress_clear(&s.prog);
 	store_close(db);
 	if (rc != 0)
 		return rc;

@@ -142,6 +142,31 @@ int record_full_count(const game_record *r)
 	return n;
 }
 
+double record_policy_entropy(const game_record *r, int *n)
+{
+	double sum = 0;
+	int k = 0;
+	for (int i = 0; i < r->n_moves; i++) {
+		if (!r->full[i])
+			continue;
+		double total = 0, h = 0;
+		for (int32_t v = r->visit_start[i]; v < r->visit_start[i + 1]; v++)
+			total += r->visits[v].count;
+		if (total <= 0)
+			continue;
+		for (int32_t v = r->visit_start[i]; v < r->visit_start[i + 1]; v++) {
+			double p = r->visits[v].count / total;
+			if (p > 0)
+				h -= p * log(p);
+		}
+		sum += h;
+		k++;
+	}
+	if (n)
+		*n = k;
+	return sum;
+}
+
 int record_position_targets(const game_record *r, int i, int to_move, int16_t *moves,
 			    uint16_t *counts, float *value)
 {

@@ -84,6 +84,11 @@ int record_add_move(game_record *r, int move, bool full, float root_value,
 void record_set_outcome(game_record *r, const game *g);
 /* Moves searched fully: the positions this game gives the learner. */
 int record_full_count(const game_record *r);
+/* The entropy (nats) of the search policies (visit distributions) of the
+ * fully searched moves, summed; *n (may be NULL) gets how many were
+ * summed, so that sum / n is their mean. A search that kept one child
+ * adds 0. */
+double record_policy_entropy(const game_record *r, int *n);
 /* The targets of the position before move i, where `to_move` is to play:
  * the visits of move i into moves/counts (room for GAME_MAX_ACTIONS each)
  * and the result from to_move's view into *value. Returns the visit

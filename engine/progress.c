@@ -7,15 +7,35 @@
 
 #include "engine/clock.h"
 
-void progress_init(progress *p, FILE *f, double total, bool by_time)
+void progress_init(progress *p, FILE *f, double seconds, double count)
 {
 	memset(p, 0, sizeof(*p));
 	p->f = f;
 	p->tty = f && isatty(fileno(f));
-	p->by_time = by_time;
-	p->total = total;
+	p->seconds = seconds;
+	p->count = count;
 	p->t0 = clock_now();
-	p->interval = 10;
+	p->interval = PROGRESS_PIPE_INTERVAL;
+}
+
+void progress_label(progress *p, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(p->label, sizeof(p->label), fmt, ap);
+	va_end(ap);
+}
+
+void progress_phase(progress *p, const char *fmt, ...)
+{
+	if (!p)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(p->label, sizeof(p->label), fmt, ap);
+	va_end(ap);
+	if (p->tty)
+		progress_update(p, 0, true, "%s", "");
 }
 
 /* h:mm:ss, or m:ss under an hour. */
@@ -32,15 +52,20 @@ const char *progress_format(const progress *p, double done, double now, const ch
 			    char *buf, size_t len)
 {
 	double el = now - p->t0, frac = -1, eta = -1;
-	if (p->total > 0) {
-		if (p->by_time) {
-			frac = el / p->total;
-			eta = p->total > el ? p->total - el : 0;
-		} else if (done > 0) {
-			frac = done / p->total;
-			eta = done < p->total ? el * (p->total - done) / done : 0;
-		} else {
-			frac = 0;
+	if (p->seconds > 0) {
+		frac = el / p->seconds;
+		eta = p->seconds > el ? p->seconds - el : 0;
+	}
+	if (p->count > 0) {
+		/* The count's share; its ETA at the rate so far (none before
+		 * the first unit is done). Whichever ends first wins. */
+		double f = done / p->count;
+		if (f > frac)
+			frac = f;
+		if (done > 0) {
+			double e = done < p->count ? el * (p->count - done) / done : 0;
+			if (eta < 0 || e < eta)
+				eta = e;
 		}
 	}
 	if (frac > 1)
@@ -56,17 +81,20 @@ const char *progress_format(const progress *p, double done, double now, const ch
 	} else {
 		n = snprintf(buf, len, "%s", e);
 	}
-	if (figures && *figures && n >= 0 && (size_t)n < len)
-		snprintf(buf + n, len - (size_t)n, "  | %s", figures);
+	bool fig = figures && *figures;
+	if (n >= 0 && (size_t)n < len && (p->label[0] || fig))
+		snprintf(buf + n, len - (size_t)n, "  | %s%s%s", p->label, p->label[0] && fig ? ": " : "",
+			 fig ? figures : "");
 	return buf;
 }
 
 void progress_update(progress *p, double done, bool force, const char *fmt, ...)
 {
-	if (!p->f)
+	if (!p || !p->f)
 		return;
 	double now = clock_now();
-	if (!force && now - p->last < (p->tty ? 0.5 : p->interval))
+	if (!force && p->last > 0 &&
+	    now - p->last < (p->tty ? PROGRESS_TTY_INTERVAL : p->interval))
 		return;
 	p->last = now;
 	char fig[512], line[768];
@@ -86,9 +114,20 @@ void progress_update(progress *p, double done, bool force, const char *fmt, ...)
 	fflush(p->f);
 }
 
+void progress_clear(progress *p)
+{
+	if (!p || !p->f || !p->tty || !p->width)
+		return;
+	fprintf(p->f, "\r%*s\r", p->width, "");
+	fflush(p->f);
+	p->width = 0;
+	/* Redraw at the next update, whatever the interval. */
+	p->last = 0;
+}
+
 void progress_end(progress *p)
 {
-	if (p->f && p->tty && p->width) {
+	if (p && p->f && p->tty && p->width) {
 		fputc('\n', p->f);
 		fflush(p->f);
 		p->width = 0;

@@ -312,7 +312,7 @@ static int measure_c4(hctx *c, const hrun *h, const hmodel *m, char *line, size_
 		} else {
 			c4bench_result r[C4BENCH_MAX_SETS];
 			int n = k == 0 ? c4bench_network(&c->bench, ev, 0, r)
-				       : c4bench_search(&c->bench, ev, o->visits, 1, o->positions, r);
+				       : c4bench_search(&c->bench, ev, o->visits, 1, o->positions, 0, r);
 			if (n < 0) {
 				snprintf(err, errlen, "the search could not start");
 				goto out;

@@ -34,10 +34,20 @@ struct loop {
 	double per_game;        /* recorded positions per game, a running estimate */
 	int iteration;          /* iterations finished in this session */
 	store_compute spent;    /* the run's compute so far, over its sessions */
-	double session_spent;   /* compute seconds of this session, which `minutes` bounds */
+	double t_end;           /* clock_now() when the session must end (`minutes` of wall
+				 * time from loop_open, the closing work included) */
+	double measure_s[2];    /* seconds the last whole Connect Four measurement took,
+				 * network alone [0], network and search [1]; 0: not seen */
+	double measure_first_s; /* the same for Go's games against the first network */
+	double gate_s;          /* seconds the last gating match took; 0: none yet */
+	int64_t measured_step;  /* the learner's step last measured with the search (whole or
+				 * cut at the deadline) in this session; -1 none */
+	progress prog;          /* the progress line on o.log (not when quiet) */
 	/* The self-play phase's game callback: */
 	int64_t it_positions;   /* recorded positions this iteration */
 	int64_t it_games;       /* games this iteration */
+	double it_entropy;      /* summed policy entropy of their full searches */
+	int64_t it_entropy_n;   /* full searches summed */
 	int failures;           /* store writes that failed */
 	/* Finished games the store could not take yet (another process held
 	 * its write lock): already in the window, stored as soon as it can,
@@ -138,11 +148,12 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 o->weight_decay, o->bn_momentum, drops);
 }
 
-static void say(const loop *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(const loop *r, const char *fmt, ...)
+static void say(loop *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(loop *r, const char *fmt, ...)
 {
 	if (!r->o.log)
 		return;
+	progress_clear(&r->prog);
 	va_list ap;
 	va_start(ap, fmt);
 	fputs("sente run: ", r->o.log);
@@ -155,6 +166,26 @@ static void say(const loop *r, const char *fmt, ...)
 static bool stopped(const loop *r)
 {
 	return r->o.stop && *r->o.stop;
+}
+
+/* Seconds the closing work needs: its measurement as long as the last
+ * one took (none seen: nothing kept back) and a margin for the report. */
+static double closing_seconds(const loop *r)
+{
+	bool measures = r->have_bench && r->o.measure_every > 0;
+	return (measures ? (r->measure_s[1] ? r->measure_s[1] : r->measure_s[0]) : 0) + 2;
+}
+
+/* When self-play and training must stop: the session's end less what the
+ * closing work needs. */
+static double compute_end(const loop *r)
+{
+	return r->t_end - closing_seconds(r);
+}
+
+double loop_seconds_left(const loop *r)
+{
+	return compute_end(r) - clock_now();
 }
 
 int64_t loop_step(const loop *r) { return learner_steps(r->L); }
@@ -170,7 +201,6 @@ static void charge(loop *r, double t0, double cpu0, const selfplay_stats *before
 	double wall = clock_now() - t0;
 	r->spent.seconds += wall;
 	r->spent.cpu_seconds += clock_cpu() - cpu0;
-	r->session_spent += wall;
 	if (before) {
 		selfplay_stats now;
 		selfplay_get_stats(r->sp, &now);
@@ -403,6 +433,27 @@ static void loop_free(loop *r)
 	free(r);
 }
 
+/* loop_measure_c4 at `step`, timed for the estimates of closing_seconds,
+ * with the progress line saying so. */
+static void measure_c4(loop *r, int64_t step, bool with_search, double deadline, bool quiet)
+{
+	progress_phase(&r->prog, "measuring strength at step %lld (%s)", (long long)step,
+		       with_search ? "network and search" : "network");
+	double t0 = clock_now(), net_s = 0;
+	int rc = loop_measure_c4(r->db, &r->bench, learner_net(r->L), r->o.eval_visits,
+				 r->o.eval_positions, step, with_search, deadline, r->o.log, &r->prog,
+				 quiet, &net_s);
+	double t = clock_now() - t0;
+	if (rc >= 0)
+		r->measure_s[0] = net_s;
+	if (rc >= 0 && with_search)
+		r->measured_step = step;
+	if (rc == 0 && with_search)
+		r->measure_s[1] = t;
+	if (rc >= 0)
+		store_add_metric(r->db, step, "measure_seconds", t);
+}
+
 loop *loop_open(const loop_options *o, char *err, size_t errlen)
 {
 	loop *r = calloc(1, sizeof(*r));
@@ -411,6 +462,9 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 		return NULL;
 	}
 	r->o = *o;
+	r->t_end = clock_now() + o->minutes * 60;
+	r->measured_step = -1;
+	progress_init(&r->prog, o->log && !o->quiet ? o->log : NULL, o->minutes * 60, 0);
 	r->rd = rundir_open(r->o.dir, err, errlen);
 	if (!r->rd)
 		goto fail;
@@ -456,7 +510,9 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 
 	selfplay_options so = loop_selfplay_options(&r->o);
 	so.seed = o->seed * 7919 + (uint64_t)learner_steps(r->L);
-	so.progress_seconds = o->quiet || !o->log ? 0 : 30;
+	/* Self-play's figures go on the run's progress line. */
+	so.progress_seconds = 0;
+	so.progress = &r->prog;
 	so.quiet = o->quiet || !o->log;
 	/* Games from elsewhere: no workers here. */
 	r->sp = o->source ? NULL : selfplay_new(&so, err, errlen);
@@ -483,14 +539,15 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 		selfplay_backend(r->sp, sp_what, sizeof(sp_what));
 	game_numbers gn = game_numbers_of(&r->o.game);
 	say(r, "%s %dx%d in %s, network %dx%d, %s at step %lld, %lld games and %lld positions "
-	       "stored, window %lld; %.1f minutes; self-play %s, training %s",
+	       "stored, window %lld; %g minutes; self-play %s, training %s",
 	    desc->name, gn.width, gn.height, r->o.dir,
 	    r->net->arch.blocks, r->net->arch.channels, r->resumed ? "resumed" : "new",
 	    (long long)learner_steps(r->L), (long long)games0, (long long)positions0,
 	    (long long)learner_positions(r->L), o->minutes, sp_what, learner_describe(r->L));
+	/* A new run's strength at step 0, in at most a quarter of the session
+	 * (the search part is left out when it does not fit). */
 	if (r->have_bench && !r->resumed && o->measure_every > 0)
-		loop_measure_c4(r->db, &r->bench, learner_net(r->L), o->eval_visits, o->eval_positions,
-				0, true, o->log, o->quiet);
+		measure_c4(r, 0, true, clock_now() + 0.25 * (r->t_end - clock_now()), o->quiet);
 	return r;
 fail:
 	loop_free(r);
@@ -513,6 +570,9 @@ static int on_source_game(void *ctx, const game_record *rec, int64_t model_id, c
 		}
 	}
 	learner_add_game(r->L, rec);
+	int n_entropy;
+	r->it_entropy += record_policy_entropy(rec, &n_entropy);
+	r->it_entropy_n += n_entropy;
 	r->it_positions += record_full_count(rec);
 	r->it_games++;
 	return 0;
@@ -528,7 +588,8 @@ int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
 {
 	memset(it, 0, sizeof(*it));
 	it->number = r->iteration + 1;
-	r->it_positions = r->it_games = 0;
+	r->it_positions = r->it_games = r->it_entropy_n = 0;
+	r->it_entropy = 0;
 	r->failures = 0;
 	/* As many games as should give the positions wanted, from the
 	 * positions per game seen so far; games are never cut short. */
@@ -539,10 +600,15 @@ int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
 	selfplay_stats before;
 	if (r->sp)
 		selfplay_get_stats(r->sp, &before);
-	/* Never past the session's compute (0 would mean no limit). */
-	double left = r->o.minutes * 60 - r->session_spent;
+	/* Never past the session's end (0 would mean no limit). */
+	double left = loop_seconds_left(r);
 	if (left < 0.001)
 		left = 0.001;
+	/* A game source (MPI ranks) logs its own progress lines meanwhile. */
+	if (r->o.source)
+		progress_clear(&r->prog);
+	else
+		progress_phase(&r->prog, "iteration %d self-play", it->number);
 	store_set_patience(r->db, LOOP_PLAY_BUSY_MS, 0);
 	const loop_game_source *src = r->o.source;
 	int64_t games = src ? src->play(src->ctx, want, left, on_source_game, r, r->o.stop)
@@ -561,6 +627,22 @@ int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
 	it->games = games;
 	it->new_positions = r->it_positions;
 	it->selfplay_seconds = clock_now() - t0;
+	it->policy_entropy = r->it_entropy_n ? r->it_entropy / (double)r->it_entropy_n : NAN;
+	it->false_resign_rate = NAN;
+	if (r->sp) {
+		selfplay_stats now;
+		selfplay_get_stats(r->sp, &now);
+		double evals = (double)(now.evals - before.evals);
+		uint64_t batches = now.batches - before.batches, requests = now.requests - before.requests;
+		it->evals_per_s = it->selfplay_seconds > 0 ? evals / it->selfplay_seconds : 0;
+		it->mean_batch = batches ? evals / (double)batches : 0;
+		it->cache_hit_rate =
+			requests ? (double)(now.cache_hits - before.cache_hits) / (double)requests : 0;
+		it->would_resign = now.would_resign;
+		if (now.would_resign > 0)
+			it->false_resign_rate = (double)now.false_resign / (double)now.would_resign;
+		it->resign_threshold = selfplay_resign_threshold(r->sp);
+	}
 	if (games < 0 || r->failures) {
 		snprintf(err, errlen, "self-play failed");
 		return -1;
@@ -577,9 +659,16 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 		steps = 1;
 	double sums[4] = { 0 };
 	train_stats ts = { 0 };
-	double t0 = clock_now(), cpu0 = clock_cpu();
+	/* Training leaves time for the gating match that follows it. */
+	double t0 = clock_now(), cpu0 = clock_cpu(), end = compute_end(r) - r->gate_s;
+	progress_phase(&r->prog, "iteration %d training", it->number);
 	int s;
-	for (s = 0; s < steps && !stopped(r); s++) {
+	/* At least one step, then none that would end (at the mean step's
+	 * length) past the session's compute: the positions left untrained
+	 * are trained on in the next session. */
+	for (s = 0; s < steps && !stopped(r) &&
+		    (s == 0 || clock_now() + (clock_now() - t0) / s < end);
+	     s++) {
 		if (learner_step(r->L, r->o.batch, 0, &ts) != 0) {
 			snprintf(err, errlen, "training step failed: %s", learner_error(r->L));
 			return -1;
@@ -588,14 +677,19 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 		sums[1] += ts.policy_loss;
 		sums[2] += ts.value_loss;
 		sums[3] += ts.grad_norm;
+		double dt = clock_now() - t0;
+		progress_update(&r->prog, 0, false, "step %lld (%d of %d)  loss %.3f  %.0f samples/s",
+				(long long)ts.step, s + 1, steps, sums[0] / (s + 1),
+				dt > 0 ? (s + 1) * r->o.batch / dt : 0.0);
 	}
 	it->train_seconds = clock_now() - t0;
 	charge(r, t0, cpu0, NULL);
-	it->steps = steps;
-	it->loss = sums[0] / steps;
-	it->policy_loss = sums[1] / steps;
-	it->value_loss = sums[2] / steps;
-	it->grad_norm = sums[3] / steps;
+	it->steps = s;
+	int n = s > 0 ? s : 1;
+	it->loss = sums[0] / n;
+	it->policy_loss = sums[1] / n;
+	it->value_loss = sums[2] / n;
+	it->grad_norm = sums[3] / n;
 	it->lr = ts.lr;
 	it->step = learner_steps(r->L);
 	return 0;
@@ -603,13 +697,31 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 
 int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 {
-	const char *names[] = { "loss", "policy_loss", "value_loss", "grad_norm", "lr",
-				"games", "positions", "selfplay_seconds", "train_seconds" };
 	int64_t g_all, p_all;
 	store_count(r->db, &g_all, &p_all);
+	/* The iteration's figures, in one transaction; those it has no value
+	 * for are left out (NaN). The evaluator's and the resignation check's
+	 * only when self-play ran here. */
+	const char *names[] = { "loss", "policy_loss", "value_loss", "grad_norm", "lr",
+				"games", "positions", "selfplay_seconds", "train_seconds",
+				"policy_entropy", "evals_per_s", "mean_batch", "cache_hit_rate",
+				"false_resign_rate", "resign_threshold", "train_samples_per_s" };
 	double vals[] = { it->loss, it->policy_loss, it->value_loss, it->grad_norm, it->lr,
-			  (double)g_all, (double)p_all, it->selfplay_seconds, it->train_seconds };
-	store_add_metrics(r->db, it->step, names, vals, 9);
+			  (double)g_all, (double)p_all, it->selfplay_seconds, it->train_seconds,
+			  it->policy_entropy, r->sp ? it->evals_per_s : NAN,
+			  r->sp ? it->mean_batch : NAN, r->sp ? it->cache_hit_rate : NAN,
+			  it->false_resign_rate, r->sp ? it->resign_threshold : NAN,
+			  it->train_seconds > 0 ? it->steps * r->o.batch / it->train_seconds : NAN };
+	enum { N_FIGURES = sizeof(vals) / sizeof(vals[0]) };
+	const char *use_names[N_FIGURES];
+	double use_vals[N_FIGURES];
+	int m = 0;
+	for (int i = 0; i < N_FIGURES; i++)
+		if (!isnan(vals[i])) {
+			use_names[m] = names[i];
+			use_vals[m++] = vals[i];
+		}
+	store_add_metrics(r->db, it->step, use_names, use_vals, m);
 	/* A checkpoint to resume from; a new model for self-play. */
 	if (rundir_save_compute(r->rd, r->L, &r->model_id, "sente run", &r->spent, err, errlen) != 0)
 		return -1;
@@ -621,9 +733,14 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 		.visits = r->o.gate_visits,
 		.stop = r->o.stop,
 	};
+	double g0 = clock_now();
+	if (r->o.gate_games > 0)
+		progress_phase(&r->prog, "iteration %d gating (%d games)", it->number, r->o.gate_games);
 	bool promote = r->o.gate_games <= 0 ||
 		       loop_gate_passes(r->db, &r->o.game, &gate, r->model_id, r->play_id, it->step,
-					r->o.log, r->o.quiet);
+					r->o.log, &r->prog, r->o.quiet);
+	if (r->o.gate_games > 0)
+		r->gate_s = clock_now() - g0;
 	if (promote)
 		r->play_id = r->model_id;
 	/* Every gate's outcome, so a resumed run takes the model that
@@ -646,20 +763,39 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 	return 0;
 }
 
+/* Go's measurement needs this much time left when its length is not
+ * known yet. */
+#define LOOP_FIRST_MEASURE_MIN_S 30
+
 void loop_measure(loop *r, const loop_iteration *it)
 {
 	nn_net *trained = learner_net(r->L);
 	int every = r->o.measure_every;
 	if (!trained || every <= 0 || it->number % every != 0)
 		return;
-	/* The search measurement every third time. */
+	/* The search measurement every third time; none that would run past
+	 * the time left (the closing one measures the last network). */
 	bool third = (it->number / every) % 3 == 0;
-	if (r->have_bench)
-		loop_measure_c4(r->db, &r->bench, trained, r->o.eval_visits, r->o.eval_positions,
-				it->step, third, r->o.log, r->o.quiet);
-	else if (third)
+	double left = loop_seconds_left(r);
+	if (r->have_bench) {
+		if (left <= 0)
+			return;
+		if (third && r->measure_s[1] > left)
+			third = false;
+		if (!third && r->measure_s[0] > left)
+			return;
+		measure_c4(r, it->step, third, compute_end(r), r->o.quiet);
+	} else if (third) {
+		if (left < (r->measure_first_s ? r->measure_first_s : LOOP_FIRST_MEASURE_MIN_S))
+			return;
+		progress_phase(&r->prog, "measuring strength at step %lld (games against the first "
+			       "network)", (long long)it->step);
+		double t0 = clock_now();
 		loop_measure_first(r->db, trained, &r->o.game, r->o.eval_visits, it->step, r->o.log,
-				r->o.quiet);
+				   &r->prog, r->o.quiet);
+		r->measure_first_s = clock_now() - t0;
+		store_add_metric(r->db, it->step, "measure_seconds", r->measure_first_s);
+	}
 }
 
 int loop_report(loop *r, char *err, size_t errlen)
@@ -677,9 +813,12 @@ void loop_close(loop *r)
 	/* Every write of the closing work waits a bounded time for another
 	 * process's lock: the session ends about on time. */
 	end_session_writes(r);
-	if (r->have_bench && !stopped(r) && r->o.measure_every > 0)
-		loop_measure_c4(r->db, &r->bench, learner_net(r->L), r->o.eval_visits,
-				r->o.eval_positions, learner_steps(r->L), true, r->o.log, false);
+	/* The closing measurement, its search part only up to the session's
+	 * end (less a second for the report). */
+	if (r->have_bench && !stopped(r) && r->o.measure_every > 0 &&
+	    r->measured_step != learner_steps(r->L))
+		measure_c4(r, learner_steps(r->L), true, r->t_end - 1, false);
+	progress_clear(&r->prog);
 	snprintf(path, sizeof(path), "%s/report.html", r->o.dir);
 	if (loop_report(r, err, sizeof(err)) == 0)
 		say(r, "report in %s", path);
@@ -694,7 +833,8 @@ int loop_run(const loop_options *o, char *err, size_t errlen)
 	if (!r)
 		return -1;
 	int rc = 0;
-	while (!stopped(r) && r->session_spent < r->o.minutes * 60) {
+	/* An iteration only with a second or more to go. */
+	while (!stopped(r) && loop_seconds_left(r) > 1) {
 		loop_iteration it;
 		int sp = loop_selfplay(r, &it, err, errlen);
 		if (sp < 0) {

@@ -19,8 +19,12 @@
  *   loop_report    DIR/report.html;
  *   loop_close     the closing measurement (unless stopped) and report.
  *
- * loop_run is the whole of it until `minutes` of compute (self-play and
- * training time) are spent or *stop is set. Every
+ * loop_run is the whole of it until `minutes` of wall time have passed
+ * since loop_open (everything included: measurements, gating, the closing
+ * measurement and report) or *stop is set. Self-play and training stop
+ * early enough for the closing work, whose length is taken from the last
+ * measurement; a measurement that would not fit is skipped, a search
+ * measurement is cut at the deadline and then not stored. Every
  * phase leaves the run resumable: games are committed one by one, models
  * and checkpoints are written to a temporary file and renamed. */
 #ifndef SENTE_LOOP_LOOP_H
@@ -59,8 +63,8 @@ typedef struct loop_game_source {
 typedef struct loop_options {
 	game_params game;          /* what to learn */
 	char dir[4096];            /* the run's folder */
-	double minutes;            /* loop_run stops after this much compute (self-play and
-				    * training; not measurement, reports or gating) */
+	double minutes;            /* the session's length in wall time, from loop_open, the
+				    * closing work included (gating matches are not cut short) */
 	int blocks, channels;      /* a new network's shape */
 	int parallel_games;        /* self-play games at once */
 	int visits, cheap_visits;  /* full and cheap search visits */
@@ -114,6 +118,18 @@ typedef struct loop_iteration {
 	int64_t games;            /* self-play games finished */
 	int64_t new_positions;    /* recorded positions they gave */
 	double selfplay_seconds;  /* self-play phase */
+	double policy_entropy;    /* mean entropy (nats) of the games' search policies (their
+				   * recorded visit distributions); NaN when none */
+	/* The evaluator during self-play (0 when the games came from a game
+	 * source, whose evaluations are the ranks'): evaluations per second,
+	 * mean batch, the share of requests the NN cache answered. */
+	double evals_per_s, mean_batch, cache_hit_rate;
+	/* Resignation check, over the session: of the no-resign games where a
+	 * resignation would have happened (would_resign), the share the
+	 * would-be resigner went on to win or draw (NaN when none); the
+	 * threshold in use (percent). */
+	double false_resign_rate, resign_threshold;
+	int64_t would_resign;
 	int steps;                /* training steps */
 	double train_seconds;     /* training phase */
 	double loss, policy_loss, value_loss, grad_norm, lr; /* means over the steps */
@@ -139,6 +155,8 @@ int loop_report(loop *r, char *err, size_t errlen);
 void loop_close(loop *r);
 
 /* What a caller may want to show or check. */
+double loop_seconds_left(const loop *r);    /* before self-play and training must stop
+					     * (the session's end less its closing work) */
 int64_t loop_step(const loop *r);           /* the learner's steps */
 int64_t loop_positions(const loop *r);      /* positions in the window */
 int64_t loop_selfplay_model(const loop *r); /* model id self-play uses */

@@ -13,6 +13,7 @@
 
 #include "data/store.h"
 #include "engine/game.h"
+#include "engine/progress.h"
 #include "nn/backend.h"
 #include "nn/net.h"
 #include "search/eval.h"
@@ -27,15 +28,22 @@ evaluator *loop_measure_evaluator(const nn_net *net, const eval_options *eo, nn_
 /* Error rates of `net` (training form) on every position of `bench` for
  * the network alone, and, with_search, of an eval_visits search on
  * eval_positions of each set: metrics c4_error_net[/SET] and
- * c4_error_search[/SET] at `step`. */
-void loop_measure_c4(store *db, const c4bench *bench, const nn_net *net, int eval_visits,
-		     int eval_positions, int64_t step, bool with_search, FILE *log, bool quiet);
+ * c4_error_search[/SET] at `step`. The search stops at `deadline` (a
+ * clock_now() time; 0: none) and is then not stored. prog (may be NULL)
+ * is the caller's progress line on log, cleared before a line is logged.
+ * 0 when everything asked for was measured, 1 when the search was cut
+ * short, -1 when nothing was. *net_seconds (may be NULL): how long the
+ * network alone took. */
+int loop_measure_c4(store *db, const c4bench *bench, const nn_net *net, int eval_visits,
+		    int eval_positions, int64_t step, bool with_search, double deadline, FILE *log,
+		    progress *prog, bool quiet, double *net_seconds);
 
 /* Ten games of `net` against the run's first model (id 1) at
- * eval_visits / 4 + 1 visits: metric NAME_winrate_vs_first (NAME the
- * game's, e.g. go_winrate_vs_first) at `step`. */
+ * eval_visits / 4 + 1 visits: metrics NAME_winrate_vs_first and
+ * NAME_elo_vs_first (NAME the game's, e.g. go_winrate_vs_first; the Elo
+ * difference of the score, clamped at +-ELO_MAX) at `step`. */
 void loop_measure_first(store *db, const nn_net *net, const game_params *g, int eval_visits,
-		     int64_t step, FILE *log, bool quiet);
+			int64_t step, FILE *log, progress *prog, bool quiet);
 
 /* Gating: how a candidate earns self-play. */
 typedef struct loop_gate {
@@ -49,6 +57,6 @@ typedef struct loop_gate {
  * database); true when it scores at least the threshold (metric
  * gate_score at `step`). A match that cannot be played fails the gate. */
 bool loop_gate_passes(store *db, const game_params *g, const loop_gate *gate, int64_t cand,
-		      int64_t current, int64_t step, FILE *log, bool quiet);
+		      int64_t current, int64_t step, FILE *log, progress *prog, bool quiet);
 
 #endif

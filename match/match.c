@@ -713,6 +713,15 @@ static void finish_game(match_ctx *c, const game *g, int no, const game_outcome 
 		}
 		if (c->fn)
 			c->fn(c->fn_ctx, &c->sum, &row);
+		const match_summary *s = &c->sum;
+		char sprt[96] = "";
+		if (c->o->sprt)
+			snprintf(sprt, sizeof(sprt), "  LLR %.2f [%.2f, %.2f]", s->sprt.llr,
+				 s->sprt.lower, s->sprt.upper);
+		progress_update(c->o->progress, s->games - s->resumed, false,
+				"%d games  A %d-%d-%d  %.1f%%  Elo %+.0f [%+.0f, %+.0f]%s", s->games,
+				s->wins, s->losses, s->draws, 100 * s->elo.score, s->elo.elo,
+				s->elo.lo, s->elo.hi, sprt);
 	}
 	pthread_mutex_unlock(&c->mu);
 	free(sgf);
@@ -908,6 +917,8 @@ int match_run(store *db, const match_player *a_in, const match_player *b_in, con
 	}
 	c.sum.resumed = c.sum.games;
 	summarise(&c.sum, o);
+	if (o->progress)
+		o->progress->count = o->games - c.sum.resumed;
 	if (o->sprt && c.sum.sprt.state != ELO_SPRT_CONTINUE)
 		c.decided = true;
 	snprintf(c.sum.status, sizeof(c.sum.status), "running");

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "data/store.h"
+#include "engine/progress.h"
 #include "engine/game.h"
 #include "match/elo.h"
 
@@ -73,6 +74,9 @@ typedef struct match_options {
 	uint64_t seed;          /* openings and searches */
 	bool fresh;             /* start a new match even when one can be resumed */
 	volatile sig_atomic_t *stop; /* set (signals) to stop after games in flight; may be NULL */
+	progress *progress;     /* the caller's progress line: its count is set to the games
+				 * left to play, and after each game it shows the games and
+				 * the score so far; NULL: none */
 } match_options;
 
 /* Defaults for a game: 100 games, 2 at once, 100 visits, 4 random opening

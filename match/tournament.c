@@ -59,10 +59,13 @@ static int rate(const tally *t, tournament_result *r, char *err, size_t errlen)
 
 /* Plays (or resumes) i against j into the tallies. A TOURNAMENT_* outcome. */
 static int play_pair(store *db, const match_player *pl, int i, int j, const tournament_options *o,
-		     tally *t, tournament_result *r, char *err, size_t errlen)
+		     int pair, int pairs, tally *t, tournament_result *r, char *err, size_t errlen)
 {
 	char why[800];
 	match_summary sum;
+	if (o->match.progress)
+		progress_label(o->match.progress, "match %d of %d, %.30s against %.30s",
+			       pair + 1, pairs, pl[i].spec, pl[j].spec);
 	if (o->on_match)
 		o->on_match(o->match_ctx, &pl[i], &pl[j], NULL);
 	if (match_run(db, &pl[i], &pl[j], &o->match, o->progress, o->progress_ctx, &sum, why,
@@ -87,6 +90,8 @@ int tournament_run(store *db, const match_player *players, int n, const tourname
 	tally t = { .n = n, .score = calloc((size_t)n * n, sizeof(double)),
 		    .games = calloc((size_t)n * n, sizeof(double)) };
 	int rc = TOURNAMENT_FAILED;
+	/* The matches, for the progress line's label. */
+	int pair = 0, pairs = o->gauntlet ? n - 1 : n * (n - 1) / 2;
 	if (!t.score || !t.games) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
@@ -95,7 +100,7 @@ int tournament_run(store *db, const match_player *players, int n, const tourname
 		for (int j = i + 1; j < n; j++) {
 			if (o->gauntlet && i != 0)
 				continue;
-			rc = play_pair(db, players, i, j, o, &t, out, err, errlen);
+			rc = play_pair(db, players, i, j, o, pair++, pairs, &t, out, err, errlen);
 			if (rc != TOURNAMENT_DONE)
 				goto out;
 		}

@@ -20,8 +20,11 @@ import time
 # Small enough for an iteration a second on two cores.
 RUN = ["--game", "connect4", "--blocks", "1", "--channels", "8", "--parallel-games", "8",
        "--visits", "16", "--cheap-visits", "4", "--positions", "60", "--batch", "32",
-       "--eval-visits", "8", "--eval-positions", "3", "--backend", "cpu", "--quiet"]
-CHARTS = ["ch-loss", "ch-opt", "ch-strength", "ch-sets", "ch-sets-search", "ch-rate", "ch-time"]
+       "--eval-visits", "8", "--eval-positions", "3", "--backend", "cpu", "--quiet",
+       # Gating matches (two quick games) give the checkpoints an Elo.
+       "--gate-games", "2", "--gate-visits", "8", "--gate-threshold", "0"]
+CHARTS = ["ch-loss", "ch-opt", "ch-strength", "ch-elo", "ch-sets", "ch-sets-search", "ch-rate",
+          "ch-evals", "ch-batch", "ch-cache", "ch-resign", "ch-time", "ch-eval-net"]
 
 
 def skip(why):
@@ -47,8 +50,15 @@ def main():
     run_dir = tempfile.mkdtemp(prefix="sente-dash-")
     server = browser = None
     try:
-        subprocess.run([binary, "run", "--dir", run_dir, "--minutes", "0.2"] + RUN, check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        start = time.time()
+        subprocess.run([binary, "run", "--dir", run_dir, "--minutes", "0.4"] + RUN, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=90)
+        took = time.time() - start
+        assert took < 0.4 * 60 + 15, "--minutes 0.4 took %.0f s" % took
+        # `sente eval` measures the saved models afterwards (the network
+        # alone: quick), for the evaluations chart.
+        subprocess.run([binary, "eval", "--dir", run_dir, "--net-only"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
         server = subprocess.Popen([binary, "serve", "--dir", run_dir, "--port", "0"],
                                   stderr=subprocess.PIPE, text=True)
         line = server.stderr.readline()
@@ -82,6 +92,12 @@ def main():
             points[c] = n
         canvases = browser.execute_script("return document.querySelectorAll('.uplot canvas').length")
         assert canvases >= len(CHARTS), "uPlot drew %d charts" % canvases
+        empty = browser.execute_script(
+            "return Array.prototype.map.call(document.querySelectorAll('.chart'), function (e) {"
+            " return +e.dataset.points ? null : e.id; }).filter(function (x) { return x; })")
+        assert not empty, "charts without data: %s" % empty
+        gpu = browser.execute_script("return document.getElementById('gpu').textContent")
+        assert "absent" in gpu, "the GPU line says: " + gpu
         games = browser.execute_script("return document.querySelectorAll('tr.game').length")
         assert games > 0, "no games listed"
         browser.execute_script("document.querySelector('tr.game').click()")
@@ -89,7 +105,7 @@ def main():
         updates = browser.execute_script("return window.senteUpdates")
 
         # The run goes on: the open page must show the new iterations.
-        subprocess.run([binary, "run", "--dir", run_dir, "--minutes", "0.1"] + RUN, check=True,
+        subprocess.run([binary, "run", "--dir", run_dir, "--minutes", "0.25"] + RUN, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
         wait("return window.senteUpdates > %d && +document.getElementById('ch-loss').dataset.points > %d"
              % (updates, points["ch-loss"]), "the page to update", 20)

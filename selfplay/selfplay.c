@@ -509,11 +509,25 @@ static void print_progress(selfplay *sp, const selfplay_stats *a, const selfplay
 		       elapsed, (long long)b->games, (long long)b->positions, gps, pps, eps, mb, hit,
 		       (long long)b->false_resign, (long long)b->no_resign_games,
 		       selfplay_resign_threshold(sp));
-	else if (!sp->opt.quiet)
+	else if (!sp->opt.quiet && !sp->opt.progress)
 		fprintf(stderr, "selfplay: %6.0f s  %lld games  %.1f positions/s  %.0f evals/s  "
 			"batch %.1f  cache %.0f%%  resign <%.1f%%\n", elapsed, (long long)b->games, pps,
 			eps, mb, hit * 100, selfplay_resign_threshold(sp));
 	fflush(stdout);
+}
+
+/* The caller's progress line: this run's games as its count, and its
+ * rates since the run began. */
+static void update_line(selfplay *sp, const selfplay_stats *a, const selfplay_stats *b, double dt)
+{
+	if (dt <= 0)
+		return;
+	uint64_t rq = b->requests - a->requests, nb = b->batches - a->batches;
+	progress_update(sp->opt.progress, (double)(b->games - a->games), false,
+			"%lld games  %.1f positions/s  %.0f evals/s  batch %.1f  cache %.0f%%",
+			(long long)(b->games - a->games), (double)(b->positions - a->positions) / dt,
+			(double)(b->evals - a->evals) / dt, nb ? (double)(b->evals - a->evals) / (double)nb : 0.0,
+			rq ? 100.0 * (double)(b->cache_hits - a->cache_hits) / (double)rq : 0.0);
 }
 
 int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_fn fn, void *ctx,
@@ -546,13 +560,19 @@ int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_
 		started++;
 	}
 	/* The calling thread reports progress while the workers play. */
-	selfplay_stats last, cur;
+	selfplay_stats last, cur, first;
 	selfplay_get_stats(sp, &last);
-	double t_last = t0;
+	first = last;
+	double t_last = t0, t_line = t0;
 	while (atomic_load(&sp->active) > 0) {
 		struct timespec ts = { 0, 50 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 		double t = clock_now();
+		if (sp->opt.progress && t - t_line >= PROGRESS_TTY_INTERVAL) {
+			selfplay_get_stats(sp, &cur);
+			update_line(sp, &first, &cur, t - t0);
+			t_line = t;
+		}
 		if (sp->opt.progress_seconds > 0 && t - t_last >= sp->opt.progress_seconds) {
 			selfplay_get_stats(sp, &cur);
 			print_progress(sp, &last, &cur, t - t_last, t - t0);

@@ -19,6 +19,7 @@
 
 #include "data/record.h"
 #include "engine/game.h"
+#include "engine/progress.h"
 #include "nn/backend.h"
 #include "nn/net.h"
 
@@ -61,7 +62,11 @@ typedef struct selfplay_options {
 				  * 0: the evaluator's default */
 	uint64_t seed;           /* noise, temperature, resignation draws */
 	double progress_seconds; /* progress line every this many seconds; 0: none */
-	bool json;               /* progress as JSON lines */
+	progress *progress;      /* the caller's progress line: selfplay_run
+				  * updates it with its figures (games of the
+				  * run as its count) instead of printing its
+				  * own lines; NULL: none */
+	bool json;               /* progress as JSON lines (on stdout, beside the line) */
 	bool quiet;              /* nothing on stderr */
 } selfplay_options;
 

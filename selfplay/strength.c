@@ -1,6 +1,8 @@
 /* strength.c: Connect Four error rates (see strength.h). */
 #include "selfplay/strength.h"
 
+#include "engine/clock.h"
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,7 +182,7 @@ int c4bench_network(const c4bench *b, evaluator *ev, int max_per_set, c4bench_re
 }
 
 int c4bench_search(const c4bench *b, evaluator *ev, int visits, int threads, int max_per_set,
-		   c4bench_result *out)
+		   double deadline, c4bench_result *out)
 {
 	static _Thread_local game g;
 	mcts_options o = mcts_options_default();
@@ -199,6 +201,10 @@ int c4bench_search(const c4bench *b, evaluator *ev, int visits, int threads, int
 		r->n = r->errors = 0;
 		int n = count(s, max_per_set);
 		for (int k = 0; k < n; k++) {
+			if (deadline > 0 && clock_now() >= deadline) {
+				mcts_free(m);
+				return C4BENCH_CUT_SHORT;
+			}
 			const c4bench_position *p = pick(s, k, n);
 			if (!setup(p, &g))
 				continue;

@@ -51,8 +51,10 @@ void c4bench_free(c4bench *b);
  * Writes one result per set; returns the number of sets, or -1. */
 int c4bench_network(const c4bench *b, evaluator *ev, int max_per_set, c4bench_result *out);
 /* The same for a search of `visits` visits per position (no noise,
- * most-visited move). */
+ * most-visited move). deadline: a clock_now() time past which it stops
+ * between positions and returns C4BENCH_CUT_SHORT (0: none). */
 int c4bench_search(const c4bench *b, evaluator *ev, int visits, int threads, int max_per_set,
-		   c4bench_result *out);
+		   double deadline, c4bench_result *out);
+#define C4BENCH_CUT_SHORT (-2)
 
 #endif

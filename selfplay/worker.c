@@ -19,10 +19,11 @@ typedef struct worker {
 	game_params game;     /* what is played */
 	int failures;         /* store writes that failed */
 	int taken;            /* newer models taken up */
+	progress prog;        /* the progress line on the log (not when quiet) */
 } worker;
 
-static void worker_log(const worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void worker_log(const worker *w, const char *fmt, ...)
+static void worker_log(worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void worker_log(worker *w, const char *fmt, ...)
 {
 	if (!w->o->log)
 		return;
@@ -141,6 +142,7 @@ static int open_selfplay(worker *w, const nn_net *net, char *err, size_t errlen)
 {
 	selfplay_options so = w->o->play;
 	so.game = w->game;
+	so.progress = &w->prog;
 	if (so.explore.temperature_moves < 0)
 		so.explore.temperature_moves = selfplay_options_default(&w->game).explore.temperature_moves;
 	w->sp = selfplay_new(&so, err, errlen);
@@ -169,6 +171,8 @@ int selfplay_worker_run(store *db, const selfplay_worker_options *o, selfplay_wo
 	nn_net *net = NULL;
 	int rc = SELFPLAY_WORKER_FAILED;
 	set_name(&w);
+	/* Against --minutes and --games, whichever ends first. */
+	progress_init(&w.prog, o->log && !o->play.quiet ? o->log : NULL, o->seconds, (double)o->games);
 	if (open_model(&w, &net, file, sizeof(file), err, sizeof(err)) != 0 ||
 	    settle_game(&w, net, err, sizeof(err)) != 0 || open_selfplay(&w, net, err, sizeof(err)) != 0) {
 		worker_log(&w, "%s", err);
@@ -184,6 +188,7 @@ int selfplay_worker_run(store *db, const selfplay_worker_options *o, selfplay_wo
 			   net ? file : "no model: uniform policy");
 	}
 	int64_t done = selfplay_run(w.sp, o->games, o->seconds, on_game, &w, o->stop);
+	progress_clear(&w.prog);
 	res.started = true;
 	selfplay_get_stats(w.sp, &res.stats);
 	res.game = w.game;

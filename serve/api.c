@@ -144,6 +144,7 @@ static int write_names(FILE *f, store *db)
 typedef struct list_out {
 	FILE *f;
 	int n;
+	store *db; /* for lookups per row; may be NULL when none are made */
 } list_out;
 
 static int model_one(void *ctx, const store_model *m)
@@ -163,9 +164,48 @@ static int model_one(void *ctx, const store_model *m)
 
 static int write_models(FILE *f, store *db)
 {
-	list_out o = { f, 0 };
+	list_out o = { f, 0, NULL };
 	fputc('[', f);
 	if (store_list_models(db, model_one, &o) < 0)
+		return -1;
+	fputc(']', f);
+	return 0;
+}
+
+/* ---- evaluations (sente eval) -------------------------------------------------- */
+
+/* One row of the evaluations table with its model's compute (null when the
+ * model has no row of it: the page then takes the metrics'). */
+static int evaluation_one(void *ctx, const store_evaluation *e)
+{
+	list_out *o = ctx;
+	fprintf(o->f, "%s{\"model\":%lld,\"method\":", o->n++ ? "," : "", (long long)e->model_id);
+	json_str(o->f, e->method);
+	fputs(",\"part\":", o->f);
+	json_str(o->f, e->part);
+	fprintf(o->f, ",\"n\":%d,\"value\":", e->n);
+	json_num(o->f, e->value);
+	fputs(",\"seconds\":", o->f);
+	json_num(o->f, e->seconds);
+	fputs(",\"compute_seconds\":", o->f);
+	store_compute c;
+	if (store_model_compute(o->db, e->model_id, &c) == 1) {
+		json_num(o->f, c.seconds);
+		fputs(",\"compute_cpu_seconds\":", o->f);
+		json_num(o->f, c.cpu_seconds);
+	} else {
+		fputs("null,\"compute_cpu_seconds\":null", o->f);
+	}
+	fputc('}', o->f);
+	return 0;
+}
+
+/* The evaluations of every model ([] for a store from before schema 5). */
+static int write_evaluations(FILE *f, store *db, int schema)
+{
+	list_out o = { f, 0, db };
+	fputc('[', f);
+	if (schema >= 5 && store_evaluations(db, 0, NULL, evaluation_one, &o) < 0)
 		return -1;
 	fputc(']', f);
 	return 0;
@@ -199,7 +239,7 @@ static int game_row(void *ctx, const store_game_info *g)
 
 static int write_games(FILE *f, store *db, long limit)
 {
-	list_out o = { f, 0 };
+	list_out o = { f, 0, NULL };
 	fputc('[', f);
 	if (store_list_games(db, 0, limit, game_row, &o) < 0)
 		return -1;
@@ -305,6 +345,9 @@ static int write_run(FILE *f, store *db)
 	fputs(",\"games_recent\":", f);
 	if (write_games(f, db, 10) != 0)
 		goto out;
+	fputs(",\"evaluations\":", f);
+	if (write_evaluations(f, db, st.schema_version) != 0)
+		goto out;
 	/* The run's configuration, as `sente run` stored it (null before). */
 	char config[8192];
 	fputs(",\"config\":", f);
@@ -407,6 +450,9 @@ void serve_answer(store *db, const char *url, serve_arg_fn arg, void *ctx, serve
 		}
 	} else if (!strcmp(url, "/api/models")) {
 		rc = write_models(f, db);
+	} else if (!strcmp(url, "/api/evaluations")) {
+		store_stats st;
+		rc = store_get_stats(db, &st) != 0 ? -1 : write_evaluations(f, db, st.schema_version);
 	} else if (!strcmp(url, "/api/games")) {
 		const char *ls = arg(ctx, "limit");
 		long limit = 20;
@@ -425,7 +471,7 @@ void serve_answer(store *db, const char *url, serve_arg_fn arg, void *ctx, serve
 			status = 500, msg = o.err;
 	} else {
 		status = 404, msg = "no such page (see /api/run, /api/metrics, /api/metric?name=, "
-				    "/api/models, /api/games, /api/game?id=)";
+				    "/api/models, /api/evaluations, /api/games, /api/game?id=)";
 	}
 	fputc('\n', f);
 	fclose(f);

@@ -9,6 +9,9 @@
  *   /api/metrics            {"names": [...]}: the metric names recorded
  *   /api/metric?name=N      {"name", "step": [], "time": [], "value": []}
  *   /api/models             [{"id", "file", "parent", "step", "created", "notes"}]
+ *   /api/evaluations        [{"model", "method", "part", "n", "value", "seconds",
+ *                           "compute_seconds", "compute_cpu_seconds"}]: `sente eval`'s
+ *                           rows with the model's compute (null when unknown)
  *   /api/games?limit=N      the N (1..1000, default 20) newest games, no moves
  *   /api/game?id=N          one game with its moves and the board after each
  *   /models/ID              the model file, to download

@@ -7,6 +7,7 @@
 
 #include "data/store.h"
 #include "engine/clock.h"
+#include "engine/progress.h"
 #include "engine/game_desc.h"
 #include "nn/cuda/cuda.h"
 #include "train/launch.h"
@@ -261,7 +262,10 @@ static int session_steps(session *s)
 	bool failed = false; /* rank 0 could not write */
 	bool stop_asked = false;
 	double t_start = clock_now(), t_end = o->minutes > 0 ? t_start + o->minutes * 60 : 0;
-	double last_print = t_start;
+	/* Rank 0's progress line, against --steps and --minutes. */
+	progress prog;
+	progress_init(&prog, s->lead && !o->quiet && !o->json ? o->log : NULL,
+		      o->minutes > 0 ? o->minutes * 60 : 0, (double)o->steps);
 	double sums[SUM_N] = { 0 };
 	int since = 0;
 	train_stats ts = { 0 };
@@ -278,6 +282,7 @@ static int session_steps(session *s)
 		if (go) {
 			double t0 = clock_now();
 			if (learner_step(s->L, o->batch, s->rank * s->share, &ts) != 0) {
+				progress_clear(&prog);
 				say(o, "rank %d: step failed: %s", s->rank, learner_error(s->L));
 				return TRAIN_SESSION_FAILED;
 			}
@@ -299,15 +304,16 @@ static int session_steps(session *s)
 					ts.loss_scale, (long long)ts.skipped_steps);
 				fflush(o->json);
 			}
-			if (s->lead && !o->quiet && !o->json && clock_now() - last_print >= 10) {
-				double tot = sums[SUM_DATA] + sums[SUM_COMPUTE] + sums[SUM_COMM];
-				say(o, "step %lld, loss %.3f (policy %.3f, value %.3f), %.0f samples/s; "
-				       "data %.0f%%, compute %.0f%%, communication %.0f%%",
-				    (long long)ts.step, ts.loss, ts.policy_loss, ts.value_loss,
-				    since * o->batch / tot, 100 * sums[SUM_DATA] / tot,
-				    100 * sums[SUM_COMPUTE] / tot, 100 * sums[SUM_COMM] / tot);
-				last_print = clock_now();
-			}
+			double tot = sums[SUM_DATA] + sums[SUM_COMPUTE] + sums[SUM_COMM];
+			if (tot > 0)
+				progress_update(&prog, (double)(n + 1), false,
+						"step %lld  loss %.3f (policy %.3f, value %.3f)  "
+						"%.0f samples/s  data %.0f%%, compute %.0f%%, "
+						"communication %.0f%%",
+						(long long)ts.step, ts.loss, ts.policy_loss,
+						ts.value_loss, since * o->batch / tot,
+						100 * sums[SUM_DATA] / tot, 100 * sums[SUM_COMPUTE] / tot,
+						100 * sums[SUM_COMM] / tot);
 		}
 		if (!(since > 0 && (last || since >= o->export_steps))) {
 			if (last)
@@ -316,6 +322,7 @@ static int session_steps(session *s)
 		}
 		/* Rank 0 writes; then everyone takes the new games. A write
 		 * that fails stops every rank at the next step. */
+		progress_clear(&prog);
 		if (s->lead && export_now(o, s->rd, s->L, &s->model_id, sums, since, &ts, s->K) != 0)
 			failed = true;
 		memset(sums, 0, sizeof(sums));
@@ -325,11 +332,13 @@ static int session_steps(session *s)
 		int added = 0;
 		if (learner_refill(s->L, s->lead ? s->rd->db : NULL, s->c, s->window, &s->last_id,
 				   &added, err, sizeof(err)) != 0) {
+			progress_clear(&prog);
 			say(o, "rank %d: reading the games: %s", s->rank, err);
 			s->together = added == -1;
 			return TRAIN_SESSION_FAILED;
 		}
 	}
+	progress_clear(&prog);
 	if (s->lead)
 		say(o, "%s at step %lld; checkpoint %s",
 		    failed ? "failed" : stop_asked ? "stopped" : "done", (long long)learner_steps(s->L),

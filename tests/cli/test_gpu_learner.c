@@ -109,7 +109,7 @@ Test(gpu_learner, run_shares_the_device, .timeout = 300)
 	char dir[] = "/tmp/sente-gpur-XXXXXX", cmd[4096], path[1024];
 	cr_assert(mkdtemp(dir));
 	snprintf(cmd, sizeof(cmd),
-		 "%s run --game connect4 --dir %s/run --backend cuda --minutes 0.5 --blocks 1 "
+		 "%s run --game connect4 --dir %s/run --backend cuda --minutes 1 --blocks 1 "
 		 "--channels 16 --positions 300 --eval-visits 8 --eval-positions 2 2>%s/run.log",
 		 cli_test_bin(), dir, dir);
 	snprintf(path, sizeof(path), "%s/run.log", dir);

@@ -12,6 +12,8 @@
 
 #include "tests/cli/cli_util.h"
 #include "data/store.h"
+#include "engine/progress.h"
+#include <time.h>
 
 /* Small settings so an iteration takes a second or two. */
 #define SMALL "--blocks 1 --channels 8 --parallel-games 8 --visits 16 --cheap-visits 4 " \
@@ -134,4 +136,38 @@ Test(run, bad_options_exit_2)
 	snprintf(cmd, sizeof(cmd), "%s run --minutes -3 2>/dev/null", cli_test_bin());
 	st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+}
+
+/* --minutes is the session's wall time, measurements and the closing work
+ * included: a run of 0.3 minutes (18 s) ends within a few seconds of it,
+ * and, piped, its progress line comes as a few plain lines with an ETA
+ * (at most one per PROGRESS_PIPE_INTERVAL seconds), not a flood. */
+Test(run, minutes_are_honoured, .timeout = 300)
+{
+	char dir[] = "/tmp/sente-run-XXXXXX", cmd[2048], out[256];
+	cr_assert(mkdtemp(dir));
+	const double minutes = 0.3, slack = 12;
+	snprintf(cmd, sizeof(cmd),
+		 "%s run --dir %s --minutes %g --blocks 1 --channels 8 --parallel-games 8 "
+		 "--visits 16 --cheap-visits 4 --positions 60 --window 2000 --batch 32 "
+		 "--eval-visits 8 --eval-positions 3 2>%s/log",
+		 cli_test_bin(), dir, minutes, dir);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int st = system(cmd);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double took = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "sente run failed (status %d)", st);
+	cr_assert(took <= minutes * 60 + slack, "--minutes %g took %.1f s", minutes, took);
+	cr_assert(took >= minutes * 60 - 8, "--minutes %g ended early, after %.1f s", minutes, took);
+	snprintf(cmd, sizeof(cmd), "grep -c '^[0-9]*:[0-9][0-9] .*ETA .*|' %s/log", dir);
+	cr_assert_eq(cli_test_shell(cmd, out, sizeof(out)), 0, "no progress line in %s/log", dir);
+	int lines = atoi(out);
+	cr_assert(lines >= 1 && lines <= (int)(took / PROGRESS_PIPE_INTERVAL) + 2,
+		  "%d progress lines in %.0f s", lines, took);
+	snprintf(cmd, sizeof(cmd), "grep -c \"$(printf '\\r')\" %s/log", dir);
+	cli_test_shell(cmd, out, sizeof(out));
+	cr_assert_eq(atoi(out), 0, "no carriage returns when piped");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	system(cmd);
 }

@@ -23,7 +23,7 @@
 /* A tiny run: 1x8 network, 3 games at once per worker, 8 visits. Each
  * session is ended from outside (SIGKILL on a worker, then Ctrl-C), so
  * --minutes is only a bound. */
-#define RUN_ARGS "--minutes 2 --backend cpu --blocks 1 --channels 8 --parallel-games 3 " \
+#define RUN_ARGS "--minutes 10 --backend cpu --blocks 1 --channels 8 --parallel-games 3 " \
 	"--visits 8 --cheap-visits 0 --positions 120 --batch 32 --window 2000 --eval-visits 2 " \
 	"--eval-positions 3"
 

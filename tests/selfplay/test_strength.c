@@ -1,6 +1,7 @@
 /* Connect Four error rates against the solver-labelled positions. */
 #include <criterion/criterion.h>
 
+#include "engine/clock.h"
 #include "selfplay/strength.h"
 
 Test(strength, sets_load_and_perfect_search_scores_low)
@@ -23,7 +24,7 @@ Test(strength, sets_load_and_perfect_search_scores_low)
 	/* end-easy positions end within 14 moves: a uniform-policy search
 	 * with enough visits sees most wins and losses and must do much better
 	 * than the first-legal-column agent there. */
-	cr_assert_eq(c4bench_search(&b, ev, 3000, 2, 60, srch), 6);
+	cr_assert_eq(c4bench_search(&b, ev, 3000, 2, 60, 0, srch), 6);
 	int e = 5; /* end-easy */
 	cr_assert_str_eq(net[e].name, "end-easy");
 	cr_assert_eq(net[e].n, 60);
@@ -31,6 +32,8 @@ Test(strength, sets_load_and_perfect_search_scores_low)
 	double srch_rate = (double)srch[e].errors / srch[e].n;
 	cr_log_info("end-easy error rate: first legal column %.2f, search %.2f", net_rate, srch_rate);
 	cr_assert(srch_rate < net_rate * 0.6, "search %.2f vs naive %.2f", srch_rate, net_rate);
+	/* A deadline already past: cut short before the first position. */
+	cr_assert_eq(c4bench_search(&b, ev, 3000, 2, 60, clock_now() - 1, srch), C4BENCH_CUT_SHORT);
 	eval_free(ev);
 	c4bench_free(&b);
 }

@@ -300,3 +300,48 @@ Test(serve, snapshot_and_export)
 	store_close(db);
 	rm_dir(dir);
 }
+
+static const char *no_args(void *ctx, const char *key)
+{
+	(void)ctx;
+	(void)key;
+	return NULL;
+}
+
+/* /api/evaluations and /api/run's "evaluations": the rows of `sente eval`
+ * with each model's compute (null for a model registered without it). */
+Test(serve, evaluations_with_compute)
+{
+	char dir[] = "/tmp/sente-serve-XXXXXX", err[512], path[600];
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/sente.db", dir);
+	store *db = store_open(path, err, sizeof(err));
+	cr_assert(db, "%s", err);
+	store_compute c = { .seconds = 120, .cpu_seconds = 200, .evals = 1000, .games = 10,
+			    .positions = 100 };
+	int64_t m1, m2;
+	cr_assert_eq(store_add_model_compute(db, "models/a.sente", 0, 5, "", &c, &m1), 0);
+	cr_assert_eq(store_add_model(db, "models/b.sente", m1, 9, "", &m2), 0);
+	store_evaluation e[2] = {
+		{ .model_id = m1, .method = "net", .part = "begin-easy", .n = 100, .score = 25,
+		  .value = 0.25, .seconds = 1.5 },
+		{ .model_id = m2, .method = "net", .part = "begin-easy", .n = 100, .score = 20,
+		  .value = 0.2, .seconds = 1.5 },
+	};
+	cr_assert_eq(store_add_evaluations(db, e, 2), 0);
+	serve_reply r;
+	serve_answer(db, "/api/evaluations", no_args, NULL, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert(strstr(r.body, "{\"model\":1,\"method\":\"net\",\"part\":\"begin-easy\",\"n\":100,"
+				 "\"value\":0.25,\"seconds\":1.5,\"compute_seconds\":120,"
+				 "\"compute_cpu_seconds\":200}"), "%s", r.body);
+	cr_assert(strstr(r.body, "\"value\":0.2,\"seconds\":1.5,\"compute_seconds\":null"), "%s",
+		  r.body);
+	serve_reply_free(&r);
+	serve_answer(db, "/api/run", no_args, NULL, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert(strstr(r.body, ",\"evaluations\":[{\"model\":1,"), "%s", r.body);
+	serve_reply_free(&r);
+	store_close(db);
+	rm_dir(dir);
+}

@@ -404,3 +404,26 @@ Test(record, copy_is_deep_and_exact)
 	cr_assert_eq(ec.params.size, 9);
 	record_free(&ec);
 }
+
+/* The policy entropy of a game: the visit distributions of its full
+ * searches only (an even split of two moves is ln 2, one move 0). */
+Test(record, policy_entropy_of_full_searches)
+{
+	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	game_record r;
+	record_init(&r, &p);
+	record_visit even[2] = { { 3, 50 }, { 2, 50 } }, one[1] = { { 4, 100 } };
+	record_visit skew[2] = { { 0, 1 }, { 1, 3 } };
+	cr_assert_eq(record_add_move(&r, 3, true, 0.1f, even, 2), 0);
+	cr_assert_eq(record_add_move(&r, 4, true, 0.1f, one, 1), 0);
+	cr_assert_eq(record_add_move(&r, 1, false, 0.1f, skew, 2), 0); /* not a target */
+	int n = -1;
+	double h = record_policy_entropy(&r, &n);
+	cr_assert_eq(n, 2);
+	cr_assert_float_eq(h, log(2.0), 1e-12, "%g", h);
+	cr_assert_eq(record_add_move(&r, 0, true, 0.1f, skew, 2), 0);
+	h = record_policy_entropy(&r, &n);
+	cr_assert_eq(n, 3);
+	cr_assert_float_eq(h, log(2.0) - 0.25 * log(0.25) - 0.75 * log(0.75), 1e-12, "%g", h);
+	record_free(&r);
+}
