@@ -21,22 +21,28 @@
 /* Playouts behind an ownership estimate: the root's, and each move's. */
 enum { OWN_PLAYOUTS = 200, MOVE_OWN_PLAYOUTS = 64 };
 
-void gtp_ownership(const go_board *b, int playouts, float *black, float *white)
+void gtp_playout_estimate(const go_board *b, int playouts, float *black, float *white,
+			  double *score_mean, double *score_sd)
 {
 	int n = b->size * b->size;
-	int own[GO_MAX_SIZE * GO_MAX_SIZE][2];
-	memset(own, 0, sizeof(own));
-	static go_board scratch; /* 25 KB; GTP runs on one thread */
-	uint64_t rng = 0x5eed5eedULL ^ go_hash(b);
+	int (*own)[2] = calloc((size_t)n, sizeof(*own));
+	go_board *scratch = malloc(sizeof(*scratch)); /* 25 KB: not on a thread's stack */
 	int8_t owner[GO_MAX_SIZE * GO_MAX_SIZE];
+	double sum = 0, sum2 = 0;
+	if (!own || !scratch)
+		playouts = 0; /* out of memory: an estimate of nothing */
+	uint64_t rng = 0x5eed5eedULL ^ go_hash(b);
 	for (int k = 0; k < playouts; k++) {
-		scratch = *b;
-		scratch.passes = 0;
-		go_playout(&scratch, &rng);
-		go_area(&scratch, owner);
+		*scratch = *b;
+		scratch->passes = 0;
+		go_playout(scratch, &rng);
+		go_area(scratch, owner);
 		for (int p = 0; p < n; p++)
 			if (owner[p] >= 0)
 				own[p][owner[p]]++;
+		double s = go_score(scratch);
+		sum += s;
+		sum2 += s * s;
 	}
 	for (int p = 0; p < n; p++) {
 		if (black)
@@ -44,6 +50,19 @@ void gtp_ownership(const go_board *b, int playouts, float *black, float *white)
 		if (white)
 			white[p] = playouts > 0 ? (float)own[p][GO_WHITE] / (float)playouts : 0;
 	}
+	double mean = playouts > 0 ? sum / playouts : go_score(b);
+	double var = playouts > 0 ? sum2 / playouts - mean * mean : 0;
+	if (score_mean)
+		*score_mean = mean;
+	if (score_sd)
+		*score_sd = var > 0 ? sqrt(var) : 0;
+	free(own);
+	free(scratch);
+}
+
+void gtp_ownership(const go_board *b, int playouts, float *black, float *white)
+{
+	gtp_playout_estimate(b, playouts, black, white, NULL, NULL);
 }
 
 /* Appends values (one per point, y * width + x) as rows, top row first:

@@ -19,7 +19,8 @@
 /* What `version` answers: Leela Zero's GTP level first (Lizzie reads the
  * number after the first dot and wants 15 or more), sente's own version
  * after it. */
-#define GTP_VERSION "0.17.0+sente.0.1.0"
+#define GTP_SENTE_VERSION "0.1.0" /* sente's own version (cli/cli.h's SENTE_VERSION) */
+#define GTP_VERSION "0.17.0+sente." GTP_SENTE_VERSION
 
 /* Input read straight from the file descriptor, so the engine can tell
  * whether a next line is waiting (analysis runs until one arrives) without
@@ -117,6 +118,19 @@ bool gtp_genmove_common(gtp_engine *e, const gtp_command *c, gtp_reply *r, bool 
  * are the shares of playouts in which point p = y * size + x ended up
  * Black's and White's (both may be NULL). Deterministic for a position. */
 void gtp_ownership(const go_board *b, int playouts, float *black, float *white);
+/* gtp_ownership, and the final Tromp-Taylor score of the playouts (Black's
+ * area minus White's minus komi): its mean and standard deviation into
+ * *score_mean and *score_sd (each may be NULL; with 0 playouts the board
+ * scored as it stands). Thread-safe: the JSON analysis engine calls it
+ * from its analysis threads. */
+void gtp_playout_estimate(const go_board *b, int playouts, float *black, float *white,
+			  double *score_mean, double *score_sd);
+
+/* Rule sets counted by area without a tax or a button (tromp-taylor,
+ * chinese, aga, ...; any case), which sente plays as its own rules. */
+bool gtp_rules_area_name(const char *name);
+/* sente's rules as KataGo's JSON (kata-get-rules). */
+extern const char gtp_rules_json[];
 
 /* Handlers of analyze.c and extensions.c. */
 bool gtp_cmd_lz_analyze(gtp_engine *e, const gtp_command *c, gtp_reply *r);
