@@ -332,8 +332,8 @@ static void estimate_reset(estimate *e)
 	e->own = e->own_sd = NULL;
 }
 
-/* A board of values (one per point, y * size + x) as a JSON array, rows
- * from the top left as KataGo writes them; sign flips own[] (Black's
+/* A Go board of values (one per point, y * size + x) as a JSON array,
+ * rows from the top left as KataGo writes them; sign flips own[] (Black's
  * view) to the viewer's. */
 static cJSON *board_array(const game *g, const float *v, float sign)
 {
@@ -495,7 +495,17 @@ static void write_analysis(worker *w, const turn *t, bool during)
 		float p2[GAME_MAX_ACTIONS];
 		for (int k = 0; k < na; k++)
 			p2[k] = game_is_legal(g, k) ? pol[k] : -1;
-		cJSON *pa = board_array(g, p2, 1);
+		/* A board's points (Go) as KataGo's rows, then the pass; a game
+		 * whose moves are not points (Connect Four's columns) in order. */
+		cJSON *pa;
+		if (go) {
+			pa = board_array(g, p2, 1);
+		} else {
+			pa = cJSON_CreateArray();
+			for (int k = 0; k < na; k++)
+				if (k != pass)
+					cJSON_AddItemToArray(pa, cJSON_CreateNumber(round8(p2[k])));
+		}
 		if (pass != GAME_MOVE_NONE)
 			cJSON_AddItemToArray(pa, cJSON_CreateNumber(round8(p2[pass])));
 		cJSON_AddItemToObject(o, "policy", pa);
