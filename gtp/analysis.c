@@ -1395,10 +1395,10 @@ analysis_options analysis_options_default(void)
 {
 	analysis_options o = {
 		.weights = NULL,
-		.threads = 2,
+		.threads = 8,
 		.search_threads = 1,
 		.max_visits = 500,
-		.batch = 16,
+		.batch = 32,
 		.cache_bytes = (size_t)64 << 20,
 		.tree_bytes = (size_t)128 << 20,
 		.pv_len = 15,

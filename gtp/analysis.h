@@ -56,7 +56,7 @@ typedef struct analysis_stats {
 
 typedef struct analysis_engine analysis_engine;
 
-/* 2 analysis threads of 1 search thread, 500 visits, batch 16, 64 MB
+/* 8 analysis threads of 1 search thread, 500 visits, batch 32, 64 MB
  * cache, 128 MB of tree per thread, PV of 15 moves after the first, 100
  * score playouts. */
 analysis_options analysis_options_default(void);

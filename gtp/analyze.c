@@ -453,8 +453,15 @@ static bool genmove_analyze_common(gtp_engine *e, const gtp_command *c, gtp_repl
 	mcts_start(e->search);
 	double next = clock_now() + a->interval_cs / 100.0;
 	while (mcts_running(e->search)) {
-		struct timespec ts = { 0, 5 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
+		if (e->cancellable && e->in) {
+			if (gtp_input_wait(e->in, 5)) { /* a line cancels (it runs next) */
+				e->cancelled = true;
+				break;
+			}
+		} else {
+			struct timespec ts = { 0, 5 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
 		if (a->interval_cs > 0 && clock_now() >= next) {
 			print_analysis(e, kata, a, cache);
 			next = clock_now() + a->interval_cs / 100.0;
@@ -466,7 +473,10 @@ static bool genmove_analyze_common(gtp_engine *e, const gtp_command *c, gtp_repl
 	int m = choose(e, a);
 	apply_bans(e, NULL); /* bans hold for this command only */
 	gtp_reply tmp = { 0 };
-	if (commit && e->opt.resign_pct > 0 && gtp_winrate(v) * 100 < e->opt.resign_pct &&
+	if (e->cancelled) {
+		e->cancelled = false;
+		fprintf(e->out, "play cancelled\n\n");
+	} else if (commit && e->opt.resign_pct > 0 && gtp_winrate(v) * 100 < e->opt.resign_pct &&
 	    mcts_root_visits(e->search) >= 100 &&
 	    game_move_count(&e->game) > game_num_actions(&e->game) / 8) {
 		game_resign(&e->game, color);
@@ -504,6 +514,16 @@ bool gtp_cmd_kata_search_analyze(gtp_engine *e, const gtp_command *c, gtp_reply 
 	game saved = e->game;
 	bool ok = genmove_analyze_common(e, c, r, true, false);
 	e->game = saved; /* kata-search_analyze never changes the game */
+	return ok;
+}
+
+/* kata-search_analyze_cancellable: kata-search_analyze that the next
+ * input line cancels, ending with `play cancelled`. */
+bool gtp_cmd_kata_search_analyze_cancellable(gtp_engine *e, const gtp_command *c, gtp_reply *r)
+{
+	e->cancellable = true;
+	bool ok = gtp_cmd_kata_search_analyze(e, c, r);
+	e->cancellable = false;
 	return ok;
 }
 

@@ -296,6 +296,17 @@ bool gtp_cmd_kata_search(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 	return ok;
 }
 
+/* kata-search_cancellable COLOR: kata-search that the next input line (a
+ * command, or a blank line) cancels: the answer is then `cancelled`, and
+ * the line runs as the next command. Never ponders afterwards (KataGo). */
+bool gtp_cmd_kata_search_cancellable(gtp_engine *e, const gtp_command *c, gtp_reply *r)
+{
+	e->cancellable = true;
+	bool ok = gtp_cmd_kata_search(e, c, r);
+	e->cancellable = false;
+	return ok;
+}
+
 /* kgs-genmove_cleanup COLOR: genmove that neither passes (while another
  * move is legal) nor resigns, so that dead stones get captured before
  * the game is scored (KGS asks for it after a scoring dispute). */

@@ -57,6 +57,9 @@ struct gtp_engine {
 	FILE *out;         /* where answers go */
 	bool pondering;    /* a background search runs for the opponent's turn */
 	bool streamed;     /* the handler wrote its answer itself (analysis) */
+	bool cancellable;  /* the search in progress ends when an input line arrives
+			    * (kata-search_cancellable) */
+	bool cancelled;    /* ... and it did */
 	char pb[64], pw[64], rules[32]; /* PB, PW, RU of the last loadsgf, for
 				 * printsgf ("" after clear_board or none) */
 };
@@ -152,6 +155,8 @@ bool gtp_cmd_kata_get_param(gtp_engine *e, const gtp_command *c, gtp_reply *r);
 bool gtp_cmd_kata_set_param(gtp_engine *e, const gtp_command *c, gtp_reply *r);
 bool gtp_cmd_kata_list_params(gtp_engine *e, const gtp_command *c, gtp_reply *r);
 bool gtp_cmd_kata_search(gtp_engine *e, const gtp_command *c, gtp_reply *r);
+bool gtp_cmd_kata_search_cancellable(gtp_engine *e, const gtp_command *c, gtp_reply *r);
+bool gtp_cmd_kata_search_analyze_cancellable(gtp_engine *e, const gtp_command *c, gtp_reply *r);
 bool gtp_cmd_lz_setoption(gtp_engine *e, const gtp_command *c, gtp_reply *r);
 bool gtp_cmd_lz_memory_report(gtp_engine *e, const gtp_command *c, gtp_reply *r);
 bool gtp_cmd_kgs_genmove_cleanup(gtp_engine *e, const gtp_command *c, gtp_reply *r);
