@@ -552,7 +552,7 @@ static void analyse(worker *w, turn *t)
 	bool over = game_is_over(&t->g);
 
 	pthread_mutex_lock(&a->mu);
-	bool term = t->terminated;
+	bool term = t->terminated || a->quitting; /* quitting: no new search */
 	if (!term)
 		t->state = TURN_SEARCHING;
 	pthread_mutex_unlock(&a->mu);

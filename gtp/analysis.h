@@ -66,8 +66,9 @@ analysis_options analysis_options_default(void);
  * message when the weights do not load or the backend cannot start. */
 analysis_engine *analysis_engine_new(const analysis_options *opt, FILE *out, char *err,
 				     size_t errlen);
-/* Ends what is still queued or searched without answering it, stops the
- * threads and frees. NULL is fine. */
+/* Drops what is still queued without answering it, interrupts the
+ * searches in progress (their turns are answered with what they found),
+ * stops the threads and frees. NULL is fine. */
 void analysis_engine_free(analysis_engine *a);
 
 /* Handles one input line (a query or an action; any bytes, any length):
