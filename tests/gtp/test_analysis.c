@@ -652,7 +652,10 @@ Test(analysis, terminate)
 			cr_assert_lt(num(get(a[i], "rootInfo"), "visits"), 1000000);
 		}
 	}
-	cr_assert_leq(partial, 1, "only the turn being searched has results");
+	/* Only turns whose search had begun have results: the first one or
+	 * two (a fast machine may fill the first one's tree before the
+	 * terminate comes); the rest were still queued. */
+	cr_assert_leq(partial, 2, "%d turns searched", partial);
 	cr_assert_eq(answers("other", a, 32), 3);
 	for (int i = 0; i < 3; i++) {
 		int t = (int)num(a[i], "turnNumber");
@@ -676,7 +679,7 @@ Test(analysis, terminate)
  * priority 10 sent after one of priority -5 is answered before it. */
 Test(analysis, priority_order)
 {
-	start(go9, 1, 300);
+	start(go9, 1, 3000); /* the busy search lasts long enough to queue the others */
 	const char *q = "\"moves\":[],\"rules\":\"chinese\",\"boardXSize\":9,\"boardYSize\":9";
 	send("{\"id\":\"busy\",%s}", q);
 	send("{\"id\":\"low\",%s,\"maxVisits\":2,\"priority\":-5}", q);
@@ -698,20 +701,20 @@ Test(analysis, priority_order)
  * position is searched, then exactly one final answer. */
 Test(analysis, reports_during_search)
 {
-	start(go9, 1, 400);
+	start(go9, 1, 3000);
 	send("{\"id\":\"r\",\"moves\":[],\"rules\":\"chinese\",\"boardXSize\":9,\"boardYSize\":9,"
-	     "\"reportDuringSearchEvery\":0.01}");
+	     "\"reportDuringSearchEvery\":0.005,\"firstReportDuringSearchAfter\":0.001}");
 	finish();
 	cJSON *a[256];
 	int n = answers("r", a, 256), during = 0, final = 0;
 	for (int i = 0; i < n; i++) {
 		if (cJSON_IsTrue(get(a[i], "isDuringSearch"))) {
 			cr_assert_eq(final, 0, "the final answer comes last");
-			cr_assert_lt(num(get(a[i], "rootInfo"), "visits"), 401);
+			cr_assert_lt(num(get(a[i], "rootInfo"), "visits"), 3001);
 			during++;
 		} else {
 			final++;
-			cr_assert_eq(num(get(a[i], "rootInfo"), "visits"), 400);
+			cr_assert_eq(num(get(a[i], "rootInfo"), "visits"), 3000);
 		}
 	}
 	cr_assert_eq(final, 1);
