@@ -16,7 +16,7 @@ OPT      = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sani
 SANFLAGS = -fsanitize=address,undefined
 endif
 CFLAGS  += $(CSTD) $(WARN) $(OPT) -I. -MMD -MP
-LDLIBS   = -ldnnl -lsqlite3 -lmicrohttpd -lz -lm -lpthread
+LDLIBS   = -ldnnl -lsqlite3 -lmicrohttpd -lcjson -lz -lm -lpthread
 LDFLAGS += $(SANFLAGS)
 
 # ---- optional dependencies: one line each, found or not -------------------
@@ -214,7 +214,7 @@ build-fuzz/obj/%.o: %.c
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 build-fuzz/%: fuzz/%.c $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -ldnnl -lsqlite3 -lz -lm -lpthread -o $@
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -ldnnl -lsqlite3 -lcjson -lz -lm -lpthread -o $@
 fuzz-run: fuzz
 	@for f in $(FUZZ_BIN); do n=$$(basename $$f | sed 's/^fuzz_//'); \
 	  mkdir -p build-fuzz/corpus-$$n; \

@@ -18,6 +18,7 @@ typedef struct cli_command {
 int cli_bench(int argc, char **argv);
 int cli_demo(int argc, char **argv);
 int cli_gtp(int argc, char **argv);
+int cli_analysis(int argc, char **argv);
 int cli_selfplay(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_serve(int argc, char **argv);

@@ -10,6 +10,7 @@
 static const cli_command commands[] = {
 	{ "bench", cli_bench, "measure speed, one JSON line per figure (board, ...)" },
 	{ "gtp", cli_gtp, "speak GTP v2 on stdin/stdout (for GUIs and match tools)" },
+	{ "analysis", cli_analysis, "KataGo's JSON analysis engine on stdin/stdout (for KaTrain)" },
 	{ "run", cli_run, "the whole loop: self-play, training, strength, report" },
 	{ "selfplay", cli_selfplay, "play self-play games into a run's database" },
 	{ "match", cli_match, "play two models or GTP engines: Elo, LOS, SPRT; stored, resumable" },

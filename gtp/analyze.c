@@ -21,22 +21,28 @@
 /* Playouts behind an ownership estimate: the root's, and each move's. */
 enum { OWN_PLAYOUTS = 200, MOVE_OWN_PLAYOUTS = 64 };
 
-void gtp_ownership(const go_board *b, int playouts, float *black, float *white)
+void gtp_playout_estimate(const go_board *b, int playouts, float *black, float *white,
+			  double *score_mean, double *score_sd)
 {
 	int n = b->size * b->size;
-	int own[GO_MAX_SIZE * GO_MAX_SIZE][2];
-	memset(own, 0, sizeof(own));
-	static go_board scratch; /* 25 KB; GTP runs on one thread */
-	uint64_t rng = 0x5eed5eedULL ^ go_hash(b);
+	int (*own)[2] = calloc((size_t)n, sizeof(*own));
+	go_board *scratch = malloc(sizeof(*scratch)); /* 25 KB: not on a thread's stack */
 	int8_t owner[GO_MAX_SIZE * GO_MAX_SIZE];
+	double sum = 0, sum2 = 0;
+	if (!own || !scratch)
+		playouts = 0; /* out of memory: an estimate of nothing */
+	uint64_t rng = 0x5eed5eedULL ^ go_hash(b);
 	for (int k = 0; k < playouts; k++) {
-		scratch = *b;
-		scratch.passes = 0;
-		go_playout(&scratch, &rng);
-		go_area(&scratch, owner);
+		*scratch = *b;
+		scratch->passes = 0;
+		go_playout(scratch, &rng);
+		go_area(scratch, owner);
 		for (int p = 0; p < n; p++)
 			if (owner[p] >= 0)
 				own[p][owner[p]]++;
+		double s = go_score(scratch);
+		sum += s;
+		sum2 += s * s;
 	}
 	for (int p = 0; p < n; p++) {
 		if (black)
@@ -44,6 +50,19 @@ void gtp_ownership(const go_board *b, int playouts, float *black, float *white)
 		if (white)
 			white[p] = playouts > 0 ? (float)own[p][GO_WHITE] / (float)playouts : 0;
 	}
+	double mean = playouts > 0 ? sum / playouts : go_score(b);
+	double var = playouts > 0 ? sum2 / playouts - mean * mean : 0;
+	if (score_mean)
+		*score_mean = mean;
+	if (score_sd)
+		*score_sd = var > 0 ? sqrt(var) : 0;
+	free(own);
+	free(scratch);
+}
+
+void gtp_ownership(const go_board *b, int playouts, float *black, float *white)
+{
+	gtp_playout_estimate(b, playouts, black, white, NULL, NULL);
 }
 
 /* Appends values (one per point, y * width + x) as rows, top row first:
@@ -434,8 +453,15 @@ static bool genmove_analyze_common(gtp_engine *e, const gtp_command *c, gtp_repl
 	mcts_start(e->search);
 	double next = clock_now() + a->interval_cs / 100.0;
 	while (mcts_running(e->search)) {
-		struct timespec ts = { 0, 5 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
+		if (e->cancellable && e->in) {
+			if (gtp_input_wait(e->in, 5)) { /* a line cancels (it runs next) */
+				e->cancelled = true;
+				break;
+			}
+		} else {
+			struct timespec ts = { 0, 5 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
 		if (a->interval_cs > 0 && clock_now() >= next) {
 			print_analysis(e, kata, a, cache);
 			next = clock_now() + a->interval_cs / 100.0;
@@ -447,7 +473,10 @@ static bool genmove_analyze_common(gtp_engine *e, const gtp_command *c, gtp_repl
 	int m = choose(e, a);
 	apply_bans(e, NULL); /* bans hold for this command only */
 	gtp_reply tmp = { 0 };
-	if (commit && e->opt.resign_pct > 0 && gtp_winrate(v) * 100 < e->opt.resign_pct &&
+	if (e->cancelled) {
+		e->cancelled = false;
+		fprintf(e->out, "play cancelled\n\n");
+	} else if (commit && e->opt.resign_pct > 0 && gtp_winrate(v) * 100 < e->opt.resign_pct &&
 	    mcts_root_visits(e->search) >= 100 &&
 	    game_move_count(&e->game) > game_num_actions(&e->game) / 8) {
 		game_resign(&e->game, color);
@@ -485,6 +514,16 @@ bool gtp_cmd_kata_search_analyze(gtp_engine *e, const gtp_command *c, gtp_reply 
 	game saved = e->game;
 	bool ok = genmove_analyze_common(e, c, r, true, false);
 	e->game = saved; /* kata-search_analyze never changes the game */
+	return ok;
+}
+
+/* kata-search_analyze_cancellable: kata-search_analyze that the next
+ * input line cancels, ending with `play cancelled`. */
+bool gtp_cmd_kata_search_analyze_cancellable(gtp_engine *e, const gtp_command *c, gtp_reply *r)
+{
+	e->cancellable = true;
+	bool ok = gtp_cmd_kata_search_analyze(e, c, r);
+	e->cancellable = false;
 	return ok;
 }
 

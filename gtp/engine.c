@@ -486,7 +486,19 @@ void gtp_commit_move(gtp_engine *e, int move, double started, gtp_reply *r)
 int gtp_think(gtp_engine *e, bool allow_resign)
 {
 	mcts_set_position(e->search, &e->game);
-	mcts_search(e->search);
+	if (e->cancellable && e->in) {
+		/* Until the limits, or until a line arrives (which then runs as
+		 * the next command). */
+		mcts_start(e->search);
+		while (mcts_running(e->search))
+			if (gtp_input_wait(e->in, 5)) {
+				e->cancelled = true;
+				break;
+			}
+		mcts_stop(e->search);
+	} else {
+		mcts_search(e->search);
+	}
 	mcts_stats st;
 	mcts_get_stats(e->search, &st);
 	float v = mcts_root_value(e->search);
@@ -540,6 +552,11 @@ bool gtp_genmove_common(gtp_engine *e, const gtp_command *c, gtp_reply *r, bool 
 	double started = clock_now();
 	gtp_set_limits(e, color, 0);
 	int m = gtp_think(e, commit);
+	if (e->cancelled) {
+		e->cancelled = false;
+		gtp_reply_add(r, "cancelled");
+		return true;
+	}
 	if (m == GAME_MOVE_NONE) {
 		game_resign(&e->game, color);
 		gtp_reply_add(r, "resign");
@@ -794,10 +811,12 @@ static const gtp_entry gtp_table[] = {
 	{ "kata-analyze", gtp_cmd_kata_analyze, false },
 	{ "kata-genmove_analyze", gtp_cmd_kata_genmove_analyze, false },
 	{ "kata-search_analyze", gtp_cmd_kata_search_analyze, false },
+	{ "kata-search_analyze_cancellable", gtp_cmd_kata_search_analyze_cancellable, false },
 	{ "analyze", gtp_cmd_lz_analyze, false },
 	{ "genmove_analyze", gtp_cmd_lz_genmove_analyze, false },
 	{ "kata-raw-nn", gtp_cmd_kata_raw_nn, false },
 	{ "kata-search", gtp_cmd_kata_search, false },
+	{ "kata-search_cancellable", gtp_cmd_kata_search_cancellable, false },
 	{ "kata-get-rules", gtp_cmd_kata_get_rules, true },
 	{ "kata-set-rules", gtp_cmd_kata_set_rules, true },
 	{ "kgs-rules", gtp_cmd_kgs_rules, true },

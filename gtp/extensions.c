@@ -13,20 +13,20 @@
 
 /* What sente plays: area scoring, positional superko, no suicide, no
  * handicap compensation (Tromp-Taylor counting; engine/go.h). */
-static const char rules_json[] = "{\"friendlyPassOk\":true,\"hasButton\":false,\"ko\":\"POSITIONAL\","
+const char gtp_rules_json[] = "{\"friendlyPassOk\":true,\"hasButton\":false,\"ko\":\"POSITIONAL\","
 				 "\"scoring\":\"AREA\",\"suicide\":false,\"tax\":\"NONE\","
 				 "\"whiteHandicapBonus\":\"0\"}";
 
 bool gtp_cmd_kata_get_rules(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 {
-	gtp_reply_add(r, "%s", rules_json);
+	gtp_reply_add(r, "%s", gtp_rules_json);
 	return true;
 }
 
 /* Rule sets counted by area without a tax: sente plays them as its own
  * rules (they differ only in the kind of superko, suicide and handicap
  * compensation, which kata-get-rules reports as sente plays them). */
-static bool rules_acceptable(const char *name)
+bool gtp_rules_area_name(const char *name)
 {
 	static const char *const area[] = { "tromp-taylor", "chinese", "chinese-ogs", "chinese-kgs",
 					    "aga", "bga", "new-zealand", "new_zealand", "area", NULL };
@@ -55,10 +55,10 @@ bool gtp_cmd_kata_set_rules(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 		return false;
 	join_args(c, 0, c->argc, text, sizeof(text));
 	if (text[0] != '{') {
-		if (rules_acceptable(text))
+		if (gtp_rules_area_name(text))
 			return true;
 		gtp_reply_add(r, "rules %s not supported: sente scores by area only (%s)", text,
-			      rules_json);
+			      gtp_rules_json);
 		return false;
 	}
 	size_t k = 0;
@@ -68,7 +68,7 @@ bool gtp_cmd_kata_set_rules(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 	squeezed[k] = '\0';
 	if (strstr(squeezed, "\"scoring\":\"TERRITORY\"") || strstr(squeezed, "\"hasButton\":true") ||
 	    strstr(squeezed, "\"tax\":\"SEKI\"") || strstr(squeezed, "\"tax\":\"ALL\"")) {
-		gtp_reply_add(r, "rules not supported: sente scores by area only (%s)", rules_json);
+		gtp_reply_add(r, "rules not supported: sente scores by area only (%s)", gtp_rules_json);
 		return false;
 	}
 	return true;
@@ -79,7 +79,7 @@ bool gtp_cmd_kgs_rules(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 {
 	if (!gtp_need_args(c, 1, r))
 		return false;
-	if (rules_acceptable(c->argv[0]))
+	if (gtp_rules_area_name(c->argv[0]))
 		return true;
 	return gtp_fail(r, "rules not supported: sente scores by area only");
 }
@@ -293,6 +293,17 @@ bool gtp_cmd_kata_search(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 	game saved = e->game;
 	bool ok = gtp_genmove_common(e, c, r, false);
 	e->game = saved; /* kata-search never changes the game */
+	return ok;
+}
+
+/* kata-search_cancellable COLOR: kata-search that the next input line (a
+ * command, or a blank line) cancels: the answer is then `cancelled`, and
+ * the line runs as the next command. Never ponders afterwards (KataGo). */
+bool gtp_cmd_kata_search_cancellable(gtp_engine *e, const gtp_command *c, gtp_reply *r)
+{
+	e->cancellable = true;
+	bool ok = gtp_cmd_kata_search(e, c, r);
+	e->cancellable = false;
 	return ok;
 }
 

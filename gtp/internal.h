@@ -19,7 +19,8 @@
 /* What `version` answers: Leela Zero's GTP level first (Lizzie reads the
  * number after the first dot and wants 15 or more), sente's own version
  * after it. */
-#define GTP_VERSION "0.17.0+sente.0.1.0"
+#define GTP_SENTE_VERSION "0.1.0" /* sente's own version (cli/cli.h's SENTE_VERSION) */
+#define GTP_VERSION "0.17.0+sente." GTP_SENTE_VERSION
 
 /* Input read straight from the file descriptor, so the engine can tell
  * whether a next line is waiting (analysis runs until one arrives) without
@@ -56,6 +57,9 @@ struct gtp_engine {
 	FILE *out;         /* where answers go */
 	bool pondering;    /* a background search runs for the opponent's turn */
 	bool streamed;     /* the handler wrote its answer itself (analysis) */
+	bool cancellable;  /* the search in progress ends when an input line arrives
+			    * (kata-search_cancellable) */
+	bool cancelled;    /* ... and it did */
 	char pb[64], pw[64], rules[32]; /* PB, PW, RU of the last loadsgf, for
 				 * printsgf ("" after clear_board or none) */
 };
@@ -117,6 +121,19 @@ bool gtp_genmove_common(gtp_engine *e, const gtp_command *c, gtp_reply *r, bool 
  * are the shares of playouts in which point p = y * size + x ended up
  * Black's and White's (both may be NULL). Deterministic for a position. */
 void gtp_ownership(const go_board *b, int playouts, float *black, float *white);
+/* gtp_ownership, and the final Tromp-Taylor score of the playouts (Black's
+ * area minus White's minus komi): its mean and standard deviation into
+ * *score_mean and *score_sd (each may be NULL; with 0 playouts the board
+ * scored as it stands). Thread-safe: the JSON analysis engine calls it
+ * from its analysis threads. */
+void gtp_playout_estimate(const go_board *b, int playouts, float *black, float *white,
+			  double *score_mean, double *score_sd);
+
+/* Rule sets counted by area without a tax or a button (tromp-taylor,
+ * chinese, aga, ...; any case), which sente plays as its own rules. */
+bool gtp_rules_area_name(const char *name);
+/* sente's rules as KataGo's JSON (kata-get-rules). */
+extern const char gtp_rules_json[];
 
 /* Handlers of analyze.c and extensions.c. */
 bool gtp_cmd_lz_analyze(gtp_engine *e, const gtp_command *c, gtp_reply *r);
@@ -138,6 +155,8 @@ bool gtp_cmd_kata_get_param(gtp_engine *e, const gtp_command *c, gtp_reply *r);
 bool gtp_cmd_kata_set_param(gtp_engine *e, const gtp_command *c, gtp_reply *r);
 bool gtp_cmd_kata_list_params(gtp_engine *e, const gtp_command *c, gtp_reply *r);
 bool gtp_cmd_kata_search(gtp_engine *e, const gtp_command *c, gtp_reply *r);
+bool gtp_cmd_kata_search_cancellable(gtp_engine *e, const gtp_command *c, gtp_reply *r);
+bool gtp_cmd_kata_search_analyze_cancellable(gtp_engine *e, const gtp_command *c, gtp_reply *r);
 bool gtp_cmd_lz_setoption(gtp_engine *e, const gtp_command *c, gtp_reply *r);
 bool gtp_cmd_lz_memory_report(gtp_engine *e, const gtp_command *c, gtp_reply *r);
 bool gtp_cmd_kgs_genmove_cleanup(gtp_engine *e, const gtp_command *c, gtp_reply *r);

@@ -15,8 +15,9 @@ set -eu
 # data-parallel ranks (sente train under mpirun, and its test), and the two
 # independent oracles the tests compare with: Leela Zero (the same weights
 # must give its policy and winrate) and PyTorch for /usr/bin/python3 (the
-# learner's loss, gradients and steps).
-PACKAGES="build-essential libsqlite3-dev libmicrohttpd-dev xxd libdnnl-dev libcriterion-dev zlib1g-dev clang libclang-rt-14-dev gnugo libopenmpi-dev openmpi-bin leela-zero python3-torch chromium chromium-driver python3-selenium"
+# learner's loss, gradients and steps). cJSON (libcjson-dev) parses and
+# writes the JSON lines of `sente analysis`, KataGo's analysis protocol.
+PACKAGES="build-essential libsqlite3-dev libmicrohttpd-dev libcjson-dev xxd libdnnl-dev libcriterion-dev zlib1g-dev clang libclang-rt-14-dev gnugo libopenmpi-dev openmpi-bin leela-zero python3-torch chromium chromium-driver python3-selenium"
 
 mode=${1:---ensure}
 case "$mode" in

@@ -71,6 +71,7 @@ struct mcts {
 	int n_threads;                /* allocated thread contexts */
 	int running_threads;          /* started by mcts_start */
 	atomic_int stop;              /* threads must stop */
+	atomic_int interrupted;       /* mcts_interrupt: stop every search until mcts_clear */
 	atomic_int pool_full;         /* an expansion found no room */
 	_Atomic int64_t started;      /* playouts begun this search */
 	int64_t budget;               /* playouts allowed this search */
@@ -323,8 +324,15 @@ void mcts_clear(mcts *m)
 	mcts_stop(m);
 	atomic_store(&m->arena[m->cur].used, 0);
 	atomic_store(&m->pool_full, 0);
+	atomic_store(&m->interrupted, 0);
 	m->root = MCTS_NONE;
 	m->root_noised = false;
+}
+
+void mcts_interrupt(mcts *m)
+{
+	atomic_store(&m->interrupted, 1);
+	atomic_store(&m->stop, 1);
 }
 
 /* ---- tree reuse ----------------------------------------------------------- */
@@ -674,7 +682,8 @@ static bool prepare(mcts *m)
 		node_reset(node_at(m, r), GAME_MOVE_NONE, 1);
 		m->root = r;
 	}
-	atomic_store(&m->stop, 0);
+	/* An interrupt that came before the search began still ends it. */
+	atomic_store(&m->stop, atomic_load(&m->interrupted));
 	atomic_store(&m->started, 0);
 	atomic_store(&m->completed, 0);
 	atomic_store(&m->collisions, 0);

@@ -103,6 +103,12 @@ void mcts_search(mcts *m);
 void mcts_start(mcts *m);
 /* Asks the background search to stop and waits for its threads. */
 void mcts_stop(mcts *m);
+/* From any thread: ends the search in progress (synchronous or in the
+ * background) soon, without waiting; a search that has not begun yet
+ * ends at once when it does. Holds until mcts_clear() (the JSON
+ * analysis engine's terminate: the caller clears before each new
+ * position it searches). */
+void mcts_interrupt(mcts *m);
 /* True while a background search is running. */
 bool mcts_running(const mcts *m);
 

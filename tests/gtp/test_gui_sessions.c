@@ -335,3 +335,29 @@ Test(gtp_gui, loadsgf_edited_game)
 			   "AB[gg]\nAW[cc])\n\n=\n\n";
 	cr_assert_str_eq(out, want);
 }
+
+/* kata-search_cancellable: the next line (here `name`) cancels a search
+ * that would run for hours: the answer is `cancelled` and the line runs
+ * next; kata-search_analyze_cancellable ends with `play cancelled`
+ * (here cancelled by a blank line); a search that reaches its limit
+ * (before the next line comes) answers its move; the board never
+ * changes. */
+Test(gtp_gui, kata_search_cancellable)
+{
+	char cmd[1024], out[1 << 16];
+	snprintf(cmd, sizeof(cmd),
+		 "(printf 'kata-search_cancellable b\\n'; sleep 0.5; printf 'name\\n'; "
+		 "printf 'kata-search_analyze_cancellable b 10\\n'; sleep 0.5; printf '\\n'; "
+		 "printf 'kata-set-param maxVisits 10\\nkata-search_cancellable b\\n'; sleep 2; "
+		 "printf 'showboard\\n') | "
+		 "timeout -k 1 50 %s gtp -q --noponder -v 100000000 -w %s/go9.sente 2>/dev/null",
+		 cli_test_bin(), net_dir);
+	cr_assert_eq(cli_test_shell(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_assert(!strncmp(out, "= cancelled\n\n= sente\n\n=\n", 24), "%.300s", out);
+	char *pc = strstr(out, "play cancelled\n\n=\n\n= ");
+	cr_assert(pc, "%.2000s", out);
+	pc += strlen("play cancelled\n\n=\n\n= ");
+	cr_assert(is_vertex(strtok(pc, "\n")), "a move after the limit: %s", pc);
+	char *board = pc + strlen(pc) + 1;
+	cr_assert(!strstr(board, " X ") && !strstr(board, " O "), "the board is empty: %s", board);
+}

@@ -1,7 +1,9 @@
 /* Search: tactics found by the uniform-policy search, exact visit limits,
  * determinism, virtual loss spreading threads, tree reuse. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "search/mcts.h"
 #include "tests/search/fake_net.h"
@@ -395,4 +397,50 @@ Test(mcts, root_fpu_under_noise_is_its_own)
 	mcts_options d = mcts_options_default();
 	cr_assert_eq(d.fpu_root_noise, 0.0f);
 	cr_assert_geq(root_children_visited(5, d.fpu_root_noise, true), 3);
+}
+
+/* mcts_interrupt (the JSON analysis engine's terminate): from another
+ * thread it ends a search without a limit; given before a search begins,
+ * that search ends at once; mcts_clear lifts it. */
+static void *interrupt_later(void *arg)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	mcts_interrupt(arg);
+	return NULL;
+}
+
+Test(mcts, interrupt_from_another_thread)
+{
+	c4_position("");
+	evaluator *ev = eval_new(NULL, 0, NN_ENC_C4, NULL, NULL, 0);
+	mcts_options o = mcts_options_default();
+	o.threads = 1;
+	o.max_visits = 0; /* no limit: only the interrupt (or a full pool) ends it */
+	o.max_memory = (size_t)256 << 20; /* touched only as the tree grows */
+	char err[128];
+	mcts *m = mcts_new(ev, &o, err, sizeof(err));
+	cr_assert(m, "%s", err);
+	mcts_set_position(m, &g);
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, interrupt_later, m), 0);
+	mcts_search(m);
+	pthread_join(t, NULL);
+	mcts_stats s;
+	mcts_get_stats(m, &s);
+	cr_assert(!s.pool_full, "ended by the interrupt, not by the pool");
+	cr_assert_gt(mcts_root_visits(m), 0);
+	/* Sticky until cleared: the next search ends at once. */
+	mcts_set_position(m, &g);
+	int before = mcts_root_visits(m);
+	mcts_search(m);
+	cr_assert_eq(mcts_root_visits(m), before);
+	mcts_clear(m);
+	o.max_visits = 50;
+	mcts_set_options(m, &o);
+	mcts_set_position(m, &g);
+	mcts_search(m);
+	cr_assert_eq(mcts_root_visits(m), 50, "mcts_clear lifts the interrupt");
+	mcts_free(m);
+	eval_free(ev);
 }
