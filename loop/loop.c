@@ -26,6 +26,7 @@ struct loop {
 	learner *L;             /* the learner and its window */
 	nn_net *net;            /* the network the learner was made from */
 	selfplay *sp;           /* the workers */
+	nn_cuda_monitor *gpu;   /* the run's CUDA devices' use, or NULL */
 	c4bench bench;          /* Connect Four positions, when found */
 	bool have_bench;        /* bench loaded */
 	bool resumed;           /* from a checkpoint */
@@ -427,6 +428,7 @@ static void loop_free(loop *r)
 	free(r->pending_model);
 	c4bench_free(&r->bench);
 	selfplay_free(r->sp);
+	nn_cuda_monitor_stop(r->gpu);
 	learner_free(r->L);
 	nn_net_free(r->net);
 	rundir_close(r->rd);
@@ -528,6 +530,15 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 		else
 			say(r, "no Connect Four positions found (data/connect4): strength will not be "
 			       "measured");
+	}
+	/* On CUDA devices, how busy they are (sampled every second). */
+	if (o->nn.kind != NN_BACKEND_CPU && nn_cuda_device_count() > 0) {
+		int dev0 = 0;
+		char why[512];
+		r->gpu = nn_cuda_monitor_start(o->nn.n_gpus ? o->nn.gpus : &dev0,
+					       o->nn.n_gpus ? o->nn.n_gpus : 1, 1.0, why, sizeof(why));
+		if (!r->gpu)
+			say(r, "GPU utilisation and memory are not recorded: %s", why);
 	}
 	/* Recorded positions per game: a guess until games are seen. */
 	r->per_game = game_run_defaults_of(&r->o.game).positions_per_game;
@@ -705,13 +716,18 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 	const char *names[] = { "loss", "policy_loss", "value_loss", "grad_norm", "lr",
 				"games", "positions", "selfplay_seconds", "train_seconds",
 				"policy_entropy", "evals_per_s", "mean_batch", "cache_hit_rate",
-				"false_resign_rate", "resign_threshold", "train_samples_per_s" };
+				"false_resign_rate", "resign_threshold", "train_samples_per_s",
+				"gpu_util_percent", "gpu_memory_mib" };
+	double gpu_util = NAN, gpu_mem = NAN;
+	if (r->gpu && nn_cuda_monitor_take(r->gpu, &gpu_util, &gpu_mem) != 0)
+		gpu_util = gpu_mem = NAN;
 	double vals[] = { it->loss, it->policy_loss, it->value_loss, it->grad_norm, it->lr,
 			  (double)g_all, (double)p_all, it->selfplay_seconds, it->train_seconds,
 			  it->policy_entropy, r->sp ? it->evals_per_s : NAN,
 			  r->sp ? it->mean_batch : NAN, r->sp ? it->cache_hit_rate : NAN,
 			  it->false_resign_rate, r->sp ? it->resign_threshold : NAN,
-			  it->train_seconds > 0 ? it->steps * r->o.batch / it->train_seconds : NAN };
+			  it->train_seconds > 0 ? it->steps * r->o.batch / it->train_seconds : NAN,
+			  gpu_util, gpu_mem };
 	enum { N_FIGURES = sizeof(vals) / sizeof(vals[0]) };
 	const char *use_names[N_FIGURES];
 	double use_vals[N_FIGURES];

@@ -41,6 +41,27 @@ void nn_cuda_versions(char *buf, size_t len);
 int nn_cuda_selftest(int device, char *err, size_t errlen);
 /* The device's name ("NVIDIA H100 80GB HBM3"), or "none". */
 void nn_cuda_device_name(int device, char *buf, size_t len);
+/* The device's PCI bus id ("0000:1B:00.0") into buf: 0, or -1 when there
+ * is no such device. (NVML numbers devices in PCI order, CUDA fastest
+ * first: the bus id joins the two.) */
+int nn_cuda_pci_bus_id(int device, char *buf, size_t len);
+
+/* How busy CUDA devices are, sampled by a thread through NVML (the driver's
+ * libnvidia-ml.so.1, opened at start; nothing is linked): the share of
+ * time a kernel ran (NVML's utilisation over its last sample period) and
+ * the memory in use on the device (every process's, as nvidia-smi shows). */
+typedef struct nn_cuda_monitor nn_cuda_monitor;
+/* Starts sampling `devices` (CUDA numbers, n of them) every `period`
+ * seconds; NULL with the reason when there is no such device or no NVML. */
+nn_cuda_monitor *nn_cuda_monitor_start(const int *devices, int n, double period, char *err,
+				       size_t errlen);
+/* Since the last take (or the start): the mean utilisation in percent over
+ * the samples and the devices, and the most memory in use on one device in
+ * MiB. 0, or -1 when no sample was taken since. */
+int nn_cuda_monitor_take(nn_cuda_monitor *m, double *util_percent, double *mem_used_mib);
+/* Stops the thread and frees m (NULL is fine). */
+void nn_cuda_monitor_stop(nn_cuda_monitor *m);
+
 /* Dense tensor-core peak of the device in TFLOP/s for fp16 (fp32 accumulate)
  * or, for fp32 = 1, plain fp32 FMA (no TF32: the fp32 path does not use
  * it), from its name and properties; 0 when unknown. */

@@ -29,6 +29,13 @@ void nn_cuda_device_name(int device, char *buf, size_t len) { snprintf(buf, len,
 
 double nn_cuda_peak_tflops(int device, int fp32) { return 0.0; }
 
+int nn_cuda_pci_bus_id(int device, char *buf, size_t len)
+{
+	if (len)
+		buf[0] = 0;
+	return -1;
+}
+
 #else
 /* Built with CUDA: the entry points live in probe.cu. */
 typedef int nn_cuda_fallback_unused;

@@ -141,6 +141,18 @@ extern "C" void nn_cuda_device_name(int device, char *buf, size_t len)
 	snprintf(buf, len, "%s", p.name);
 }
 
+extern "C" int nn_cuda_pci_bus_id(int device, char *buf, size_t len)
+{
+	if (len)
+		buf[0] = 0;
+	if (device < 0 || device >= nn_cuda_device_count() || len > 4096 ||
+	    cudaDeviceGetPCIBusId(buf, (int)len, device) != cudaSuccess) {
+		cudaGetLastError();
+		return -1;
+	}
+	return 0;
+}
+
 // Dense peaks from the vendors' data sheets where the name says which
 // part it is; otherwise SMs x clock x per-SM rate of the architecture.
 extern "C" double nn_cuda_peak_tflops(int device, int fp32)
