@@ -3,6 +3,9 @@
 #ifndef SENTE_TESTS_TRAIN_UTIL_H
 #define SENTE_TESTS_TRAIN_UTIL_H
 
+#include <stdbool.h>
+
+#include "data/record.h"
 #include "train/trainer.h"
 
 /* A random net: Connect Four (WDL) or Go size x size (native, tanh). */
@@ -16,6 +19,12 @@ train_batch *tu_batch(const nn_net *net, int n, uint64_t seed, int onehot, int w
  * sgd: l2 is part of the total. */
 double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, double wd,
 		   double value_weight, int sgd, double *pol, double *val, double *l2);
+/* A Connect Four game of 7 searched moves, one visit count each: the
+ * first player wins at ply 6 down column 1 + shift (columns 1 + shift and
+ * 2 + shift alternate; shift 0..5). Root value of move i: tu_game_q(i)
+ * when with_q, else unknown (NAN). */
+void tu_column_game(game_record *r, int shift, bool with_q);
+float tu_game_q(int i);
 uint64_t tu_rng(uint64_t *s);
 double tu_uniform(uint64_t *s, double lo, double hi);
 
