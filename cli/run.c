@@ -142,6 +142,10 @@ int cli_run(int argc, char **argv)
 			     "Dirichlet alpha times the number of legal moves"),
 		CLI_OPT_REAL("--noise-eps", NULL, &o.explore.noise_eps, 0, 1, "E",
 			     "weight of the Dirichlet noise at the root"),
+		CLI_OPT_REAL("--forced-playouts", NULL, &o.explore.forced_k, 0, 100, "K",
+			     "KataGo's forced playouts in full searches: a root child of prior P "
+			     "gets at least sqrt(K P N) of N visits, taken out of the policy target "
+			     "again (policy target pruning); KataGo uses 2; 0: off"),
 		CLI_OPT_REAL("--value-q-weight", NULL, &o.value_q_weight, 0, 1, "L",
 			     "value target (1-L) z + L q: z the game's result, q the search's root "
 			     "value (CPU learner)"),
