@@ -81,6 +81,18 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_INT("--window", NULL, &o.window, 100, 1000000000, "N",
 			    "positions the learner samples from", .given = &window_given,
 			    .def = "C4 60000, Go 100000"),
+		CLI_OPT_INT("--window-min", NULL, &o.window_min, 0, 1000000000, "N",
+			    "growing window (KataGo's): N positions until the run has seen N, then "
+			    "N + beta N ((seen/N)^alpha - 1) / alpha, at most --window; 0: always "
+			    "--window (CPU learner)"),
+		CLI_OPT_REAL("--window-alpha", NULL, &o.window_alpha, 0.01, 1, "A",
+			     "the growing window's exponent"),
+		CLI_OPT_REAL("--window-beta", NULL, &o.window_beta, 0, 10, "B",
+			     "the growing window's first growth per new position"),
+		CLI_OPT_REAL("--reuse-cap", NULL, &o.reuse_cap, 0, 1000, "R",
+			     "the oldest positions leave the window once drawn R times on average "
+			     "(training pauses for new games when all have); 0: no cap (CPU "
+			     "learner)"),
 		CLI_OPT_INT("--batch", NULL, &o.batch, 1, 8192, "N", "training batch"),
 		CLI_OPT_REAL("--sample-ratio", NULL, &o.sample_ratio, 0.01, 1000, "R",
 			     "training samples per new position"),
@@ -107,6 +119,10 @@ int cli_run(int argc, char **argv)
 			     "L2 coefficient (sgd) or decoupled decay rate (adamw)"),
 		CLI_OPT_REAL("--bn-momentum", NULL, &o.bn_momentum, 1e-6, 1, "M",
 			     "batch-norm running-statistics update rate"),
+		CLI_OPT_INT("--bn-batches", NULL, &o.bn_batches, 0, 10000, "N",
+			    "after each iteration's training, the batch-norm statistics recomputed "
+			    "from N batches of the window (the network exported normalises with "
+			    "statistics of its own weights); 0: the momentum's alone (CPU learner)"),
 		CLI_OPT_REAL("--temperature", NULL, &o.explore.temperature, 0, 10, "T",
 			     "self-play temperature of the opening moves"),
 		CLI_OPT_INT("--temperature-moves", NULL, &o.explore.temperature_moves, 0, 100000, "N",
@@ -130,6 +146,10 @@ int cli_run(int argc, char **argv)
 			     "Dirichlet alpha times the number of legal moves"),
 		CLI_OPT_REAL("--noise-eps", NULL, &o.explore.noise_eps, 0, 1, "E",
 			     "weight of the Dirichlet noise at the root"),
+		CLI_OPT_REAL("--forced-playouts", NULL, &o.explore.forced_k, 0, 100, "K",
+			     "KataGo's forced playouts in full searches: a root child of prior P "
+			     "gets at least sqrt(K P N) of N visits, taken out of the policy target "
+			     "again (policy target pruning); KataGo uses 2; 0: off"),
 		CLI_OPT_REAL("--value-q-weight", NULL, &o.value_q_weight, 0, 1, "L",
 			     "value target (1-L) z + L q: z the game's result, q the search's root "
 			     "value (CPU learner)"),

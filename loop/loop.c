@@ -17,6 +17,7 @@
 #include "selfplay/selfplay.h"
 #include "selfplay/strength.h"
 #include "train/learner.h"
+#include "train/replay.h"
 #include "train/rundir.h"
 
 struct loop {
@@ -33,6 +34,8 @@ struct loop {
 	int64_t model_id;       /* the newest model */
 	int64_t play_id;        /* the model self-play uses */
 	double per_game;        /* recorded positions per game, a running estimate */
+	bool fixed_window;      /* the learner refused to narrow its window */
+	bool no_bn_recompute;   /* the learner refused to recompute BN statistics */
 	int iteration;          /* iterations finished in this session */
 	store_compute spent;    /* the run's compute so far, over its sessions */
 	double t_end;           /* clock_now() when the session must end (`minutes` of wall
@@ -80,6 +83,11 @@ loop_options loop_options_default(const game_params *g)
 	o.cheap_visits = d.cheap_visits;
 	o.positions_per_iter = 2000;
 	o.window = d.window;
+	o.window_min = 0;
+	o.window_alpha = 0.75;
+	o.window_beta = 0.4;
+	o.reuse_cap = 0;
+	o.bn_batches = 0;
 	o.batch = 256;
 	o.sample_ratio = 6;
 	train_options t = train_options_default();
@@ -133,7 +141,8 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 "eval-positions %d\nseed %llu\ngate-games %d\ngate-threshold %g\n"
 		 "gate-visits %d\nminutes %g\noptimizer %s\nlr-schedule %s\nlr-warmup %lld\n"
 		 "lr-total-steps %lld\nlr-gamma %g\nlr-min %g\nweight-decay %g\n"
-		 "bn-momentum %g\nlr-drops %s\n",
+		 "bn-momentum %g\nlr-drops %s\nwindow-min %lld\nwindow-alpha %g\n"
+		 "window-beta %g\nreuse-cap %g\nbn-batches %d\nforced-playouts %g\n",
 		 game_desc_from_params(&o->game)->name, o->blocks, o->channels, o->parallel_games,
 		 o->visits, o->cheap_visits, (long long)o->positions_per_iter, (long long)o->window,
 		 o->batch, o->sample_ratio, o->lr, x->temperature, x->temperature_moves,
@@ -146,7 +155,8 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 : o->lr_schedule == TRAIN_LR_SCHEDULE_STEP ? "step"
 							     : "constant",
 		 (long long)o->lr_warmup, (long long)o->lr_total_steps, o->lr_gamma, o->lr_min,
-		 o->weight_decay, o->bn_momentum, drops);
+		 o->weight_decay, o->bn_momentum, drops, (long long)o->window_min, o->window_alpha,
+		 o->window_beta, o->reuse_cap, o->bn_batches, x->forced_k);
 }
 
 static void say(loop *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -240,6 +250,7 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 		lo.train.lr_steps[k] = o->lr_drops[k];
 	lo.train.seed = o->seed;
 	lo.window = o->window;
+	lo.reuse_cap = o->reuse_cap;
 	lo.value_q_weight = (float)o->value_q_weight;
 	lo.device = o->nn.n_gpus ? o->nn.gpus[0] : 0;
 	/* int8 is for self-play on the CPU: the learner stays at its default. */
@@ -254,10 +265,31 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 			say(r, "training on the CPU: the GPU learner: %s", err);
 		else if (o->value_q_weight > 0)
 			say(r, "--value-q-weight is not used: the GPU learner trains on the result alone");
+		if (L && o->reuse_cap > 0)
+			say(r, "--reuse-cap is not used: the GPU learner has no reuse cap");
 	}
 	if (!L)
 		L = learner_new(&learner_cpu, r->net, &lo, err, errlen);
 	return L;
+}
+
+/* The growing window: the learner's window for the run's positions so
+ * far (every position stored), never below a batch; nothing with a fixed
+ * window. */
+static void size_window(loop *r)
+{
+	if (r->o.window_min <= 0 || r->fixed_window)
+		return;
+	int64_t games, seen;
+	store_count(r->db, &games, &seen);
+	int64_t w = replay_window_size(seen, r->o.window_min, r->o.window_alpha, r->o.window_beta,
+				       r->o.window);
+	if (w < r->o.batch)
+		w = r->o.batch;
+	if (learner_set_window(r->L, w) != 0) {
+		say(r, "--window-min is not used: %s", learner_error(r->L));
+		r->fixed_window = true;
+	}
 }
 
 /* Self-play's model: the newest, or with gating the last one that passed
@@ -509,6 +541,7 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	int added;
 	if (learner_refill(r->L, r->db, NULL, o->window, &last_id, &added, err, errlen) != 0)
 		goto fail;
+	size_window(r);
 
 	selfplay_options so = loop_selfplay_options(&r->o);
 	so.seed = o->seed * 7919 + (uint64_t)learner_steps(r->L);
@@ -611,6 +644,10 @@ int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
 	selfplay_stats before;
 	if (r->sp)
 		selfplay_get_stats(r->sp, &before);
+	/* A growing window keeps every game while they come, then is cut to
+	 * its size for the positions seen (size_window below). */
+	if (r->o.window_min > 0 && !r->fixed_window)
+		learner_set_window(r->L, r->o.window);
 	/* Never past the session's end (0 would mean no limit). */
 	double left = loop_seconds_left(r);
 	if (left < 0.001)
@@ -658,6 +695,8 @@ int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
 		snprintf(err, errlen, "self-play failed");
 		return -1;
 	}
+	size_window(r);
+	it->window = learner_positions(r->L);
 	if (stopped(r) || learner_positions(r->L) < r->o.batch)
 		return 1;
 	return 0;
@@ -680,7 +719,12 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 	for (s = 0; s < steps && !stopped(r) &&
 		    (s == 0 || clock_now() + (clock_now() - t0) / s < end);
 	     s++) {
-		if (learner_step(r->L, r->o.batch, 0, &ts) != 0) {
+		int rc = learner_step(r->L, r->o.batch, 0, &ts);
+		if (rc == LEARNER_USED_UP) {
+			it->used_up = true;
+			break;
+		}
+		if (rc != 0) {
 			snprintf(err, errlen, "training step failed: %s", learner_error(r->L));
 			return -1;
 		}
@@ -693,8 +737,17 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 				(long long)ts.step, s + 1, steps, sums[0] / (s + 1),
 				dt > 0 ? (s + 1) * r->o.batch / dt : 0.0);
 	}
+	/* The statistics the exported network will normalise with, from the
+	 * window (counted as training). */
+	if (s > 0 && r->o.bn_batches > 0 && !r->no_bn_recompute &&
+	    learner_positions(r->L) >= r->o.batch &&
+	    learner_recompute_bn(r->L, r->o.bn_batches) != 0) {
+		say(r, "--bn-batches is not used: %s", learner_error(r->L));
+		r->no_bn_recompute = true;
+	}
 	it->train_seconds = clock_now() - t0;
 	charge(r, t0, cpu0, NULL);
+	it->window = learner_positions(r->L);
 	it->steps = s;
 	int n = s > 0 ? s : 1;
 	it->loss = sums[0] / n;
@@ -771,10 +824,12 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 		return -1;
 	r->iteration = it->number;
 	if (!r->o.quiet)
-		say(r, "iteration %d: %lld games (%.0f s), %d steps (%.0f s, %.0f samples/s), loss %.3f "
-		       "(policy %.3f, value %.3f), model %lld, self-play %lld",
-		    it->number, (long long)it->games, it->selfplay_seconds, it->steps, it->train_seconds,
-		    it->train_seconds > 0 ? it->steps * r->o.batch / it->train_seconds : 0.0, it->loss,
+		say(r, "iteration %d: %lld games (%.0f s), %d steps%s (%.0f s, %.0f samples/s), window "
+		       "%lld, loss %.3f (policy %.3f, value %.3f), model %lld, self-play %lld",
+		    it->number, (long long)it->games, it->selfplay_seconds, it->steps,
+		    it->used_up ? " (reuse cap)" : "", it->train_seconds,
+		    it->train_seconds > 0 ? it->steps * r->o.batch / it->train_seconds : 0.0,
+		    (long long)it->window, it->loss,
 		    it->policy_loss, it->value_loss, (long long)r->model_id, (long long)r->play_id);
 	return 0;
 }

@@ -69,7 +69,19 @@ typedef struct loop_options {
 	int parallel_games;        /* self-play games at once */
 	int visits, cheap_visits;  /* full and cheap search visits */
 	int64_t positions_per_iter; /* new recorded positions per iteration */
-	int64_t window;            /* positions the learner samples from */
+	int64_t window;            /* positions the learner samples from (with a growing
+				    * window: the most it grows to) */
+	/* KataGo's growing window (replay_window_size): window_min > 0 makes
+	 * the window window_min + window_beta * window_min * ((N / window_min)
+	 * ^ window_alpha - 1) / window_alpha after N positions of the run, at
+	 * most `window`; 0: always `window`. */
+	int64_t window_min;
+	double window_alpha, window_beta;
+	double reuse_cap;          /* the oldest games leave once drawn this many times on
+				    * average (replay_set_reuse_cap); 0: no cap */
+	int bn_batches;            /* batch-norm statistics recomputed from this many batches
+				    * of the window after each iteration's training; 0: the
+				    * momentum's alone */
 	int batch;                 /* training batch */
 	double sample_ratio;       /* training samples per new position */
 	double lr;                 /* base learning rate */
@@ -131,6 +143,8 @@ typedef struct loop_iteration {
 	double false_resign_rate, resign_threshold;
 	int64_t would_resign;
 	int steps;                /* training steps */
+	int64_t window;           /* positions the learner samples from */
+	bool used_up;             /* the reuse cap cut training short */
 	double train_seconds;     /* training phase */
 	double loss, policy_loss, value_loss, grad_norm, lr; /* means over the steps */
 	int64_t step;             /* the learner's step after training */

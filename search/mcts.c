@@ -444,11 +444,15 @@ static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root, const u
 	 * (which is kept for the player who moved into it). */
 	double parent_q = pv > 0 ? -load_d(&p->wsum) / pv : 0;
 	double visited_prior = 0;
+	int children_visits = 0;
 	for (uint32_t c = 0; c < p->n_children; c++) {
 		mcts_node *ch = node_at(m, p->first_child + c);
-		if (atomic_load_explicit(&ch->visits, memory_order_relaxed) > 0)
+		int v = atomic_load_explicit(&ch->visits, memory_order_relaxed);
+		if (v > 0)
 			visited_prior += ch->prior;
+		children_visits += v;
 	}
+	bool forced = is_root && m->opt.noise && m->opt.forced_k > 0;
 	float red = !is_root	   ? m->opt.fpu_reduction
 		    : m->opt.noise ? m->opt.fpu_root_noise
 				   : m->opt.fpu_root;
@@ -466,6 +470,10 @@ static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root, const u
 		int n_eff;
 		double q = node_q(ch, m->opt.virtual_loss, fpu, &n_eff);
 		double s = q + explore * ch->prior / (1.0 + n_eff);
+		/* A root child short of its forced playouts goes first. */
+		if (forced && n_eff < mcts_forced_playouts(m->opt.forced_k, ch->prior,
+							   children_visits))
+			s += 1e9;
 		if (s > best) {
 			best = s;
 			best_i = p->first_child + k;
@@ -817,6 +825,43 @@ int mcts_root_children(mcts *m, mcts_child_info *out, int max)
 			ci->q = 0;
 			ci->lcb = -2;
 		}
+	}
+	qsort(out, (size_t)n, sizeof(*out), cmp_info);
+	return n;
+}
+
+double mcts_forced_playouts(float k, float prior, int total)
+{
+	double x = (double)k * prior * total;
+	return x > 0 ? sqrt(x) : 0;
+}
+
+int mcts_policy_target(mcts *m, mcts_child_info *out, int max)
+{
+	int n = mcts_root_children(m, out, max);
+	if (n < 2 || !m->opt.noise || !(m->opt.forced_k > 0) || out[0].visits == 0)
+		return n;
+	int total = 0;
+	for (int i = 0; i < n; i++)
+		total += out[i].visits;
+	/* PUCT as selection saw it at the end (no virtual loss: the search is
+	 * over), for the player to move at the root. */
+	double c = m->opt.cpuct +
+		   m->opt.cpuct_log * log((total + m->opt.cpuct_base + 1) / m->opt.cpuct_base);
+	double explore = c * sqrt(total > 1 ? total : 1);
+	const mcts_child_info *best = &out[0]; /* the most visited */
+	double best_puct = best->q + explore * best->prior / (1.0 + best->visits);
+	for (int i = 1; i < n; i++) {
+		mcts_child_info *ci = &out[i];
+		if (ci->visits == 0)
+			continue;
+		int floor_v = ci->visits - (int)mcts_forced_playouts(m->opt.forced_k, ci->prior,
+								     total);
+		int v = ci->visits;
+		while (v - 1 >= floor_v && v - 1 >= 0 &&
+		       ci->q + explore * ci->prior / (1.0 + (v - 1)) < best_puct)
+			v--;
+		ci->visits = v <= 1 ? 0 : v;
 	}
 	qsort(out, (size_t)n, sizeof(*out), cmp_info);
 	return n;

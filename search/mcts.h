@@ -44,6 +44,11 @@ typedef struct mcts_options {
 	bool noise;             /* Dirichlet noise at the root (self-play) */
 	float noise_alpha_sum;  /* alpha times the number of legal moves (AlphaZero Go: 10.83) */
 	float noise_eps;        /* weight of the noise */
+	float forced_k;         /* KataGo's forced playouts, at the root under noise:
+				 * a child of prior P gets at least
+				 * sqrt(forced_k * P * N) of the root's N playouts
+				 * (KataGo: 2); mcts_policy_target takes them out
+				 * again. 0 (the default): none */
 	size_t max_memory;      /* bytes for the node pool (twice when reusing trees) */
 	uint64_t seed;          /* noise and move choice */
 } mcts_options;
@@ -114,6 +119,18 @@ bool mcts_running(const mcts *m);
 
 /* Root children sorted best first (by visits, then prior); returns the count. */
 int mcts_root_children(mcts *m, mcts_child_info *out, int max);
+/* The root's children as a policy target: mcts_root_children, except
+ * after a search with forced playouts (forced_k > 0 under noise), where
+ * KataGo's policy target pruning applies (its paper, section 3.1): the
+ * most visited child keeps its visits; every other child loses up to its
+ * forced count sqrt(forced_k * P * N), N the children's visits, as long as
+ * its PUCT value with the visits left stays below the best child's; a
+ * child left with at most one visit is pruned to 0. Best first. */
+int mcts_policy_target(mcts *m, mcts_child_info *out, int max);
+/* The forced playouts of a child of prior `prior` when the root's children
+ * have `total` visits: sqrt(k * prior * total). */
+double mcts_forced_playouts(float k, float prior, int total);
+
 /* The principal variation from the root's child `move`: moves into pv[],
  * returns its length (pv[0] == move). */
 int mcts_pv(mcts *m, int move, int *pv, int max);

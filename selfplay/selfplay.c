@@ -332,6 +332,7 @@ static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec
 	mo.fpu_root_noise = (float)x->fpu_root_noise;
 	mo.noise_alpha_sum = (float)x->noise_alpha_sum;
 	mo.noise_eps = (float)x->noise_eps;
+	mo.forced_k = (float)x->forced_k;
 	/* Enough nodes for a full search with reuse, with room to spare. */
 	size_t per = (size_t)o->visits * (size_t)game_numbers_of(&o->game).actions;
 	mo.max_memory = per * 64 * 4 + ((size_t)8 << 20);
@@ -397,7 +398,8 @@ static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec
 		mv = apply_pass_rule(m, &g, mv);
 		int nv = 0;
 		if (full) {
-			int n = mcts_root_children(m, ci, GAME_MAX_ACTIONS);
+			/* The target: the visits, forced playouts pruned. */
+			int n = mcts_policy_target(m, ci, GAME_MAX_ACTIONS);
 			for (int i = 0; i < n; i++)
 				if (ci[i].visits > 0) {
 					visits[nv].move = (int16_t)ci[i].move;

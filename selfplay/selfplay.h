@@ -39,6 +39,10 @@ typedef struct selfplay_explore {
 	double fpu_root_noise;    /* at the root of full searches (noise) */
 	double noise_alpha_sum;   /* Dirichlet alpha times legal moves */
 	double noise_eps;         /* weight of the noise at the root */
+	double forced_k;          /* forced playouts with policy target pruning in
+				   * full searches (mcts_options.forced_k; KataGo
+				   * 2); 0: off. Moves are still chosen from the
+				   * raw visits */
 } selfplay_explore;
 
 typedef struct selfplay_options {

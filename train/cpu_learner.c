@@ -48,6 +48,7 @@ static void *cpu_create(const nn_net *net, const learner_options *o, char *what,
 		goto fail;
 	}
 	replay_set_value_q_weight(l->rb, o->value_q_weight);
+	replay_set_reuse_cap(l->rb, o->reuse_cap);
 	snprintf(what, whatlen, "cpu fp32");
 	return l;
 fail:
@@ -72,8 +73,13 @@ static int cpu_step(void *ctx, int global, int first, train_stats *st)
 	cpu_learner *l = ctx;
 	double t0 = clock_now();
 	uint64_t rng = trainer_random(l->t);
-	if (replay_sample_share(l->rb, &rng, trainer_net(l->t)->arch.encoding, global, first,
-				l->share, l->batch) != 0) {
+	int rc = replay_sample_share(l->rb, &rng, trainer_net(l->t)->arch.encoding, global, first,
+				     l->share, l->batch);
+	if (rc == REPLAY_USED_UP) {
+		snprintf(l->err, sizeof(l->err), "the reuse cap has retired every position");
+		return LEARNER_USED_UP;
+	}
+	if (rc != 0) {
 		snprintf(l->err, sizeof(l->err), "sampling the window failed (%lld positions)",
 			 (long long)replay_positions(l->rb));
 		return -1;
@@ -86,6 +92,38 @@ static int cpu_step(void *ctx, int global, int first, train_stats *st)
 	st->data_seconds = t1 - t0;
 	st->compute_seconds = clock_now() - t1 - st->comm_seconds;
 	return 0;
+}
+
+static int cpu_set_window(void *ctx, int64_t window)
+{
+	cpu_learner *l = ctx;
+	replay_set_window(l->rb, window);
+	return 0;
+}
+
+static int cpu_recompute_bn(void *ctx, int batches)
+{
+	cpu_learner *l = ctx;
+	/* Its own numbers, so training's draws stay as they would be. */
+	uint64_t rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(trainer_steps(l->t) + 1);
+	if (trainer_bn_begin(l->t) != 0)
+		goto fail;
+	for (int k = 0; k < batches; k++) {
+		if (replay_sample_uncounted(l->rb, &rng, trainer_net(l->t)->arch.encoding, l->share,
+					    l->batch) != 0) {
+			snprintf(l->err, sizeof(l->err), "sampling the window failed (%lld positions)",
+				 (long long)replay_positions(l->rb));
+			return -1;
+		}
+		if (trainer_bn_add(l->t, l->batch) != 0)
+			goto fail;
+	}
+	if (trainer_bn_commit(l->t) != 0)
+		goto fail;
+	return 0;
+fail:
+	snprintf(l->err, sizeof(l->err), "%s", trainer_error(l->t));
+	return -1;
 }
 
 static nn_net *cpu_net(void *ctx)
@@ -147,6 +185,8 @@ const learner_ops learner_cpu = {
 	.add_game = cpu_add_game,
 	.positions = cpu_positions,
 	.step = cpu_step,
+	.set_window = cpu_set_window,
+	.recompute_bn = cpu_recompute_bn,
 	.net = cpu_net,
 	.steps = cpu_steps,
 	.set_comm = cpu_set_comm,

@@ -666,6 +666,9 @@ struct trainer {
 	int blocked;              /* 1: activations nChw16c, 0: NHWC */
 	comm *comm;               /* data-parallel ranks, or NULL (not owned) */
 	float *bn_sync;           /* [3 * widest BN] scratch of the BN all-reduces */
+	double *bn_acc;           /* trainer_bn_*: per BN channel of every layer, the sums
+				   * of the batch means and of (variance + mean^2) */
+	int bn_acc_n;             /* batches accumulated */
 	train_stats last;         /* losses of the last training pass */
 	int ckpt_world;           /* world size of the last checkpoint loaded, 0 none */
 	char err[256];            /* last failure */
@@ -954,6 +957,7 @@ void trainer_free(trainer *t)
 	nn_net_free(t->net);
 	free(t->grad);
 	free(t->bn_sync);
+	free(t->bn_acc);
 	free(t->role);
 	free(t->mom[0]);
 	free(t->mom[1]);
@@ -1392,6 +1396,76 @@ int trainer_step(trainer *t, const train_batch *b, train_stats *st)
 	tr_update(t, t->grad, st);
 	if (st && t->comm)
 		st->comm_seconds = comm_seconds(t->comm) - c0;
+	return 0;
+}
+
+/* BN channels of every layer together. */
+static size_t tr_bn_channels(const trainer *t)
+{
+	size_t n = 0;
+	for (int l = 0; l < t->n_layer; l++)
+		n += (size_t)t->layer[l].conv->c_out;
+	return n;
+}
+
+int trainer_bn_begin(trainer *t)
+{
+	free(t->bn_acc);
+	t->bn_acc = calloc(2 * tr_bn_channels(t), sizeof(double));
+	t->bn_acc_n = 0;
+	if (!t->bn_acc) {
+		snprintf(t->err, sizeof(t->err), "out of memory for the batch-norm statistics");
+		return -1;
+	}
+	return 0;
+}
+
+int trainer_bn_add(trainer *t, const train_batch *b)
+{
+	if (!t->bn_acc || b->n != t->batch) {
+		snprintf(t->err, sizeof(t->err), "trainer_bn_add: %s",
+			 t->bn_acc ? "a batch must be full" : "trainer_bn_begin first");
+		return -1;
+	}
+	/* A training-mode forward: every layer's batch statistics, each layer
+	 * fed by the layers before it normalised with theirs. */
+	if (tr_pass(t, b, 1, 0, NULL) < 0)
+		return -1;
+	size_t C = tr_bn_channels(t), at = 0;
+	for (int l = 0; l < t->n_layer; l++) {
+		const float *mean = tr_ptr(t->layer[l].mean), *var = tr_ptr(t->layer[l].var);
+		for (int c = 0; c < t->layer[l].conv->c_out; c++, at++) {
+			t->bn_acc[at] += mean[c];
+			t->bn_acc[C + at] += (double)var[c] + (double)mean[c] * mean[c];
+		}
+	}
+	t->bn_acc_n++;
+	return 0;
+}
+
+int trainer_bn_commit(trainer *t)
+{
+	if (!t->bn_acc || t->bn_acc_n < 1) {
+		snprintf(t->err, sizeof(t->err), "trainer_bn_commit: no batch accumulated");
+		return -1;
+	}
+	const nn_arch *a = &t->net->arch;
+	int world = t->comm ? comm_size(t->comm) : 1;
+	/* Values per channel over all the batches: the variance's unbiasing. */
+	double m = (double)t->bn_acc_n * world * t->batch * a->board_w * a->board_h;
+	size_t C = tr_bn_channels(t), at = 0;
+	for (int l = 0; l < t->n_layer; l++) {
+		nn_conv *cv = t->layer[l].conv;
+		for (int c = 0; c < cv->c_out; c++, at++) {
+			double mean = t->bn_acc[at] / t->bn_acc_n;
+			double var = t->bn_acc[C + at] / t->bn_acc_n - mean * mean;
+			cv->bn_mean[c] = (float)mean;
+			cv->bn_var[c] = (float)(var > 0 ? var * m / (m - 1) : 0);
+		}
+	}
+	free(t->bn_acc);
+	t->bn_acc = NULL;
+	t->bn_acc_n = 0;
 	return 0;
 }
 

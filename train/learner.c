@@ -73,6 +73,16 @@ int learner_step(learner *l, int global, int first, train_stats *st)
 	return l->ops->step(l->ctx, global, first, st);
 }
 
+int learner_set_window(learner *l, int64_t window)
+{
+	return l->ops->set_window(l->ctx, window);
+}
+
+int learner_recompute_bn(learner *l, int batches)
+{
+	return l->ops->recompute_bn(l->ctx, batches);
+}
+
 int learner_checkpoint_save(learner *l, const char *path, char *err, size_t errlen)
 {
 	return l->ops->checkpoint_save(l->ctx, path, err, errlen);

@@ -34,7 +34,9 @@
 
 typedef struct learner_options {
 	train_options train;         /* train.batch: this rank's share */
-	int64_t window;              /* positions sampled from */
+	int64_t window;              /* positions sampled from: the most set_window allows */
+	double reuse_cap;            /* the CPU learner's reuse cap (replay_set_reuse_cap);
+				      * 0: none. The CUDA learner has none. */
 	float value_q_weight;        /* value target (1 - l) z + l q; 0: z alone
 				      * (the CPU learner; CUDA trains on z) */
 	int device;                  /* CUDA device */
@@ -60,6 +62,9 @@ typedef struct learner_ops {
 	int64_t (*positions)(const void *ctx); /* recorded positions in the window */
 	/* See learner_step. */
 	int (*step)(void *ctx, int global, int first, train_stats *st);
+	/* See learner_set_window and learner_recompute_bn. */
+	int (*set_window)(void *ctx, int64_t window);
+	int (*recompute_bn)(void *ctx, int batches);
 	/* The weights in training form, owned by the context (a host copy
 	 * refreshed by the call where they live on a device); NULL on failure. */
 	nn_net *(*net)(void *ctx);
@@ -105,9 +110,20 @@ int64_t learner_positions(const learner *l);
 /* One step: draws a global batch of `global` positions (the same draw on
  * every rank) and trains on positions [first, first + share) of it, share
  * being options.train.batch. st gets the losses and timings
- * (data_seconds: drawing and assembling the batch). 0, or -1 with
- * learner_error. */
+ * (data_seconds: drawing and assembling the batch). 0; LEARNER_USED_UP
+ * (no step taken) when the reuse cap has retired the whole window, so
+ * more games are needed; or -1 with learner_error. */
+#define LEARNER_USED_UP 1
 int learner_step(learner *l, int global, int first, train_stats *st);
+/* Narrows the window to `window` positions (at most options.window), the
+ * oldest games leaving: the loop's growing window. 0, or -1 with
+ * learner_error where the learner's window is fixed (CUDA). */
+int learner_set_window(learner *l, int64_t window);
+/* Recomputes the batch-norm running statistics from `batches` batches
+ * drawn from the window (trainer_bn_begin): what an exported network
+ * normalises with then matches its weights. The draws do not count toward
+ * the reuse cap. 0, or -1 with learner_error (CUDA: not done there). */
+int learner_recompute_bn(learner *l, int batches);
 
 /* The current weights in training form, owned by the learner (for the
  * GPU learner, a host copy refreshed by this call). NULL on failure. */

@@ -1,6 +1,7 @@
 /* replay.c: replay buffer in RAM (see replay.h). */
 #include "train/replay.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,10 +13,15 @@ typedef struct replay_game {
 	game_record rec;  /* the game (deep copy) */
 	int32_t *full;    /* move indices of its recorded positions */
 	int n_full;       /* entries in full[] */
+	double drawn_at;  /* the buffer's `drawn` when the game came */
 } replay_game;
 
 struct replay_buffer {
 	int64_t window;        /* positions to keep */
+	int64_t max_window;    /* replay_new's: the most replay_set_window allows */
+	double reuse_cap;      /* expected draws per position before retiring; 0: none */
+	double drawn;          /* expected draws of one position held all along:
+				* the sum over draws of 1 / positions held */
 	replay_game *games;    /* ring of games, oldest at head */
 	int64_t cap, head, n;  /* ring capacity, oldest index, games held */
 	int64_t positions;     /* recorded positions held */
@@ -34,10 +40,31 @@ replay_buffer *replay_new(int64_t window)
 	if (!rb)
 		return NULL;
 	rb->window = window > 0 ? window : 1;
+	rb->max_window = rb->window;
 	return rb;
 }
 
 void replay_set_value_q_weight(replay_buffer *rb, float l) { rb->value_q_weight = l; }
+
+int64_t replay_window_size(int64_t seen, int64_t min, double alpha, double beta, int64_t max)
+{
+	if (min < 1)
+		min = 1;
+	double w = (double)min;
+	if (seen > min && alpha > 0)
+		w += beta * (double)min * (pow((double)seen / (double)min, alpha) - 1) / alpha;
+	int64_t n = w > 9e18 ? INT64_MAX : (int64_t)w;
+	if (n < min)
+		n = min;
+	return max > 0 && n > max ? max : n;
+}
+
+void replay_set_reuse_cap(replay_buffer *rb, double cap) { rb->reuse_cap = cap > 0 ? cap : 0; }
+
+double replay_oldest_reuse(const replay_buffer *rb)
+{
+	return rb->n ? rb->drawn - rb->games[rb->head].drawn_at : 0;
+}
 
 static void game_drop(replay_game *g)
 {
@@ -55,6 +82,29 @@ void replay_free(replay_buffer *rb)
 	free(rb->games);
 	free(rb->prefix);
 	free(rb);
+}
+
+/* Drops the oldest game. */
+static void drop_oldest(replay_buffer *rb)
+{
+	rb->positions -= rb->games[rb->head].n_full;
+	game_drop(&rb->games[rb->head]);
+	rb->head = (rb->head + 1) % rb->cap;
+	rb->n--;
+	rb->prefix_ok = false;
+}
+
+/* Drops the oldest games while the rest still fill the window. */
+static void trim_to_window(replay_buffer *rb)
+{
+	while (rb->n > 1 && rb->positions - rb->games[rb->head].n_full >= rb->window)
+		drop_oldest(rb);
+}
+
+void replay_set_window(replay_buffer *rb, int64_t window)
+{
+	rb->window = window < 1 ? 1 : window > rb->max_window ? rb->max_window : window;
+	trim_to_window(rb);
 }
 
 int replay_add_game(replay_buffer *rb, const game_record *r)
@@ -92,17 +142,12 @@ int replay_add_game(replay_buffer *rb, const game_record *r)
 	for (int i = 0; i < r->n_moves; i++)
 		if (r->full[i])
 			g->full[g->n_full++] = i;
+	g->drawn_at = rb->drawn;
 	rb->n++;
 	rb->positions += g->n_full;
 	rb->added += g->n_full;
-	/* Drop the oldest games while the rest still fill the window. */
-	while (rb->n > 1 && rb->positions - rb->games[rb->head].n_full >= rb->window) {
-		rb->positions -= rb->games[rb->head].n_full;
-		game_drop(&rb->games[rb->head]);
-		rb->head = (rb->head + 1) % rb->cap;
-		rb->n--;
-	}
 	rb->prefix_ok = false;
+	trim_to_window(rb);
 	return 0;
 }
 
@@ -116,16 +161,47 @@ static int replay_symmetries(const game_record *r)
 	return game_desc_from_params(&r->params)->num_symmetries;
 }
 
+static int sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, int first, int count,
+		  bool counted, train_batch *b);
+
 int replay_sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, train_batch *b)
 {
-	return replay_sample_share(rb, rng, enc, n, 0, n, b);
+	return sample(rb, rng, enc, n, 0, n, true, b);
 }
 
 int replay_sample_share(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, int first,
 			int count, train_batch *b)
 {
+	return sample(rb, rng, enc, n, first, count, true, b);
+}
+
+int replay_sample_uncounted(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n,
+			    train_batch *b)
+{
+	if (rb->positions == 0)
+		return -1;
+	return sample(rb, rng, enc, n, 0, n, false, b);
+}
+
+/* The draws of replay_sample_share; `counted`: they count toward the reuse
+ * cap (retiring games first where the cap asks). */
+static int sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, int first, int count,
+		  bool counted, train_batch *b)
+{
+	if (rb->positions == 0 && rb->reuse_cap > 0 && rb->added > 0)
+		return REPLAY_USED_UP;
 	if (rb->positions == 0 || count > b->cap || first < 0 || count < 0 || first + count > n)
 		return -1;
+	/* The reuse cap: the oldest games (drawn the most) leave before these
+	 * n draws would take them past it. */
+	while (counted && rb->reuse_cap > 0 && rb->n > 0 &&
+	       rb->drawn + (double)n / (double)rb->positions - rb->games[rb->head].drawn_at >
+		       rb->reuse_cap * (1 + 1e-12))
+		drop_oldest(rb);
+	if (rb->positions == 0)
+		return REPLAY_USED_UP;
+	if (counted)
+		rb->drawn += (double)n / (double)rb->positions;
 	if (!rb->prefix_ok) {
 		rb->prefix[0] = 0;
 		for (int64_t i = 0; i < rb->n; i++)

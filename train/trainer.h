@@ -170,6 +170,17 @@ int trainer_eval(trainer *t, const train_batch *b, train_stats *st);
  * a comm of several ranks batch norm uses the global statistics, but the
  * gradient and losses are this rank's (not averaged). */
 int trainer_gradient(trainer *t, const train_batch *b, train_stats *st);
+/* Batch-norm running statistics recomputed from data ("precise BN"), so
+ * that they match the weights (the running averages lag them, and start
+ * from 0 and 1): trainer_bn_begin, then trainer_bn_add for each of a few
+ * full batches (a training-mode forward each: every layer's batch mean and
+ * variance, with a comm the global batch's), then trainer_bn_commit sets
+ * every layer's running mean and variance to those of all the batches
+ * together (the variance unbiased, as the momentum rule does). Weights,
+ * step and RNG are unchanged. Each 0, or -1 with trainer_error(). */
+int trainer_bn_begin(trainer *t);
+int trainer_bn_add(trainer *t, const train_batch *b);
+int trainer_bn_commit(trainer *t);
 /* The gradient of the last trainer_gradient / trainer_step (before
  * clipping), parallel to trainer_net(t)->data (0 for running stats). */
 const float *trainer_grad(const trainer *t);

@@ -341,14 +341,15 @@ Test(gtp_gui, loadsgf_edited_game)
  * next; kata-search_analyze_cancellable ends with `play cancelled`
  * (here cancelled by a blank line); a search that reaches its limit
  * (before the next line comes) answers its move; the board never
- * changes. */
+ * changes. The 10-visit search gets 8 s: it needs well under a second of
+ * CPU, but on a loaded machine its wall time ran past 2 s. */
 Test(gtp_gui, kata_search_cancellable)
 {
 	char cmd[1024], out[1 << 16];
 	snprintf(cmd, sizeof(cmd),
 		 "(printf 'kata-search_cancellable b\\n'; sleep 0.5; printf 'name\\n'; "
 		 "printf 'kata-search_analyze_cancellable b 10\\n'; sleep 0.5; printf '\\n'; "
-		 "printf 'kata-set-param maxVisits 10\\nkata-search_cancellable b\\n'; sleep 2; "
+		 "printf 'kata-set-param maxVisits 10\\nkata-search_cancellable b\\n'; sleep 8; "
 		 "printf 'showboard\\n') | "
 		 "timeout -k 1 50 %s gtp -q --noponder -v 100000000 -w %s/go9.sente 2>/dev/null",
 		 cli_test_bin(), net_dir);

@@ -14,6 +14,7 @@
 #include "data/store.h"
 #include "engine/clock.h"
 #include "loop/loop.h"
+#include "train/replay.h"
 #include "tests/loop/loop_util.h"
 
 /* A metric's last value at any step; NAN when it has none. */
@@ -324,6 +325,50 @@ Test(loop, trainer_knobs_reach_the_learner, .timeout = 240)
 	loop_config_text(&o, config, sizeof(config));
 	cr_assert(strstr(config, "lr-schedule step\n") && strstr(config, "lr-drops 5,50\n"), "%s",
 		  config);
+	loop_close(r);
+	loop_test_rmdir(dir);
+}
+
+Test(loop, growing_window_reuse_cap_and_bn_batches, .timeout = 240)
+{
+	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	loop_options o = loop_test_options(dir);
+	o.window_min = 33;   /* a batch (32) and one */
+	o.positions_per_iter = 100;
+	o.reuse_cap = 2;     /* below the 6 draws per new position asked */
+	o.bn_batches = 2;
+	loop *r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	for (int i = 0; i < 2; i++) {
+		loop_iteration it;
+		cr_assert_eq(loop_selfplay(r, &it, err, sizeof(err)), 0, "%s", err);
+		/* The window of the positions stored so far, within a game (the
+		 * cap retires the games of the iteration before: from then on
+		 * at most that). */
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/sente.db", dir);
+		int64_t games, seen;
+		store *db = store_open(path, err, sizeof(err));
+		cr_assert(db, "%s", err);
+		store_count(db, &games, &seen);
+		store_close(db);
+		int64_t w = replay_window_size(seen, 33, o.window_alpha, o.window_beta, o.window);
+		cr_assert(w < seen, "the window narrowed");
+		cr_assert((i > 0 || it.window >= w) && it.window < w + 43,
+			  "window %lld for %lld seen (%lld)", (long long)it.window, (long long)seen,
+			  (long long)w);
+		cr_assert_eq(loop_train(r, &it, err, sizeof(err)), 0, "%s", err);
+		cr_assert(it.used_up, "the cap stopped training");
+		int asked = (int)ceil(it.new_positions * o.sample_ratio / o.batch);
+		cr_assert_lt(it.steps, asked);
+		cr_assert_eq(loop_export(r, &it, err, sizeof(err)), 0, "%s", err);
+	}
+	char config[4096];
+	loop_config_text(&o, config, sizeof(config));
+	cr_assert(strstr(config, "window-min 33\n") && strstr(config, "reuse-cap 2\n") &&
+		  strstr(config, "bn-batches 2\n") && strstr(config, "window-alpha 0.75\n"),
+		  "%s", config);
 	loop_close(r);
 	loop_test_rmdir(dir);
 }

@@ -355,6 +355,25 @@ Test(mcts, go_ladder_breaker)
 	cr_assert(found, "move %d captures nothing", mv);
 }
 
+/* An evaluator over fake_c4 (f must outlive it). */
+static evaluator *fake_c4_evaluator(fake_net *f)
+{
+	fake_c4_init(f, 8, 0);
+	nn_backend *be = &f->be;
+	eval_options eo = eval_options_default();
+	return eval_new(&be, 1, NN_ENC_C4, &eo, NULL, 0);
+}
+
+/* One thread, `visits` playouts, a small pool. */
+static mcts_options one_thread_options(int visits)
+{
+	mcts_options o = mcts_options_default();
+	o.threads = 1;
+	o.max_visits = visits;
+	o.max_memory = 16 << 20;
+	return o;
+}
+
 /* Children of the root with at least one visit after `visits` playouts with
  * noise of weight 0 (the priors stay the network's) and the given root FPU
  * reductions. */
@@ -362,18 +381,12 @@ static int root_children_visited(float fpu_root, float fpu_root_noise, bool nois
 {
 	c4_position(""); /* fake_c4: uniform priors */
 	fake_net f;
-	fake_c4_init(&f, 8, 0);
-	nn_backend *be = &f.be;
-	eval_options eo = eval_options_default();
-	evaluator *ev = eval_new(&be, 1, NN_ENC_C4, &eo, NULL, 0);
-	mcts_options o = mcts_options_default();
-	o.threads = 1;
-	o.max_visits = 60;
+	evaluator *ev = fake_c4_evaluator(&f);
+	mcts_options o = one_thread_options(60);
 	o.noise = noise;
 	o.noise_eps = 0;
 	o.fpu_root = fpu_root;
 	o.fpu_root_noise = fpu_root_noise;
-	o.max_memory = 16 << 20;
 	mcts *m = mcts_new(ev, &o, NULL, 0);
 	mcts_set_position(m, &g);
 	mcts_search(m);
@@ -443,4 +456,79 @@ Test(mcts, interrupt_from_another_thread)
 	cr_assert_eq(mcts_root_visits(m), 50, "mcts_clear lifts the interrupt");
 	mcts_free(m);
 	eval_free(ev);
+}
+/* A search of `visits` playouts under Dirichlet noise with forced playouts
+ * k, from Connect Four position `cols`: root children raw (mcts_root_children)
+ * and as the policy target, by move. */
+static void forced_search(const char *cols, float k, int visits, mcts_child_info *raw,
+			  mcts_child_info *target)
+{
+	c4_position(cols);
+	fake_net f;
+	evaluator *ev = fake_c4_evaluator(&f);
+	mcts_options o = one_thread_options(visits);
+	o.noise = true;
+	o.forced_k = k;
+	o.seed = 3;
+	mcts *m = mcts_new(ev, &o, NULL, 0);
+	mcts_set_position(m, &g);
+	mcts_search(m);
+	mcts_child_info a[8], b[8];
+	int n = mcts_root_children(m, a, 8);
+	cr_assert_eq(mcts_policy_target(m, b, 8), n);
+	memset(raw, 0, sizeof(*raw) * 7);
+	memset(target, 0, sizeof(*target) * 7);
+	for (int i = 0; i < n; i++) {
+		raw[a[i].move] = a[i];
+		target[b[i].move] = b[i];
+	}
+	mcts_free(m);
+	eval_free(ev);
+}
+
+Test(mcts, forced_playouts_and_policy_target_pruning)
+{
+	/* Column 1 wins at once: the search pours its visits there, and the
+	 * other children (their priors the noise's, but column 2's, which
+	 * fake_c4 makes large) would get hardly any. */
+	mcts_child_info raw[7], target[7], raw0[7], target0[7];
+	forced_search("121212", 2, 400, raw, target);
+	forced_search("121212", 0, 400, raw0, target0);
+	int total = 0, total0 = 0, best = 0;
+	for (int c = 0; c < 7; c++) {
+		total += raw[c].visits;
+		total0 += raw0[c].visits;
+		if (raw[c].visits > raw[best].visits)
+			best = c;
+	}
+	/* Each child got its forced playouts (within the last one). Without
+	 * forcing, some child falls short of that count. */
+	bool short0 = false;
+	for (int c = 0; c < 7; c++) {
+		double forced = mcts_forced_playouts(2, raw[c].prior, total);
+		cr_assert_geq(raw[c].visits + 1, forced, "column %d: %d visits, %g forced", c + 1,
+			      raw[c].visits, forced);
+		short0 |= raw0[c].visits + 1 < mcts_forced_playouts(2, raw0[c].prior, total0);
+		/* Without forcing the target is the visits. */
+		cr_assert_eq(target0[c].visits, raw0[c].visits);
+	}
+	cr_assert(short0, "forcing changed nothing here: the test shows nothing");
+	/* Pruning: the best move keeps its visits; the others lose at most
+	 * their forced playouts, none is left with one visit, and some lose
+	 * them all. */
+	cr_assert_eq(target[best].visits, raw[best].visits);
+	int removed = 0, dropped = 0;
+	for (int c = 0; c < 7; c++) {
+		if (c == best)
+			continue;
+		int lost = raw[c].visits - target[c].visits;
+		double forced = mcts_forced_playouts(2, raw[c].prior, total);
+		cr_assert(lost >= 0 && (lost <= (int)forced || target[c].visits == 0),
+			  "column %d lost %d of %d (forced %g)", c + 1, lost, raw[c].visits, forced);
+		cr_assert_neq(target[c].visits, 1);
+		removed += lost;
+		dropped += raw[c].visits > 0 && target[c].visits == 0;
+	}
+	cr_assert_gt(removed, 0);
+	cr_assert_gt(dropped, 0, "children visited only by forcing are pruned");
 }

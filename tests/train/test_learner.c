@@ -27,7 +27,8 @@ Test(learner, lookup_by_name)
 /* Every entry of a table that can make a learner is there. */
 static void assert_complete(const learner_ops *o)
 {
-	cr_assert(o->create && o->destroy && o->add_game && o->positions && o->step && o->net &&
+	cr_assert(o->create && o->destroy && o->add_game && o->positions && o->step &&
+		  o->set_window && o->recompute_bn && o->net &&
 		  o->steps && o->set_comm && o->broadcast && o->checkpoint_save &&
 		  o->checkpoint_load && o->checkpoint_world && o->error,
 		  "%s: an entry is missing", o->name);

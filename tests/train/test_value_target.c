@@ -5,27 +5,12 @@
 
 #include "data/record.h"
 #include "nn/encode.h"
+#include "tests/train/train_util.h"
 #include "train/replay.h"
 
-/* A Connect Four game down column 1 and 2 (the first player wins on its
- * column 1 at ply 6), every move searched, root value of move i = q_of(i). */
-static float q_of(int i) { return 0.01f * (float)(i + 1) * (i % 2 ? -1 : 1); }
+#define q_of tu_game_q
 
-static void known_game(game_record *r, bool with_q)
-{
-	game_params p = game_params_default(GAME_KIND_CONNECT4);
-	game g;
-	game_init(&g, &p);
-	record_init(r, &p);
-	const int cols[] = { 0, 1, 0, 1, 0, 1, 0 };
-	for (int i = 0; i < 7; i++) {
-		record_visit v = { (int16_t)cols[i], 10 };
-		cr_assert_eq(record_add_move(r, cols[i], true, with_q ? q_of(i) : NAN, &v, 1), 0);
-		cr_assert_eq(game_play(&g, cols[i]), GAME_OK);
-	}
-	cr_assert(game_is_over(&g));
-	record_set_outcome(r, &g);
-}
+static void known_game(game_record *r, bool with_q) { tu_column_game(r, 0, with_q); }
 
 Test(value_target, record_mix)
 {

@@ -9,6 +9,25 @@
 
 #include "train/layers.h"
 
+float tu_game_q(int i) { return 0.01f * (float)(i + 1) * (i % 2 ? -1 : 1); }
+
+void tu_column_game(game_record *r, int shift, bool with_q)
+{
+	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	game g;
+	game_init(&g, &p);
+	record_init(r, &p);
+	const int cols[] = { 0, 1, 0, 1, 0, 1, 0 };
+	for (int i = 0; i < 7; i++) {
+		int c = cols[i] + shift;
+		record_visit v = { (int16_t)c, 10 };
+		cr_assert_eq(record_add_move(r, c, true, with_q ? tu_game_q(i) : NAN, &v, 1), 0);
+		cr_assert_eq(game_play(&g, c), GAME_OK);
+	}
+	cr_assert(game_is_over(&g));
+	record_set_outcome(r, &g);
+}
+
 uint64_t tu_rng(uint64_t *s)
 {
 	*s ^= *s << 13;

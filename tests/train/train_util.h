@@ -3,6 +3,9 @@
 #ifndef SENTE_TESTS_TRAIN_UTIL_H
 #define SENTE_TESTS_TRAIN_UTIL_H
 
+#include <stdbool.h>
+
+#include "data/record.h"
 #include "train/trainer.h"
 
 /* A random net: Connect Four (WDL) or Go size x size (native, tanh). */
@@ -28,6 +31,12 @@ double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, d
  * 0.33-0.47, a sum for a mean (twice the learning rate) by 0.57-0.65. */
 double tu_update_difference(const float *start, const float *a, const float *b, size_t n);
 #define TU_SAME_UPDATE 0.1 /* the largest difference two ways of one step may have */
+/* A Connect Four game of 7 searched moves, one visit count each: the
+ * first player wins at ply 6 down column 1 + shift (columns 1 + shift and
+ * 2 + shift alternate; shift 0..5). Root value of move i: tu_game_q(i)
+ * when with_q, else unknown (NAN). */
+void tu_column_game(game_record *r, int shift, bool with_q);
+float tu_game_q(int i);
 uint64_t tu_rng(uint64_t *s);
 double tu_uniform(uint64_t *s, double lo, double hi);
 

@@ -213,6 +213,24 @@ static int gpu_checkpoint_world(const void *ctx)
 	return l->ck_world;
 }
 
+/* The window on the device is a ring of options.window positions, drawn
+ * from uniformly: it does not narrow. */
+static int gpu_set_window(void *ctx, int64_t window)
+{
+	gpu_learner *l = ctx;
+	snprintf(l->err, sizeof(l->err), "the CUDA learner's window is fixed (--window)");
+	return -1;
+}
+
+/* The CUDA trainer keeps its running statistics by momentum alone. */
+static int gpu_recompute_bn(void *ctx, int batches)
+{
+	gpu_learner *l = ctx;
+	snprintf(l->err, sizeof(l->err),
+		 "the CUDA learner does not recompute batch-norm statistics (momentum only)");
+	return -1;
+}
+
 static const char *gpu_error(const void *ctx)
 {
 	const gpu_learner *l = ctx;
@@ -226,6 +244,8 @@ const learner_ops learner_cuda = {
 	.add_game = gpu_add_game,
 	.positions = gpu_positions,
 	.step = gpu_step,
+	.set_window = gpu_set_window,
+	.recompute_bn = gpu_recompute_bn,
 	.net = gpu_net,
 	.steps = gpu_steps,
 	.set_comm = gpu_set_comm,

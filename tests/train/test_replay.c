@@ -1,0 +1,167 @@
+/* The window's growth (KataGo's power law), its narrowing, and the reuse
+ * cap. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "data/record.h"
+#include "nn/encode.h"
+#include "tests/train/train_util.h"
+#include "train/replay.h"
+
+static void seven_moves(game_record *r, int shift) { tu_column_game(r, shift, false); }
+
+/* The formula as KataGo's shuffler writes it (scale = min, no offsets). */
+static double katago_window(double n, double min, double alpha, double beta)
+{
+	double w = (pow(n, alpha) - pow(min, alpha)) / (alpha * pow(min, alpha - 1)) * beta + min;
+	return w < min ? min : w;
+}
+
+Test(replay, window_follows_the_power_law)
+{
+	const int64_t min = 10000;
+	cr_assert_eq(replay_window_size(0, min, 0.75, 0.4, 0), min);
+	cr_assert_eq(replay_window_size(min / 2, min, 0.75, 0.4, 0), min);
+	cr_assert_eq(replay_window_size(min, min, 0.75, 0.4, 0), min);
+	for (int64_t n = min; n <= 1000 * min; n *= 3) {
+		double want = katago_window((double)n, (double)min, 0.75, 0.4);
+		int64_t got = replay_window_size(n, min, 0.75, 0.4, 0);
+		cr_assert(fabs((double)got - want) <= 1.0, "N %lld: %lld, KataGo's %.1f",
+			  (long long)n, (long long)got, want);
+		/* It grows, ever more slowly, and stays below N. */
+		cr_assert_lt(got, n > min ? n : n + 1);
+	}
+	/* First slope beta; then the growth goes as N^alpha: 10 times the
+	 * data, about 10^0.75 times the growth. */
+	double slope = (double)(replay_window_size(min + 1000, min, 0.75, 0.4, 0) - min) / 1000;
+	cr_assert(fabs(slope - 0.4) < 0.01, "first slope %g", slope);
+	double g1 = (double)(replay_window_size(100 * min, min, 0.75, 0.4, 0) - min);
+	double g2 = (double)(replay_window_size(1000 * min, min, 0.75, 0.4, 0) - min);
+	cr_assert(fabs(g2 / g1 - pow(10, 0.75)) < 0.2, "growth %g", g2 / g1);
+	/* alpha 1: linear; beta 0: fixed; max caps it. */
+	cr_assert_eq(replay_window_size(3 * min, min, 1, 0.5, 0), min + min);
+	cr_assert_eq(replay_window_size(50 * min, min, 0.75, 0, 0), min);
+	cr_assert_eq(replay_window_size(1000 * min, min, 0.75, 0.4, 3 * min), 3 * min);
+}
+
+Test(replay, window_narrows_and_widens_to_its_size)
+{
+	replay_buffer *rb = replay_new(100);
+	game_record r;
+	seven_moves(&r, 0);
+	for (int i = 0; i < 30; i++)
+		cr_assert_eq(replay_add_game(rb, &r), 0);
+	/* Full: at least 100 positions, less than one game more. */
+	cr_assert(replay_positions(rb) >= 100 && replay_positions(rb) < 107);
+	replay_set_window(rb, 20);
+	cr_assert(replay_positions(rb) >= 20 && replay_positions(rb) < 27, "%lld",
+		  (long long)replay_positions(rb));
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(replay_add_game(rb, &r), 0);
+	cr_assert(replay_positions(rb) < 27, "the narrowed window holds");
+	/* Widening is bounded by replay_new's size. */
+	replay_set_window(rb, 1000000);
+	for (int i = 0; i < 30; i++)
+		cr_assert_eq(replay_add_game(rb, &r), 0);
+	cr_assert(replay_positions(rb) >= 100 && replay_positions(rb) < 107);
+	cr_assert_eq(replay_added(rb), 65 * 7);
+	record_free(&r);
+	replay_free(rb);
+}
+
+Test(replay, reuse_cap_holds)
+{
+	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	nn_arch a = nn_arch_default(&p, 1, 8);
+	train_batch *b = train_batch_new(&a, 64, 0);
+	game_record r0, r1;
+	seven_moves(&r0, 0);
+	seven_moves(&r1, 2);
+	uint64_t rng = 3;
+
+	/* One game of 7 positions, cap 3: three draws of 7 are 3 draws per
+	 * position on average; the fourth would pass the cap. */
+	replay_buffer *rb = replay_new(1000);
+	replay_set_reuse_cap(rb, 3);
+	cr_assert_eq(replay_add_game(rb, &r0), 0);
+	for (int k = 0; k < 3; k++) {
+		cr_assert_eq(replay_sample(rb, &rng, a.encoding, 7, b), 0, "draw %d", k);
+		cr_assert(replay_oldest_reuse(rb) <= 3 + 1e-9);
+	}
+	cr_assert_float_eq(replay_oldest_reuse(rb), 3.0, 1e-9);
+	cr_assert_eq(replay_sample(rb, &rng, a.encoding, 7, b), REPLAY_USED_UP);
+	cr_assert_eq(replay_positions(rb), 0);
+	/* Draws for statistics do not count, and find nothing left. */
+	cr_assert_eq(replay_sample_uncounted(rb, &rng, a.encoding, 7, b), -1);
+	/* A new game: sampling resumes, from it alone. */
+	cr_assert_eq(replay_add_game(rb, &r1), 0);
+	cr_assert_eq(replay_sample(rb, &rng, a.encoding, 7, b), 0);
+	cr_assert_float_eq(replay_oldest_reuse(rb), 1.0, 1e-9);
+	replay_free(rb);
+
+	/* Oldest first: game 0 drawn 2.5 times, then game 1 comes; each draw
+	 * of 7 from 14 positions adds 0.5: game 0 reaches 3, then leaves. */
+	rb = replay_new(1000);
+	replay_set_reuse_cap(rb, 3);
+	cr_assert_eq(replay_add_game(rb, &r0), 0);
+	cr_assert_eq(replay_sample(rb, &rng, a.encoding, 7, b), 0);
+	cr_assert_eq(replay_sample(rb, &rng, a.encoding, 7, b), 0);
+	cr_assert_eq(replay_add_game(rb, &r1), 0);
+	cr_assert_eq(replay_sample(rb, &rng, a.encoding, 7, b), 0);
+	cr_assert_eq(replay_sample(rb, &rng, a.encoding, 7, b), 0);
+	cr_assert_eq(replay_games(rb), 2);
+	cr_assert_float_eq(replay_oldest_reuse(rb), 3.0, 1e-9);
+	cr_assert_eq(replay_sample(rb, &rng, a.encoding, 7, b), 0);
+	cr_assert_eq(replay_games(rb), 1, "the oldest left at the cap");
+	cr_assert_float_eq(replay_oldest_reuse(rb), 2.0, 1e-9); /* 0.5 + 0.5 + 1 */
+	replay_free(rb);
+
+	/* No cap: never used up. */
+	rb = replay_new(1000);
+	cr_assert_eq(replay_add_game(rb, &r0), 0);
+	for (int k = 0; k < 50; k++)
+		cr_assert_eq(replay_sample(rb, &rng, a.encoding, 7, b), 0);
+	cr_assert_eq(replay_games(rb), 1);
+	replay_free(rb);
+	record_free(&r0);
+	record_free(&r1);
+	train_batch_free(b);
+}
+
+/* A loop's use: each round adds games then trains sample-ratio draws per
+ * new position. With a cap, no position of the run is drawn more than the
+ * cap on average, the first games included (without it they are drawn
+ * far more than the newest: the window fills slowly). */
+Test(replay, first_games_are_not_overused_under_the_cap)
+{
+	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	nn_arch a = nn_arch_default(&p, 1, 8);
+	train_batch *b = train_batch_new(&a, 70, 0);
+	game_record r;
+	seven_moves(&r, 0);
+	uint64_t rng = 5;
+	for (int capped = 0; capped < 2; capped++) {
+		replay_buffer *rb = replay_new(1400);
+		replay_set_reuse_cap(rb, capped ? 8 : 0);
+		double max_reuse = 0;
+		for (int round = 0; round < 40; round++) {
+			for (int g = 0; g < 10; g++)
+				cr_assert_eq(replay_add_game(rb, &r), 0);
+			/* 70 new positions, ratio 6: 6 draws of 70. */
+			for (int k = 0; k < 6; k++) {
+				int rc = replay_sample(rb, &rng, a.encoding, 70, b);
+				cr_assert(rc == 0 || (capped && rc == REPLAY_USED_UP));
+				if (replay_oldest_reuse(rb) > max_reuse)
+					max_reuse = replay_oldest_reuse(rb);
+			}
+		}
+		if (capped)
+			cr_assert(max_reuse <= 8 + 1e-9, "reuse %g", max_reuse);
+		else
+			cr_assert(max_reuse > 12, "without a cap the first games are overused (%g)",
+				  max_reuse);
+		replay_free(rb);
+	}
+	record_free(&r);
+	train_batch_free(b);
+}
