@@ -3,9 +3,11 @@
  * Each kernel runs `n` rounds of independent accumulator chains, enough of
  * them to cover the instruction's latency on two ports (AVX2 has 16 vector
  * registers, so 12 chains there; AVX-512 has 32, so 16), and returns the
- * ops it did. The accumulators are summed into a volatile sink so that the
- * compiler keeps the work. Integer accumulators may wrap: only the time
- * counts. */
+ * ops it did. The chains are named variables, not an array, so that they
+ * live in registers whatever the optimisation level or sanitiser (an array
+ * went to memory at -O1 under ASan, and the loop timed the stores). The
+ * accumulators are summed into a volatile sink so that the compiler keeps
+ * the work. Integer accumulators may wrap: only the time counts. */
 #include "nn/cpu/peak.h"
 
 #include <cpuid.h>
@@ -19,138 +21,123 @@ static volatile double sink;
 
 typedef double (*peak_kernel)(long n);
 
-__attribute__((target("avx2,fma"))) static double fp32_avx2(long n)
+/* X(k) for each chain k. */
+#define CHAINS12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define CHAINS16(X) CHAINS12(X) X(12) X(13) X(14) X(15)
+
+/* One kernel: `chains` accumulators a0.. of type T set by INIT(k), each
+ * round updated by STEP(k), at the end folded by FOLD into `sum` (a T),
+ * which REDUCE turns into a double. */
+#define PEAK_KERNEL(name, isa, T, chains, INIT, STEP, FOLD, REDUCE, ops_per_round)  \
+	__attribute__((target(isa))) static double name(long n)                          \
+	{                                                                               \
+		PEAK_SETUP                                                              \
+		chains(INIT)                                                            \
+		for (long i = 0; i < n; i++) {                                          \
+			chains(STEP)                                                    \
+		}                                                                       \
+		T sum = a0;                                                             \
+		chains(FOLD)                                                            \
+		sink = REDUCE(sum);                                                     \
+		return (double)n * (ops_per_round);                                     \
+	}
+
+static inline __attribute__((target("avx2"))) double first_ps256(__m256 v)
 {
-	__m256 a[12], b = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
-	#pragma GCC unroll 12
-	for (int k = 0; k < 12; k++)
-		a[k] = _mm256_set1_ps(1.0f + (float)k);
-	for (long i = 0; i < n; i++)
-		#pragma GCC unroll 12
-		for (int k = 0; k < 12; k++)
-			a[k] = _mm256_fmadd_ps(a[k], b, c);
-	float out[8];
-	#pragma GCC unroll 12
-	for (int k = 1; k < 12; k++)
-		a[0] = _mm256_add_ps(a[0], a[k]);
-	_mm256_storeu_ps(out, a[0]);
-	sink = out[0];
-	return (double)n * 12 * 8 * 2;
+	return _mm256_cvtss_f32(v);
+}
+static inline __attribute__((target("avx2"))) double first_epi256(__m256i v)
+{
+	return _mm256_cvtsi256_si32(v);
 }
 
-__attribute__((target("avx512f"))) static double fp32_avx512(long n)
-{
-	__m512 a[16], b = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
-	#pragma GCC unroll 16
-	for (int k = 0; k < 16; k++)
-		a[k] = _mm512_set1_ps(1.0f + (float)k);
-	for (long i = 0; i < n; i++)
-		#pragma GCC unroll 16
-		for (int k = 0; k < 16; k++)
-			a[k] = _mm512_fmadd_ps(a[k], b, c);
-	#pragma GCC unroll 16
-	for (int k = 1; k < 16; k++)
-		a[0] = _mm512_add_ps(a[0], a[k]);
-	sink = _mm512_reduce_add_ps(a[0]);
-	return (double)n * 16 * 16 * 2;
-}
+/* fp32 FMA: a = a * b + c (b just under 1 keeps a bounded); 2 ops a lane. */
+#define PEAK_SETUP const __m256 b = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
+#define INIT(k) __m256 a##k = _mm256_set1_ps(1.0f + (k));
+#define STEP(k) a##k = _mm256_fmadd_ps(a##k, b, c);
+#define FOLD(k) sum = _mm256_add_ps(sum, a##k);
+PEAK_KERNEL(fp32_avx2, "avx2,fma", __m256, CHAINS12, INIT, STEP, FOLD, first_ps256, 12 * 8 * 2)
+#undef PEAK_SETUP
+#undef INIT
+#undef STEP
+#undef FOLD
+
+#define PEAK_SETUP const __m512 b = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
+#define INIT(k) __m512 a##k = _mm512_set1_ps(1.0f + (k));
+#define STEP(k) a##k = _mm512_fmadd_ps(a##k, b, c);
+#define FOLD(k) sum = _mm512_add_ps(sum, a##k);
+PEAK_KERNEL(fp32_avx512, "avx512f", __m512, CHAINS16, INIT, STEP, FOLD, _mm512_reduce_add_ps,
+	    16 * 16 * 2)
+#undef PEAK_SETUP
+#undef INIT
+#undef STEP
+#undef FOLD
 
 /* u8 x s8 without VNNI: vpmaddubsw (pairs into s16), vpmaddwd by ones
- * (pairs into s32), vpaddd: 32 multiply-adds per step on 256 bits. */
-__attribute__((target("avx2"))) static double int8_avx2(long n)
-{
-	__m256i a[12], x = _mm256_set1_epi8(3), y = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
-	#pragma GCC unroll 12
-	for (int k = 0; k < 12; k++)
-		a[k] = _mm256_set1_epi32(k);
-	for (long i = 0; i < n; i++)
-		#pragma GCC unroll 12
-		for (int k = 0; k < 12; k++)
-			a[k] = _mm256_add_epi32(
-				a[k], _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), one));
-	int32_t out[8];
-	#pragma GCC unroll 12
-	for (int k = 1; k < 12; k++)
-		a[0] = _mm256_add_epi32(a[0], a[k]);
-	_mm256_storeu_si256((__m256i *)out, a[0]);
-	sink = out[0];
-	return (double)n * 12 * 32 * 2;
-}
+ * (pairs into s32), vpaddd: 32 multiply-adds per step on 256 bits, 64 on
+ * 512 (AVX-512 without VNNI). */
+#define PEAK_SETUP                                                                       \
+	const __m256i x = _mm256_set1_epi8(3), y = _mm256_set1_epi8(-2),                 \
+		      one = _mm256_set1_epi16(1);
+#define INIT(k) __m256i a##k = _mm256_set1_epi32(k);
+#define STEP(k) a##k = _mm256_add_epi32(a##k, _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), one));
+#define FOLD(k) sum = _mm256_add_epi32(sum, a##k);
+PEAK_KERNEL(int8_avx2, "avx2", __m256i, CHAINS12, INIT, STEP, FOLD, first_epi256, 12 * 32 * 2)
+#undef PEAK_SETUP
+#undef INIT
+#undef STEP
 
-/* The same sequence on 512 bits (AVX-512 without VNNI). */
-__attribute__((target("avx512f,avx512bw"))) static double int8_avx512bw(long n)
-{
-	__m512i a[16], x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2), one = _mm512_set1_epi16(1);
-	#pragma GCC unroll 16
-	for (int k = 0; k < 16; k++)
-		a[k] = _mm512_set1_epi32(k);
-	for (long i = 0; i < n; i++)
-		#pragma GCC unroll 16
-		for (int k = 0; k < 16; k++)
-			a[k] = _mm512_add_epi32(
-				a[k], _mm512_madd_epi16(_mm512_maddubs_epi16(x, y), one));
-	#pragma GCC unroll 16
-	for (int k = 1; k < 16; k++)
-		a[0] = _mm512_add_epi32(a[0], a[k]);
-	sink = _mm512_reduce_add_epi32(a[0]);
-	return (double)n * 16 * 64 * 2;
-}
+#define PEAK_SETUP                                                                       \
+	const __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2),                 \
+		      one = _mm512_set1_epi16(1);
+#define INIT(k) __m512i a##k = _mm512_set1_epi32(k);
+#define STEP(k) a##k = _mm512_add_epi32(a##k, _mm512_madd_epi16(_mm512_maddubs_epi16(x, y), one));
+#undef FOLD
+#define FOLD(k) sum = _mm512_add_epi32(sum, a##k);
+PEAK_KERNEL(int8_avx512bw, "avx512f,avx512bw", __m512i, CHAINS16, INIT, STEP, FOLD,
+	    _mm512_reduce_add_epi32, 16 * 64 * 2)
+#undef PEAK_SETUP
+#undef INIT
+#undef STEP
+#undef FOLD
 
-/* vpdpbusd on 256 bits (AVX-VNNI): 4 multiply-adds per s32 lane. */
-__attribute__((target("avx2,avxvnni"))) static double int8_avxvnni(long n)
-{
-	__m256i a[12], x = _mm256_set1_epi8(3), y = _mm256_set1_epi8(-2);
-	#pragma GCC unroll 12
-	for (int k = 0; k < 12; k++)
-		a[k] = _mm256_set1_epi32(k);
-	for (long i = 0; i < n; i++)
-		#pragma GCC unroll 12
-		for (int k = 0; k < 12; k++)
-			a[k] = _mm256_dpbusd_avx_epi32(a[k], x, y);
-	int32_t out[8];
-	#pragma GCC unroll 12
-	for (int k = 1; k < 12; k++)
-		a[0] = _mm256_add_epi32(a[0], a[k]);
-	_mm256_storeu_si256((__m256i *)out, a[0]);
-	sink = out[0];
-	return (double)n * 12 * 32 * 2;
-}
+/* vpdpbusd: 4 u8 x s8 multiply-adds per s32 lane, on 256 bits (AVX-VNNI)
+ * or 512 (AVX-512 VNNI). */
+#define PEAK_SETUP const __m256i x = _mm256_set1_epi8(3), y = _mm256_set1_epi8(-2);
+#define INIT(k) __m256i a##k = _mm256_set1_epi32(k);
+#define STEP(k) a##k = _mm256_dpbusd_avx_epi32(a##k, x, y);
+#define FOLD(k) sum = _mm256_add_epi32(sum, a##k);
+PEAK_KERNEL(int8_avxvnni, "avx2,avxvnni", __m256i, CHAINS12, INIT, STEP, FOLD, first_epi256,
+	    12 * 32 * 2)
+#undef PEAK_SETUP
+#undef INIT
+#undef STEP
+#undef FOLD
 
-__attribute__((target("avx512f,avx512vnni"))) static double int8_avx512vnni(long n)
-{
-	__m512i a[16], x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
-	#pragma GCC unroll 16
-	for (int k = 0; k < 16; k++)
-		a[k] = _mm512_set1_epi32(k);
-	for (long i = 0; i < n; i++)
-		#pragma GCC unroll 16
-		for (int k = 0; k < 16; k++)
-			a[k] = _mm512_dpbusd_epi32(a[k], x, y);
-	#pragma GCC unroll 16
-	for (int k = 1; k < 16; k++)
-		a[0] = _mm512_add_epi32(a[0], a[k]);
-	sink = _mm512_reduce_add_epi32(a[0]);
-	return (double)n * 16 * 64 * 2;
-}
+#define PEAK_SETUP const __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
+#define INIT(k) __m512i a##k = _mm512_set1_epi32(k);
+#define STEP(k) a##k = _mm512_dpbusd_epi32(a##k, x, y);
+#define FOLD(k) sum = _mm512_add_epi32(sum, a##k);
+PEAK_KERNEL(int8_avx512vnni, "avx512f,avx512vnni", __m512i, CHAINS16, INIT, STEP, FOLD,
+	    _mm512_reduce_add_epi32, 16 * 64 * 2)
+#undef PEAK_SETUP
+#undef INIT
+#undef STEP
+#undef FOLD
 
-/* vdpbf16ps: 2 bf16 multiply-adds per fp32 lane. */
-__attribute__((target("avx512f,avx512bf16"))) static double bf16_avx512(long n)
-{
-	__m512 a[16];
-	__m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = (__m512bh)_mm512_set1_epi16(0x3400);
-	#pragma GCC unroll 16
-	for (int k = 0; k < 16; k++)
-		a[k] = _mm512_set1_ps((float)k);
-	for (long i = 0; i < n; i++)
-		#pragma GCC unroll 16
-		for (int k = 0; k < 16; k++)
-			a[k] = _mm512_dpbf16_ps(a[k], x, y);
-	#pragma GCC unroll 16
-	for (int k = 1; k < 16; k++)
-		a[0] = _mm512_add_ps(a[0], a[k]);
-	sink = _mm512_reduce_add_ps(a[0]);
-	return (double)n * 16 * 32 * 2;
-}
+/* vdpbf16ps: 2 bf16 multiply-adds per fp32 lane (1.0 x 2^-23 pairs). */
+#define PEAK_SETUP                                                                       \
+	const __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80),                          \
+		       y = (__m512bh)_mm512_set1_epi16(0x3400);
+#define INIT(k) __m512 a##k = _mm512_set1_ps((float)(k));
+#define STEP(k) a##k = _mm512_dpbf16_ps(a##k, x, y);
+#define FOLD(k) sum = _mm512_add_ps(sum, a##k);
+PEAK_KERNEL(bf16_avx512, "avx512f,avx512bf16", __m512, CHAINS16, INIT, STEP, FOLD,
+	    _mm512_reduce_add_ps, 16 * 32 * 2)
+#undef PEAK_SETUP
+#undef INIT
+#undef STEP
+#undef FOLD
 
 /* AVX-VNNI (CPUID leaf 7, sub-leaf 1, EAX bit 4), which not every
  * compiler's __builtin_cpu_supports knows; AVX2 (checked first) says the
