@@ -5,6 +5,7 @@
 #ifndef SENTE_ENGINE_CLOCK_H
 #define SENTE_ENGINE_CLOCK_H
 
+#include <pthread.h>
 #include <time.h>
 
 /* Seconds on the monotonic clock since an arbitrary fixed point. */
@@ -38,6 +39,20 @@ static inline struct timespec clock_deadline(double seconds)
 		ts.tv_sec--;
 	}
 	return ts;
+}
+
+/* Initialises cv to wait on CLOCK_MONOTONIC, so that clock_deadline's
+ * instants can be given to pthread_cond_timedwait. 0, or pthread's error. */
+static inline int clock_cond_init(pthread_cond_t *cv)
+{
+	pthread_condattr_t ca;
+	int rc = pthread_condattr_init(&ca);
+	if (rc == 0) {
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		rc = pthread_cond_init(cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	return rc;
 }
 
 #endif

@@ -933,10 +933,7 @@ static bool parse_bans(const qctx *c, const game *g, query *q)
 				FAIL(field, "Cannot specify allowMoves more than once for the same player");
 			allowed[color] = true;
 		}
-		uint16_t until = depth > 65535 ? 65535 : (uint16_t)depth;
-		for (int m = 0; m < na; m++)
-			if (listed[m] != allow && q->avoid.until_ply[color][m] < until)
-				q->avoid.until_ply[color][m] = until;
+		mcts_avoid_ban(&q->avoid, color, listed, na, allow, depth > 65535 ? 65535 : (int)depth);
 	}
 	q->avoiding = true;
 	return true;

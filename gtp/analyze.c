@@ -131,8 +131,6 @@ static bool parse_ban(gtp_engine *e, const char *key, const char *who, const cha
 		return gtp_fail(r, "syntax error (avoid/allow: player)");
 	if (!gtp_parse_int(depth_s, &depth) || depth < 1)
 		return gtp_fail(r, "syntax error (avoid/allow: depth, an integer >= 1)");
-	if (depth > 65535)
-		depth = 65535;
 	if (allow ? a->avoiding : a->allowing)
 		return gtp_fail(r, "allow cannot be combined with avoid or given twice");
 	bool listed[GAME_MAX_ACTIONS] = { false };
@@ -144,11 +142,7 @@ static bool parse_ban(gtp_engine *e, const char *key, const char *who, const cha
 			return gtp_fail(r, "syntax error (avoid/allow: vertex)");
 		listed[m] = true;
 	}
-	int na = game_num_actions(&e->game);
-	uint16_t *ban = a->avoid.until_ply[color];
-	for (int m = 0; m < na; m++)
-		if (listed[m] != allow && ban[m] < depth)
-			ban[m] = (uint16_t)depth;
+	mcts_avoid_ban(&a->avoid, color, listed, game_num_actions(&e->game), allow, depth);
 	a->avoiding = true;
 	a->allowing |= allow;
 	return true;

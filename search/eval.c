@@ -276,11 +276,7 @@ evaluator *eval_new(nn_backend **backends, int n_backends, nn_encoding enc,
 	if (ev->opt.max_batch < 1)
 		ev->opt.max_batch = 1;
 	pthread_mutex_init(&ev->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&ev->not_empty, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&ev->not_empty); /* waits use clock_deadline */
 	pthread_cond_init(&ev->not_full, NULL);
 	if (n_backends == 0)
 		return ev;

@@ -249,11 +249,7 @@ mcts *mcts_new(evaluator *ev, const mcts_options *opt, char *err, size_t errlen)
 	m->ev = ev;
 	m->opt = opt ? *opt : mcts_options_default();
 	pthread_mutex_init(&m->expand_mu, NULL);
-	pthread_condattr_t ca; /* waits use clock_deadline, on CLOCK_MONOTONIC */
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&m->expanded, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&m->expanded); /* waits use clock_deadline */
 	if (m->opt.threads < 1)
 		m->opt.threads = 1;
 	if (m->opt.threads > MCTS_MAX_THREADS)
@@ -432,6 +428,14 @@ static inline double node_q(mcts_node *n, int vl_weight, double fpu, int *n_eff)
 	return (load_d(&n->wsum) - vl) / (double)(v + vl);
 }
 
+/* PUCT's exploration factor for a parent of `total` visits: the cpuct that
+ * grows with log(total) (KataGo's), times sqrt(total). */
+static double puct_explore(const mcts_options *o, double total)
+{
+	double c = o->cpuct + o->cpuct_log * log((total + o->cpuct_base + 1) / o->cpuct_base);
+	return c * sqrt(total > 1 ? total : 1);
+}
+
 /* ban: plies up to which each move is banned for the player to move here
  * (NULL: none); ply: this node's depth, 1 at the root. */
 static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root, const uint16_t *ban,
@@ -458,9 +462,7 @@ static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root, const u
 				   : m->opt.fpu_root;
 	double fpu = parent_q - red * sqrt(visited_prior);
 	double total = (double)pv + pvl;
-	double c = m->opt.cpuct +
-		   m->opt.cpuct_log * log((total + m->opt.cpuct_base + 1) / m->opt.cpuct_base);
-	double explore = c * sqrt(total > 1 ? total : 1);
+	double explore = puct_explore(&m->opt, total);
 	double best = -1e300;
 	uint32_t best_i = MCTS_NONE;
 	for (uint32_t k = 0; k < p->n_children; k++) {
@@ -846,9 +848,7 @@ int mcts_policy_target(mcts *m, mcts_child_info *out, int max)
 		total += out[i].visits;
 	/* PUCT as selection saw it at the end (no virtual loss: the search is
 	 * over), for the player to move at the root. */
-	double c = m->opt.cpuct +
-		   m->opt.cpuct_log * log((total + m->opt.cpuct_base + 1) / m->opt.cpuct_base);
-	double explore = c * sqrt(total > 1 ? total : 1);
+	double explore = puct_explore(&m->opt, total);
 	const mcts_child_info *best = &out[0]; /* the most visited */
 	double best_puct = best->q + explore * best->prior / (1.0 + best->visits);
 	for (int i = 1; i < n; i++) {
@@ -865,6 +865,15 @@ int mcts_policy_target(mcts *m, mcts_child_info *out, int max)
 	}
 	qsort(out, (size_t)n, sizeof(*out), cmp_info);
 	return n;
+}
+
+void mcts_avoid_ban(mcts_avoid *a, int color, const bool *listed, int n, bool allow, int depth)
+{
+	uint16_t until = depth > 65535 ? 65535 : depth < 0 ? 0 : (uint16_t)depth;
+	uint16_t *ban = a->until_ply[color];
+	for (int m = 0; m < n; m++)
+		if (listed[m] != allow && ban[m] < until)
+			ban[m] = until;
 }
 
 void mcts_set_avoid(mcts *m, const mcts_avoid *avoid)

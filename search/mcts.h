@@ -79,6 +79,11 @@ typedef struct mcts_avoid {
 	uint16_t until_ply[2][GAME_MAX_ACTIONS];
 } mcts_avoid;
 
+/* Bans for `color` (0 black, 1 white) up to ply `depth` (at most 65535)
+ * in a: the moves listed[0..n) when avoiding, every other one when
+ * `allow`; a ban already longer stays. */
+void mcts_avoid_ban(mcts_avoid *a, int color, const bool *listed, int n, bool allow, int depth);
+
 typedef struct mcts mcts;
 
 mcts_options mcts_options_default(void);

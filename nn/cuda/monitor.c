@@ -122,11 +122,7 @@ nn_cuda_monitor *nn_cuda_monitor_start(const int *devices, int n, double period,
 	m->n = n;
 	m->period = period > 0.01 ? period : 0.01;
 	pthread_mutex_init(&m->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&m->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	clock_cond_init(&m->cv); /* waits use clock_deadline */
 	if (pthread_create(&m->thread, NULL, monitor_main, m) != 0) {
 		snprintf(err, errlen, "cannot start the monitor thread");
 		pthread_mutex_destroy(&m->mu);
