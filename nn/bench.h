@@ -18,7 +18,8 @@
  * times positions per second. On the CPU each line also carries cpu_isa and
  * peak_gops, the cores' peak for the precision (nn/cpu/peak.h, measured
  * once at start on the backend's threads), and peak_fraction = gflops /
- * peak_gops; on CUDA, peak_tflops, tflops and tc_peak_fraction. Inputs are random 0/1 planes: the arithmetic
+ * peak_gops (above 1 is possible with Winograd convolutions, which do
+ * fewer multiplications than gflops counts); on CUDA, peak_tflops, tflops and tc_peak_fraction. Inputs are random 0/1 planes: the arithmetic
  * does not depend on them.
  */
 #ifndef SENTE_NN_BENCH_H

@@ -57,8 +57,11 @@ Test(cpu_peak, bench_nn_reports_the_fraction, .timeout = 120)
 	if (!__builtin_cpu_supports("avx2"))
 		cr_skip_test("no AVX2: the peak is not measured on this CPU");
 	static char out[1 << 16];
+	/* Direct convolutions: Winograd's do fewer multiplications than the
+	 * FLOPs counted, so their effective rate may pass the peak
+	 * (measured: 1.05 to 1.09 of it on one AVX-512 core). */
 	cr_assert_eq(cli_test_run("bench nn --backend cpu --blocks 2 --channels 32 --batch 8 "
-				  "--threads 1 --seconds 0.3",
+				  "--threads 1 --seconds 0.3 --algo direct",
 				  out, sizeof(out)),
 		     0, "%s", out);
 	const char *line = strstr(out, "{\"bench\":\"nn\"");
@@ -66,8 +69,8 @@ Test(cpu_peak, bench_nn_reports_the_fraction, .timeout = 120)
 	double peak = field(line, "peak_gops"), frac = field(line, "peak_fraction"),
 	       gflops = field(line, "gflops");
 	cr_assert_gt(peak, 0, "%s", line);
-	/* The fraction is the network's rate over the peak, and the network
-	 * cannot beat the instruction it is built on. */
+	/* The fraction is the network's rate over the peak, and direct
+	 * convolutions cannot beat the instruction they are built on. */
 	cr_assert(frac > 0 && frac < 1, "%s", line);
 	cr_assert_float_eq(frac, gflops / peak, 0.01 + 0.02 * frac, "%s", line);
 }
