@@ -287,7 +287,8 @@ static int store_c4(hctx *c, int64_t id, const char *method, const c4bench_resul
 }
 
 /* Connect Four: the error rates of model m, network alone and searched,
- * those not yet stored. Progress text into `line`. 0, or -1. */
+ * those not yet stored. Progress text into `line`. 0, 1 when a signal
+ * stopped it, or -1. */
 static int measure_c4(hctx *c, const hrun *h, const hmodel *m, char *line, size_t len, char *err,
 		      size_t errlen)
 {
@@ -311,8 +312,13 @@ static int measure_c4(hctx *c, const hrun *h, const hmodel *m, char *line, size_
 			total = done->value;
 		} else {
 			c4bench_result r[C4BENCH_MAX_SETS];
-			int n = k == 0 ? c4bench_network(&c->bench, ev, 0, r)
-				       : c4bench_search(&c->bench, ev, o->visits, 1, o->positions, 0, r);
+			int n = k == 0 ? c4bench_network(&c->bench, ev, 0, o->stop, r)
+				       : c4bench_search(&c->bench, ev, o->visits, 1, o->positions, 0,
+							o->stop, r);
+			if (n == C4BENCH_CUT_SHORT) {
+				rc = 1; /* stopped: the rest on the next run */
+				goto out;
+			}
 			if (n < 0) {
 				snprintf(err, errlen, "the search could not start");
 				goto out;
@@ -646,6 +652,8 @@ int harness_eval(const harness_options *o, char *err, size_t errlen)
 		double t0 = clock_now();
 		int r = c.have_bench ? measure_c4(&c, &h, m, line, sizeof(line), err, errlen)
 				     : measure_go(&c, m, line, sizeof(line), err, errlen);
+		if (r == 1)
+			break;
 		if (r != 0) {
 			char why[2048];
 			snprintf(why, sizeof(why), "model %lld (%.900s): %.1000s", (long long)m->id, m->file, err);

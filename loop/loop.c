@@ -475,8 +475,8 @@ static void measure_c4(loop *r, int64_t step, bool with_search, double deadline,
 		       with_search ? "network and search" : "network");
 	double t0 = clock_now(), net_s = 0;
 	int rc = loop_measure_c4(r->db, &r->bench, learner_net(r->L), r->o.eval_visits,
-				 r->o.eval_positions, step, with_search, deadline, r->o.log, &r->prog,
-				 quiet, &net_s);
+				 r->o.eval_positions, step, with_search, deadline, r->o.stop, r->o.log,
+				 &r->prog, quiet, &net_s);
 	double t = clock_now() - t0;
 	if (rc >= 0)
 		r->measure_s[0] = net_s;
@@ -918,6 +918,10 @@ int loop_run(const loop_options *o, char *err, size_t errlen)
 			rc = -1;
 			break;
 		}
+		/* Stopped: the checkpoint is written; what is left must be
+		 * quick (mpirun sends SIGKILL a second after its SIGTERM). */
+		if (stopped(r))
+			break;
 		loop_measure(r, &it);
 		char why[512];
 		loop_report(r, why, sizeof(why));

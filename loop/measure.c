@@ -44,8 +44,9 @@ evaluator *loop_measure_evaluator(const nn_net *net, const eval_options *eo, nn_
 }
 
 int loop_measure_c4(store *db, const c4bench *bench, const nn_net *net, int eval_visits,
-		    int eval_positions, int64_t step, bool with_search, double deadline, FILE *log,
-		    progress *prog, bool quiet, double *net_seconds)
+		    int eval_positions, int64_t step, bool with_search, double deadline,
+		    const volatile sig_atomic_t *stop, FILE *log, progress *prog, bool quiet,
+		    double *net_seconds)
 {
 	int rc = -1;
 	double t0 = clock_now();
@@ -60,14 +61,17 @@ int loop_measure_c4(store *db, const c4bench *bench, const nn_net *net, int eval
 		goto out;
 	}
 	c4bench_result rn[C4BENCH_MAX_SETS], rs[C4BENCH_MAX_SETS];
-	int n = c4bench_network(bench, ev, 0, rn);
+	int n = c4bench_network(bench, ev, 0, stop, rn);
 	if (net_seconds)
 		*net_seconds = clock_now() - t0;
+	if (n == C4BENCH_CUT_SHORT)
+		goto out;
 	if (n < 0) {
 		say(log, prog, "strength not measured: the network could not be evaluated\n");
 		goto out;
 	}
-	int ns = with_search ? c4bench_search(bench, ev, eval_visits, 1, eval_positions, deadline, rs)
+	int ns = with_search ? c4bench_search(bench, ev, eval_visits, 1, eval_positions, deadline, stop,
+						      rs)
 			     : 0;
 	rc = ns == C4BENCH_CUT_SHORT ? 1 : 0;
 	if (ns < 0)

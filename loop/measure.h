@@ -29,14 +29,16 @@ evaluator *loop_measure_evaluator(const nn_net *net, const eval_options *eo, nn_
  * the network alone, and, with_search, of an eval_visits search on
  * eval_positions of each set: metrics c4_error_net[/SET] and
  * c4_error_search[/SET] at `step`. The search stops at `deadline` (a
- * clock_now() time; 0: none) and is then not stored. prog (may be NULL)
+ * clock_now() time; 0: none) and is then not stored; once *stop is set
+ * (may be NULL) nothing more is measured. prog (may be NULL)
  * is the caller's progress line on log, cleared before a line is logged.
  * 0 when everything asked for was measured, 1 when the search was cut
- * short, -1 when nothing was. *net_seconds (may be NULL): how long the
+ * short, -1 when nothing was (or *stop came first). *net_seconds (may be NULL): how long the
  * network alone took. */
 int loop_measure_c4(store *db, const c4bench *bench, const nn_net *net, int eval_visits,
-		    int eval_positions, int64_t step, bool with_search, double deadline, FILE *log,
-		    progress *prog, bool quiet, double *net_seconds);
+		    int eval_positions, int64_t step, bool with_search, double deadline,
+		    const volatile sig_atomic_t *stop, FILE *log, progress *prog, bool quiet,
+		    double *net_seconds);
 
 /* Ten games of `net` against the run's first model (id 1) at
  * eval_visits / 4 + 1 visits: metrics NAME_winrate_vs_first and

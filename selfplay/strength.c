@@ -155,7 +155,8 @@ static const c4bench_position *pick(const c4bench_set *s, int k, int n)
 	return &s->pos[(int)((long)k * s->n / n)];
 }
 
-int c4bench_network(const c4bench *b, evaluator *ev, int max_per_set, c4bench_result *out)
+int c4bench_network(const c4bench *b, evaluator *ev, int max_per_set,
+		    const volatile sig_atomic_t *stop, c4bench_result *out)
 {
 	static _Thread_local game g;
 	float policy[GAME_MAX_ACTIONS], v;
@@ -166,6 +167,8 @@ int c4bench_network(const c4bench *b, evaluator *ev, int max_per_set, c4bench_re
 		r->n = r->errors = 0;
 		int n = count(s, max_per_set);
 		for (int k = 0; k < n; k++) {
+			if (stop && *stop)
+				return C4BENCH_CUT_SHORT;
 			const c4bench_position *p = pick(s, k, n);
 			if (!setup(p, &g))
 				continue;
@@ -182,7 +185,7 @@ int c4bench_network(const c4bench *b, evaluator *ev, int max_per_set, c4bench_re
 }
 
 int c4bench_search(const c4bench *b, evaluator *ev, int visits, int threads, int max_per_set,
-		   double deadline, c4bench_result *out)
+		   double deadline, const volatile sig_atomic_t *stop, c4bench_result *out)
 {
 	static _Thread_local game g;
 	mcts_options o = mcts_options_default();
@@ -201,7 +204,7 @@ int c4bench_search(const c4bench *b, evaluator *ev, int visits, int threads, int
 		r->n = r->errors = 0;
 		int n = count(s, max_per_set);
 		for (int k = 0; k < n; k++) {
-			if (deadline > 0 && clock_now() >= deadline) {
+			if ((deadline > 0 && clock_now() >= deadline) || (stop && *stop)) {
 				mcts_free(m);
 				return C4BENCH_CUT_SHORT;
 			}

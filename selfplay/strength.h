@@ -9,6 +9,7 @@
 #ifndef SENTE_SELFPLAY_STRENGTH_H
 #define SENTE_SELFPLAY_STRENGTH_H
 
+#include <signal.h>
 #include <stddef.h>
 
 #include "search/eval.h"
@@ -48,13 +49,17 @@ void c4bench_free(c4bench *b);
 
 /* Error rates of the network alone (eval_raw, symmetry 0: its most probable
  * legal move), over at most max_per_set positions of each set (0: all).
- * Writes one result per set; returns the number of sets, or -1. */
-int c4bench_network(const c4bench *b, evaluator *ev, int max_per_set, c4bench_result *out);
+ * Writes one result per set; returns the number of sets, or -1. Once
+ * *stop is set (a signal; stop may be NULL) it returns C4BENCH_CUT_SHORT
+ * between positions. */
+int c4bench_network(const c4bench *b, evaluator *ev, int max_per_set,
+		    const volatile sig_atomic_t *stop, c4bench_result *out);
 /* The same for a search of `visits` visits per position (no noise,
  * most-visited move). deadline: a clock_now() time past which it stops
- * between positions and returns C4BENCH_CUT_SHORT (0: none). */
+ * between positions and returns C4BENCH_CUT_SHORT (0: none); *stop does
+ * the same. */
 int c4bench_search(const c4bench *b, evaluator *ev, int visits, int threads, int max_per_set,
-		   double deadline, c4bench_result *out);
+		   double deadline, const volatile sig_atomic_t *stop, c4bench_result *out);
 #define C4BENCH_CUT_SHORT (-2)
 
 #endif
