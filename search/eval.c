@@ -225,6 +225,8 @@ static void *server_main(void *arg)
 		if (ev->q_count == 0)
 			break; /* stopping, and every request is answered */
 		fill_wait(ev);
+		if (ev->q_count == 0)
+			continue; /* another server took them while this one waited */
 		int k = ev->q_count < ev->opt.max_batch ? ev->q_count : ev->opt.max_batch;
 		for (int i = 0; i < k; i++) {
 			batch[i] = ev->queue[ev->q_head];

@@ -171,6 +171,48 @@ static double run_clients(int registered, int *errors)
 	return (double)st.evals / (double)st.batches;
 }
 
+/* Two servers (two GPUs, say) share one queue: while one waits for its
+ * batch to fill, the other may take every request; the first must then
+ * go back to waiting, not run an empty batch. Registered clients with
+ * tree work between leaves make that wait happen often. */
+Test(eval, two_servers_share_the_queue)
+{
+	fake_net f[2];
+	nn_backend *be[2];
+	for (int i = 0; i < 2; i++) {
+		fake_c4_init(&f[i], 8, 50);
+		be[i] = &f[i].be;
+	}
+	eval_options o = eval_options_default();
+	o.cache_bytes = 0;
+	o.random_symmetry = 0;
+	o.max_batch = 8;
+	char err[128];
+	evaluator *ev = eval_new(be, 2, NN_ENC_C4, &o, err, sizeof(err));
+	cr_assert(ev, "%s", err);
+	enum { T = 24, N = 60 };
+	pthread_t th[T];
+	client c[T];
+	for (int i = 0; i < T; i++) {
+		c[i] = (client){ .ev = ev, .id = i, .n = N, .work_us = 100, .registered = 1 };
+		pthread_create(&th[i], NULL, client_main, &c[i]);
+	}
+	int errors = 0;
+	for (int i = 0; i < T; i++) {
+		pthread_join(th[i], NULL);
+		errors += c[i].errors;
+	}
+	eval_stats st;
+	eval_get_stats(ev, &st);
+	eval_free(ev);
+	cr_assert_eq(errors, 0, "%d answers wrong or lost", errors);
+	cr_assert_eq(st.evals, (uint64_t)T * N);
+	cr_assert_eq(atomic_load(&f[0].positions) + atomic_load(&f[1].positions), T * N);
+	cr_assert(atomic_load(&f[0].calls) > 0 && atomic_load(&f[1].calls) > 0,
+		  "both servers work (%d and %d batches)", atomic_load(&f[0].calls),
+		  atomic_load(&f[1].calls));
+}
+
 Test(eval, registered_clients_fill_batches)
 {
 	/* Eight registered clients that each post one leaf: the server waits
