@@ -451,14 +451,17 @@ static int choose(const harness_options *o, const hrun *h, bool *pick, char *err
 static void print_table(FILE *f, const hrun *h, const char *dir)
 {
 	char methods[8][64];
-	int nmeth = methods_of(h, methods, 8);
+	int nmeth = methods_of(h, methods, 8), width[8];
 	if (!f)
 		return;
+	/* A column as wide as its method's name, at least 18. */
+	for (int k = 0; k < nmeth; k++)
+		width[k] = strlen(methods[k]) > 18 ? (int)strlen(methods[k]) : 18;
 	fprintf(f, "\n%s: value per model (C4: error rate, lower is better; Go: win rate), "
 		   "against compute (self-play + training)\n", dir);
 	fprintf(f, "%6s %8s %9s %9s %10s", "model", "step", "wall-min", "cpu-min", "evals");
 	for (int k = 0; k < nmeth; k++)
-		fprintf(f, " %18s", methods[k]);
+		fprintf(f, " %*s", width[k], methods[k]);
 	fputc('\n', f);
 	for (int i = 0; i < h->nm; i++) {
 		const hmodel *m = &h->m[i];
@@ -479,9 +482,9 @@ static void print_table(FILE *f, const hrun *h, const char *dir)
 		for (int k = 0; k < nmeth; k++) {
 			const hrow *r = find_row(h, m->id, methods[k], "all");
 			if (r)
-				fprintf(f, " %17.1f%%", 100 * r->value);
+				fprintf(f, " %*.1f%%", width[k] - 1, 100 * r->value);
 			else
-				fprintf(f, " %18s", "-");
+				fprintf(f, " %*s", width[k], "-");
 		}
 		fputc('\n', f);
 	}
