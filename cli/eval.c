@@ -22,6 +22,11 @@ static const char eval_about[] =
 	"model in progress). The table goes to stdout, --csv FILE writes it as\n"
 	"CSV, and DIR/report.html gains a chart.\n"
 	"\n"
+	"Connect Four with --precision bf16 or int8: the network runs at that\n"
+	"precision of the CPU backend, as self-play's would (int8 calibrated the\n"
+	"same way), and its results are kept as their own methods (net@int8,\n"
+	"search-v200-p100@int8) beside the fp32 ones.\n"
+	"\n"
 	"With --compare, the runs given (DIR, or LABEL=DIR; a folder named\n"
 	"NAME-sN is labelled NAME) are set side by side at equal compute, --at\n"
 	"minutes: the mean and the range over the runs of each label.\n";
@@ -34,8 +39,10 @@ int cli_eval(int argc, char **argv)
 	harness_options o = harness_options_default();
 	harness_compare_options co = { .part = "all" };
 	bool compare = false;
-	int axis = HARNESS_AXIS_CPU;
+	int axis = HARNESS_AXIS_CPU, prec = 0;
 	static const char *const axes[] = { "cpu", "wall", NULL };
+	/* What the CPU backend runs (fp16 is CUDA's). */
+	static const char *const precisions[] = { "fp32", "bf16", "int8", NULL };
 	cli_int_list models = { .v = o.models, .cap = HARNESS_MAX_LIST, .n = &o.n_models };
 	cli_int_list at = { .v = co.at, .cap = HARNESS_MAX_LIST, .n = &co.n_at };
 	co.at[0] = 10;
@@ -57,6 +64,10 @@ int cli_eval(int argc, char **argv)
 			    "(0: all)"),
 		CLI_OPT_FLAG("--net-only", NULL, &o.net_only,
 			     "Connect Four: the network alone, no search"),
+		CLI_OPT_CHOICE("--precision", NULL, &prec, precisions, "fp32|bf16|int8",
+			       "Connect Four: the network's arithmetic on the CPU (bf16 needs "
+			       "AVX-512 BF16); another than fp32 is stored as its own method, "
+			       "e.g. net@int8", .def = "fp32"),
 		CLI_OPT_INT("--gnugo-level", NULL, &o.gnugo_level, 0, 10, "L", "Go: GNU Go's level"),
 		CLI_OPT_INT("--games", NULL, &o.games, 2, 100000, "N", "Go: games against GNU Go per model"),
 		CLI_OPT_BUF("--gnugo", NULL, o.gnugo, "PATH", "Go: GNU Go's program"),
@@ -87,6 +98,8 @@ int cli_eval(int argc, char **argv)
 	if (!cli_opt_parse(&spec, argc, argv, &rc))
 		return rc;
 	o.axis = co.axis = (harness_axis)axis;
+	if (!nn_dtype_from_name(precisions[prec], &o.precision))
+		return cli_usage_error("eval", "--precision %s: fp32, bf16 or int8", precisions[prec]);
 	char err[8192];
 	if (compare) {
 		if (n_pos < 1)

@@ -303,7 +303,9 @@ static int measure_c4(hctx *c, const hrun *h, const hmodel *m, char *line, size_
 		goto out;
 	eval_options eo = eval_options_default();
 	eo.random_symmetry = 0;
-	if (!(ev = loop_measure_evaluator(net, &eo, &copy, &be, err, errlen)))
+	nn_backend_options bo = nn_backend_options_default();
+	bo.precision = o->precision;
+	if (!(ev = loop_measure_evaluator(net, &eo, &bo, &copy, &be, err, errlen)))
 		goto out;
 	for (int k = 0; k < c->n_methods; k++) {
 		const hrow *done = find_row(h, m->id, c->method[k], "all");
@@ -387,6 +389,27 @@ static int measure_go(hctx *c, const hmodel *m, char *line, size_t len, char *er
 	return 0;
 }
 
+/* Whether the CPU backend runs the first model at o->precision (bf16
+ * needs AVX-512 BF16, int8 AVX2; fp16 is CUDA's), before any model is
+ * measured. 0, or -1 with the backend's reason. */
+static int check_precision(const harness_options *o, const char *file, char *err, size_t errlen)
+{
+	nn_net *net = nn_net_load_any(file, NULL, err, errlen), *copy = NULL;
+	nn_backend *be = NULL;
+	if (!net)
+		return -1;
+	nn_backend_options bo = nn_backend_options_default();
+	bo.precision = o->precision;
+	eval_options eo = eval_options_default();
+	evaluator *ev = loop_measure_evaluator(net, &eo, &bo, &copy, &be, err, errlen);
+	int rc = ev ? 0 : -1;
+	eval_free(ev);
+	nn_backend_free(be);
+	nn_net_free(copy);
+	nn_net_free(net);
+	return rc;
+}
+
 /* Which models to measure: all, the ids asked for, or about one per
  * `every` minutes on the axis (the first at or past each multiple) with
  * the first and the last. Marks pick[i]; -1 with a message for an id the
@@ -428,14 +451,17 @@ static int choose(const harness_options *o, const hrun *h, bool *pick, char *err
 static void print_table(FILE *f, const hrun *h, const char *dir)
 {
 	char methods[8][64];
-	int nmeth = methods_of(h, methods, 8);
+	int nmeth = methods_of(h, methods, 8), width[8];
 	if (!f)
 		return;
+	/* A column as wide as its method's name, at least 18. */
+	for (int k = 0; k < nmeth; k++)
+		width[k] = strlen(methods[k]) > 18 ? (int)strlen(methods[k]) : 18;
 	fprintf(f, "\n%s: value per model (C4: error rate, lower is better; Go: win rate), "
 		   "against compute (self-play + training)\n", dir);
 	fprintf(f, "%6s %8s %9s %9s %10s", "model", "step", "wall-min", "cpu-min", "evals");
 	for (int k = 0; k < nmeth; k++)
-		fprintf(f, " %18s", methods[k]);
+		fprintf(f, " %*s", width[k], methods[k]);
 	fputc('\n', f);
 	for (int i = 0; i < h->nm; i++) {
 		const hmodel *m = &h->m[i];
@@ -456,9 +482,9 @@ static void print_table(FILE *f, const hrun *h, const char *dir)
 		for (int k = 0; k < nmeth; k++) {
 			const hrow *r = find_row(h, m->id, methods[k], "all");
 			if (r)
-				fprintf(f, " %17.1f%%", 100 * r->value);
+				fprintf(f, " %*.1f%%", width[k] - 1, 100 * r->value);
 			else
-				fprintf(f, " %18s", "-");
+				fprintf(f, " %*s", width[k], "-");
 		}
 		fputc('\n', f);
 	}
@@ -622,10 +648,22 @@ int harness_eval(const harness_options *o, char *err, size_t errlen)
 			goto out;
 		}
 		c.have_bench = true;
-		snprintf(c.method[c.n_methods++], 64, "net");
+		/* fp32 keeps the plain names; another precision is its own method. */
+		char at[16] = "";
+		if (o->precision != NN_DTYPE_FP32)
+			snprintf(at, sizeof(at), "@%s", nn_dtype_name(o->precision));
+		snprintf(c.method[c.n_methods++], 64, "net%s", at);
 		if (!o->net_only)
-			snprintf(c.method[c.n_methods++], 64, "search-v%d-p%d", o->visits, o->positions);
+			snprintf(c.method[c.n_methods++], 64, "search-v%d-p%d%s", o->visits,
+				 o->positions, at);
+		if (o->precision != NN_DTYPE_FP32 && check_precision(o, h.m[0].file, err, errlen) != 0)
+			goto out;
 	} else {
+		if (o->precision != NN_DTYPE_FP32) {
+			snprintf(err, errlen, "--precision %s measures Connect Four only: a Go model "
+				 "plays GNU Go at fp32", nn_dtype_name(o->precision));
+			goto out;
+		}
 		if (find_gnugo(o->gnugo, c.gnugo, sizeof(c.gnugo), err, errlen) != 0)
 			goto out;
 		snprintf(c.method[c.n_methods++], 64, "gnugo-l%d-v%d-g%d", o->gnugo_level, o->visits,
@@ -640,9 +678,9 @@ int harness_eval(const harness_options *o, char *err, size_t errlen)
 	int todo = 0, done = 0;
 	for (int i = 0; i < h.nm; i++)
 		todo += pick[i] && !measured(&c, &h, h.m[i].id);
-	say(o, "%s: %d models, %d to measure (%s)%s", o->dir, h.nm, todo,
-	    c.n_methods > 1 ? "network alone and search" : c.method[0],
-	    todo ? "" : ": all done already");
+	say(o, "%s: %d models, %d to measure (%s%s)%s", o->dir, h.nm, todo,
+	    c.n_methods > 1 ? "network alone and search at " : c.method[0],
+	    c.n_methods > 1 ? nn_dtype_name(o->precision) : "", todo ? "" : ": all done already");
 	double t_start = clock_now();
 	for (int i = 0; i < h.nm && !stopped(o); i++) {
 		if (!pick[i] || measured(&c, &h, h.m[i].id))

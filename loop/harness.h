@@ -10,6 +10,12 @@
  *   Go: a match against GNU Go at a level, which also scores the games
  *   (method "gnugo-lL-vN-gG": the win rate, draws half).
  *
+ * Connect Four can be measured with the network at another precision of
+ * the CPU backend (bf16, int8: the backend self-play would run, int8
+ * calibrated the same way); its methods then carry the precision
+ * ("net@int8", "search-vN-pP@int8"), beside the fp32 ones, which keep
+ * their plain names.
+ *
  * Every measurement is stored in the run's database (store_evaluation,
  * keyed by model, method and part), so running it again measures only
  * what is missing, and a Ctrl-C loses at most the model in progress (a
@@ -31,6 +37,7 @@
 #include <stdio.h>
 
 #include "data/store.h"
+#include "nn/dtype.h"
 
 /* Most models harness_options.models may name; most points of a compare. */
 #define HARNESS_MAX_LIST 256
@@ -49,6 +56,8 @@ typedef struct harness_options {
 	int visits;                /* search visits per position (C4) or move (Go) */
 	int positions;             /* C4: positions per set for the search; 0 all */
 	bool net_only;             /* C4: the network alone, no search */
+	nn_dtype precision;        /* C4: the CPU backend's arithmetic (fp32, bf16,
+				    * int8); fp32 by default */
 	int models[HARNESS_MAX_LIST]; /* only these model ids ... */
 	int n_models;              /* ... when > 0 */
 	double every;              /* > 0: a model about every this many minutes of

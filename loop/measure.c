@@ -26,8 +26,9 @@ static void say(FILE *log, progress *prog, const char *fmt, ...)
 	fflush(log);
 }
 
-evaluator *loop_measure_evaluator(const nn_net *net, const eval_options *eo, nn_net **copy,
-				  nn_backend **be, char *err, size_t errlen)
+evaluator *loop_measure_evaluator(const nn_net *net, const eval_options *eo,
+				  const nn_backend_options *bo, nn_net **copy, nn_backend **be,
+				  char *err, size_t errlen)
 {
 	*copy = nn_net_clone(net);
 	*be = NULL;
@@ -36,8 +37,8 @@ evaluator *loop_measure_evaluator(const nn_net *net, const eval_options *eo, nn_
 		return NULL;
 	}
 	nn_net_fold_bn(*copy);
-	nn_backend_options bo = nn_backend_options_default();
-	*be = nn_backend_new(&nn_backend_cpu, *copy, 16, &bo, err, errlen);
+	nn_backend_options def = nn_backend_options_default();
+	*be = nn_backend_new(&nn_backend_cpu, *copy, 16, bo ? bo : &def, err, errlen);
 	if (!*be)
 		return NULL;
 	return eval_new(be, 1, (*copy)->arch.encoding, eo, err, errlen);
@@ -55,7 +56,7 @@ int loop_measure_c4(store *db, const c4bench *bench, const nn_net *net, int eval
 	nn_backend *be = NULL;
 	eval_options eo = eval_options_default();
 	eo.random_symmetry = 0;
-	evaluator *ev = loop_measure_evaluator(net, &eo, &copy, &be, err, sizeof(err));
+	evaluator *ev = loop_measure_evaluator(net, &eo, NULL, &copy, &be, err, sizeof(err));
 	if (!ev) {
 		say(log, prog, "strength not measured: %s\n", err);
 		goto out;
@@ -138,8 +139,8 @@ void loop_measure_first(store *db, const nn_net *net, const game_params *g, int 
 		say(log, prog, "no first model to measure against\n");
 		goto out;
 	}
-	e1 = loop_measure_evaluator(net, &eo, &c1, &b1, err, sizeof(err));
-	e2 = e1 ? loop_measure_evaluator(first, &eo, &c2, &b2, err, sizeof(err)) : NULL;
+	e1 = loop_measure_evaluator(net, &eo, NULL, &c1, &b1, err, sizeof(err));
+	e2 = e1 ? loop_measure_evaluator(first, &eo, NULL, &c2, &b2, err, sizeof(err)) : NULL;
 	arena_result r;
 	enum { GAMES = 10 };
 	if (!e2 || arena_play(e1, e2, g, GAMES, eval_visits / 4 + 1, eval_visits / 4 + 1, 4,

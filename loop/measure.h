@@ -20,10 +20,13 @@
 #include "selfplay/strength.h"
 
 /* An evaluator over its own copy of `net` (BN folded) on the CPU, with
- * the evaluator options `eo`; NULL with a message. The caller frees the
- * evaluator, then *be, then *copy (each may be left NULL on failure). */
-evaluator *loop_measure_evaluator(const nn_net *net, const eval_options *eo, nn_net **copy,
-				  nn_backend **be, char *err, size_t errlen);
+ * the evaluator options `eo` and the backend options `bo` (NULL: the
+ * defaults, fp32; int8 calibrates at create as self-play's backend does);
+ * NULL with a message. The caller frees the evaluator, then *be, then
+ * *copy (each may be left NULL on failure). */
+evaluator *loop_measure_evaluator(const nn_net *net, const eval_options *eo,
+				  const nn_backend_options *bo, nn_net **copy, nn_backend **be,
+				  char *err, size_t errlen);
 
 /* Error rates of `net` (training form) on every position of `bench` for
  * the network alone, and, with_search, of an eval_visits search on

@@ -1,7 +1,8 @@
 /* The honest harness (loop/harness.h) on a tiny Connect Four run made by
  * the loop's phases: the compute each model records grows and leaves out
  * measurement; every model is measured, a second pass measures nothing
- * again; runs compare at equal compute; bad inputs are refused. */
+ * again; another precision is stored as its own method beside fp32's;
+ * runs compare at equal compute; bad inputs are refused. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,8 @@
 #include "engine/clock.h"
 #include "loop/harness.h"
 #include "loop/loop.h"
+#include "loop/measure.h"
+#include "nn/backend.h"
 #include "nn/net.h"
 #include "tests/cli/cli_util.h"
 #include "tests/loop/loop_util.h"
@@ -64,6 +67,20 @@ static harness_options small_eval(const char *dir)
 	o.positions = 2;
 	o.quiet = true;
 	return o;
+}
+
+/* harness_eval(o), which must succeed, with what it prints into text. */
+static void eval_logged(harness_options *o, char *text, size_t len)
+{
+	char err[1024];
+	o->log = tmpfile();
+	cr_assert(o->log);
+	cr_assert_eq(harness_eval(o, err, sizeof(err)), 0, "%s", err);
+	rewind(o->log);
+	size_t got = fread(text, 1, len - 1, o->log);
+	text[got] = 0;
+	fclose(o->log);
+	o->log = NULL;
 }
 
 /* Rows seen: count, and the latest `created`. */
@@ -185,15 +202,8 @@ Test(harness, measures_every_model_once_then_compares, .timeout = 240)
 	store_close(db);
 	o.n_models = 0;
 	o.regress_minutes = 1e-9;
-	o.log = tmpfile();
-	cr_assert(o.log);
-	cr_assert_eq(harness_eval(&o, err, sizeof(err)), 0, "%s", err);
-	rewind(o.log);
 	char text[16384];
-	size_t got = fread(text, 1, sizeof(text) - 1, o.log);
-	text[got] = 0;
-	fclose(o.log);
-	o.log = NULL;
+	eval_logged(&o, text, sizeof(text));
 	cr_assert(strstr(text, "regression: model 3 net 90.0%"), "%s", text);
 	cr_assert(strstr(text, "comparisons"), "%s", text);
 
@@ -236,6 +246,135 @@ Test(harness, measures_every_model_once_then_compares, .timeout = 240)
 	co.at[0] = 100000;
 	co.csv[0] = 0;
 	cr_assert_eq(harness_compare(&co, err, sizeof(err)), 0, "%s", err);
+	loop_test_rmdir(dir);
+}
+
+/* Every stored row, for comparing the database before and after. */
+typedef struct snap {
+	char method[64], part[32];
+	int n;
+	double score, created;
+} snap;
+typedef struct snaps {
+	snap r[256];
+	int n;
+} snaps;
+
+static int take_row(void *ctx, const store_evaluation *e)
+{
+	snaps *s = ctx;
+	cr_assert(s->n < 256);
+	snap *x = &s->r[s->n++];
+	snprintf(x->method, sizeof(x->method), "%s", e->method);
+	snprintf(x->part, sizeof(x->part), "%s", e->part);
+	x->n = e->n;
+	x->score = e->score;
+	x->created = e->created;
+	return 0;
+}
+
+static void take(const char *dir, int64_t model, const char *method, snaps *s)
+{
+	store *db = open_db(dir);
+	s->n = 0;
+	cr_assert_eq(store_evaluations(db, model, method, take_row, s), s->n);
+	store_close(db);
+}
+
+/* The measuring evaluator runs at the precision it is given: int8
+ * calibrated at create, as self-play's backend is. */
+Test(harness, measuring_evaluator_takes_the_precision, .timeout = 60)
+{
+	char err[512], what[4096];
+	game_params c4 = game_params_default(GAME_KIND_CONNECT4);
+	nn_arch a = nn_arch_default(&c4, 1, 8);
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 5);
+	eval_options eo = eval_options_default();
+	nn_backend_options bo = nn_backend_options_default();
+	static const nn_dtype want[2] = { NN_DTYPE_FP32, NN_DTYPE_INT8 };
+	for (int k = 0; k < 2; k++) {
+		bo.precision = want[k];
+		nn_net *copy = NULL;
+		nn_backend *be = NULL;
+		evaluator *ev = loop_measure_evaluator(net, &eo, k ? &bo : NULL, &copy, &be, err,
+						       sizeof(err));
+		cr_assert(ev, "%s", err);
+		be->ops->describe(be->ctx, what, sizeof(what));
+		cr_assert(strstr(what, nn_dtype_name(want[k])), "%s", what);
+		cr_assert_eq(strstr(what, "calibrated") != NULL, want[k] == NN_DTYPE_INT8, "%s", what);
+		eval_free(ev);
+		nn_backend_free(be);
+		nn_net_free(copy);
+	}
+	/* fp16 is CUDA's: the CPU backend says so. */
+	bo.precision = NN_DTYPE_FP16;
+	nn_net *copy = NULL;
+	nn_backend *be = NULL;
+	cr_assert_null(loop_measure_evaluator(net, &eo, &bo, &copy, &be, err, sizeof(err)));
+	cr_assert(strstr(err, "fp16"), "%s", err);
+	nn_backend_free(be);
+	nn_net_free(copy);
+	nn_net_free(net);
+}
+
+/* int8 after fp32: its own methods, every model and set, and the fp32
+ * rows untouched; a second int8 pass measures nothing. */
+Test(harness, int8_beside_fp32, .timeout = 240)
+{
+	char dir[] = "/tmp/sente-harness-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	tiny_run(dir, 1, false, NULL);
+	harness_options o = small_eval(dir);
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), 0, "%s", err);
+	snaps before, after, net8, search8;
+	take(dir, 0, NULL, &before);
+	cr_assert_eq(before.n, 2 * 2 * 7, "2 models, 2 methods, 6 sets and all: %d", before.n);
+
+	o.precision = NN_DTYPE_INT8;
+	o.quiet = false;
+	char text[16384];
+	eval_logged(&o, text, sizeof(text));
+	cr_assert(strstr(text, "at int8") && strstr(text, "net@int8") &&
+		  strstr(text, "search-v4-p2@int8") && strstr(text, "search-v4-p2 "),
+		  "both precisions in the table:\n%s", text);
+
+	take(dir, 0, "net@int8", &net8);
+	take(dir, 0, "search-v4-p2@int8", &search8);
+	cr_assert_eq(net8.n, 2 * 7, "%d rows", net8.n);
+	cr_assert_eq(search8.n, 2 * 7, "%d rows", search8.n);
+	for (int i = 0; i < net8.n; i++)
+		if (!strcmp(net8.r[i].part, "all"))
+			for (int j = 0; j < before.n; j++)
+				if (!strcmp(before.r[j].method, "net") && !strcmp(before.r[j].part, "all"))
+					/* The network alone sees every position at either precision. */
+					cr_assert_eq(net8.r[i].n, before.r[j].n);
+
+	/* The fp32 rows, as they were. */
+	take(dir, 0, NULL, &after);
+	cr_assert_eq(after.n, before.n + net8.n + search8.n);
+	int same = 0;
+	for (int i = 0; i < before.n; i++)
+		for (int j = 0; j < after.n; j++)
+			if (!strcmp(before.r[i].method, after.r[j].method) &&
+			    !strcmp(before.r[i].part, after.r[j].part) && before.r[i].n == after.r[j].n &&
+			    before.r[i].score == after.r[j].score &&
+			    before.r[i].created == after.r[j].created)
+				same++;
+	cr_assert_eq(same, before.n, "%d of %d fp32 rows unchanged", same, before.n);
+
+	/* Again at int8: nothing measured twice. */
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), 0, "%s", err);
+	snaps again;
+	take(dir, 0, NULL, &again);
+	cr_assert_eq(again.n, after.n);
+	double newest = 0, newest_again = 0;
+	for (int i = 0; i < after.n; i++)
+		newest = fmax(newest, after.r[i].created);
+	for (int i = 0; i < again.n; i++)
+		newest_again = fmax(newest_again, again.r[i].created);
+	cr_assert_eq(newest_again, newest, "no row was written again");
 	loop_test_rmdir(dir);
 }
 
@@ -298,6 +437,11 @@ Test(harness, refuses_bad_input, .timeout = 60)
 	snprintf(o.gnugo, sizeof(o.gnugo), "%s/no-such-gnugo", dir);
 	cr_assert_eq(harness_eval(&o, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "GNU Go") && strstr(err, "apt-get install gnugo"), "%s", err);
+	/* Another precision is for Connect Four's measurements only. */
+	o.precision = NN_DTYPE_INT8;
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "Connect Four only"), "%s", err);
+	o.precision = NN_DTYPE_FP32;
 
 	/* Compare: nothing evaluated, or nothing to compare. */
 	const char *runs[1] = { dir };
@@ -356,4 +500,9 @@ Test(harness, command_line)
 	snprintf(args, sizeof(args), "eval --dir x --models 0");
 	cr_assert_eq(cli_test_run(args, out, sizeof(out)), 2, "%s", out);
 	cr_assert_eq(cli_test_run("run --measure-every -1", out, sizeof(out)), 2, "%s", out);
+	cr_assert_eq(cli_test_run("eval --help", out, sizeof(out)), 0);
+	cr_assert(strstr(out, "--precision") && strstr(out, "net@int8"), "%s", out);
+	/* fp16 is CUDA's: refused before any work. */
+	cr_assert_eq(cli_test_run("eval --dir x --precision fp16", out, sizeof(out)), 2, "%s", out);
+	cr_assert(strstr(out, "fp32, bf16 or int8"), "%s", out);
 }
