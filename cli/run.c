@@ -170,7 +170,8 @@ int cli_run(int argc, char **argv)
 				   "the two phases", "auto, cpu or cuda: where self-play and training run"),
 		CLI_OPT_NN_GPUS(&o.nn, "0", "GPUs for self-play (one evaluator each); training uses "
 				"the first"),
-		CLI_OPT_NN_PRECISION(&o.nn, "fp32 on the CPU, fp16 on the GPU",
+		CLI_OPT_NN_PRECISION(&o.nn, "self-play int8 on a CPU with VNNI, else fp32; fp16 on "
+				     "the GPU",
 				     "fp32, fp16, bf16 (GPU), int8 (CPU self-play; training stays "
 				     "fp32)"),
 		CLI_OPT_FLAG("--quiet", "-q", &o.quiet, "fewer progress lines"),

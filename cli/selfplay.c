@@ -81,7 +81,7 @@ int cli_selfplay(int argc, char **argv)
 		CLI_OPT_NN_BACKEND(&o->nn, "auto: CUDA when a device is present, else the CPU",
 				   "auto, cpu or cuda"),
 		CLI_OPT_NN_GPUS(&o->nn, "0", "CUDA devices, e.g. 0,1"),
-		CLI_OPT_NN_PRECISION(&o->nn, "fp32 on the CPU, fp16 on CUDA",
+		CLI_OPT_NN_PRECISION(&o->nn, "int8 on a CPU with VNNI, else fp32; fp16 on CUDA",
 				     "fp32/bf16/int8 on the CPU, fp16/fp32 on CUDA"),
 		CLI_OPT_STRING("--worker", NULL, &w.name, "NAME", "name stored with each game",
 			       .def = "host-pid"),

@@ -208,7 +208,9 @@ int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
 	if (opt->kind != NN_BACKEND_CPU && set_open_cuda(s, net, max_batch, opt, why, sizeof(why)) == 0)
 		return 0;
 	nn_backend_options o = *opt;
-	o.precision = opt->precision_given ? opt->precision : NN_DTYPE_FP32;
+	o.precision = opt->precision_given ? opt->precision
+		      : opt->cpu_int8_default && nn_cpu_fast_int8() ? NN_DTYPE_INT8
+								   : NN_DTYPE_FP32;
 	const char *note = "";
 	if (o.precision == NN_DTYPE_FP16) {
 		o.precision = NN_DTYPE_FP32;
@@ -228,6 +230,12 @@ int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
 		snprintf(s->what, sizeof(s->what), "cpu %s%s", nn_dtype_name(o.precision),
 			 note[0] ? " (fp16 is GPU-only)" : "");
 	return 0;
+}
+
+int nn_cpu_fast_int8(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
 }
 
 void nn_backend_set_close(nn_backend_set *s)

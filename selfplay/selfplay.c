@@ -196,7 +196,12 @@ int selfplay_set_model(selfplay *sp, const nn_net *net, int64_t model_id, char *
 		}
 		nn_net_fold_bn(m->net);
 		enc = m->net->arch.encoding;
-		if (nn_backend_set_open(&m->bes, m->net, sp->opt.batch, &sp->opt.nn, err, errlen) < 0)
+		/* int8 where the CPU has VNNI unless a precision was given: it
+		 * keeps fp32's accuracy and nearly doubles the evaluations
+		 * (docs/LEARNING.md, "Self-play at bf16 or int8"). */
+		nn_backend_options bo = sp->opt.nn;
+		bo.cpu_int8_default = 1;
+		if (nn_backend_set_open(&m->bes, m->net, sp->opt.batch, &bo, err, errlen) < 0)
 			goto fail;
 	}
 	eval_options eo = eval_options_default();

@@ -319,3 +319,34 @@ Test(selfplay, temperature_schedule)
 	cr_assert_eq(selfplay_temperature(&o.explore, 19), 1.0);
 	cr_assert_eq(selfplay_temperature(&o.explore, 20), 0.3);
 }
+
+/* Self-play's precision on the CPU: int8 where the CPU has VNNI unless a
+ * precision is given (docs/LEARNING.md measured it), fp32 when asked. */
+Test(selfplay, int8_by_default_where_the_cpu_has_vnni)
+{
+	game_params gp = game_params_default(GAME_KIND_CONNECT4);
+	char err[256], what[256];
+	nn_arch a = nn_arch_default(&gp, 1, 8);
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 3);
+	for (int given = 0; given < 2; given++) {
+		selfplay_options o = selfplay_options_default(&gp);
+		o.quiet = true;
+		o.nn.threads = 1;
+		o.nn.kind = NN_BACKEND_CPU;
+		if (given) {
+			o.nn.precision = NN_DTYPE_FP32;
+			o.nn.precision_given = 1;
+		}
+		selfplay *sp = selfplay_new(&o, err, sizeof(err));
+		cr_assert(sp, "%s", err);
+		cr_assert_eq(selfplay_set_model(sp, net, 1, err, sizeof(err)), 0, "%s", err);
+		selfplay_backend(sp, what, sizeof(what));
+		const char *want = !given && nn_cpu_fast_int8() ? "cpu int8" : "cpu fp32";
+		cr_assert(!strncmp(what, want, strlen(want)), "precision %s: '%s', not '%s'",
+			  given ? "fp32 given" : "default", what, want);
+		selfplay_free(sp);
+	}
+	nn_net_free(net);
+}
