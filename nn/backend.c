@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn/cpu/peak.h"
 #include "nn/cuda/cuda.h"
 
 nn_backend_options nn_backend_options_default(void)
@@ -230,12 +231,6 @@ int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
 		snprintf(s->what, sizeof(s->what), "cpu %s%s", nn_dtype_name(o.precision),
 			 note[0] ? " (fp16 is GPU-only)" : "");
 	return 0;
-}
-
-int nn_cpu_fast_int8(void)
-{
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
 }
 
 void nn_backend_set_close(nn_backend_set *s)

@@ -58,7 +58,8 @@ typedef struct nn_backend_options {
 	int precision_given;    /* 1: the user chose the precision; else CUDA runs
 				 * fp16 and the CPU fp32 (int8 below) */
 	int cpu_int8_default;   /* 1 (self-play): with no precision given, the CPU
-				 * runs int8 where it has VNNI (nn_cpu_fast_int8) */
+				 * runs int8 where it has VNNI (nn/cpu/peak.h,
+				 * nn_cpu_fast_int8) */
 	/* CUDA checking knobs: */
 	int cuda_no_fusion;     /* 1: plain convolution + separate bias/residual/
 				 * activation kernel instead of cuDNN's fused call */
@@ -166,9 +167,6 @@ typedef struct nn_backend_set {
  * crashes). 0, or -1 with a message when even the CPU backend fails. */
 int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
 			const nn_backend_options *opt, char *err, size_t errlen);
-/* Whether this CPU has the int8 dot-product instructions (AVX-512 VNNI or
- * AVX-VNNI) that make int8 inference about twice as fast as fp32. */
-int nn_cpu_fast_int8(void);
 /* Frees the backends; a zeroed or already closed set is fine. */
 void nn_backend_set_close(nn_backend_set *s);
 

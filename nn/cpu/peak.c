@@ -148,6 +148,17 @@ static bool has_avx_vnni(void)
 	return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);
 }
 
+static bool has_avx512_vnni(void)
+{
+	return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni");
+}
+
+int nn_cpu_fast_int8(void)
+{
+	__builtin_cpu_init();
+	return has_avx512_vnni() || (__builtin_cpu_supports("avx2") && has_avx_vnni());
+}
+
 /* The kernel for `precision` on this CPU, and its name; NULL: none. */
 static peak_kernel pick(nn_dtype precision, const char **isa)
 {
@@ -161,7 +172,7 @@ static peak_kernel pick(nn_dtype precision, const char **isa)
 			return *isa = "avx2-fma", fp32_avx2;
 		break;
 	case NN_DTYPE_INT8:
-		if (avx512 && __builtin_cpu_supports("avx512vnni"))
+		if (has_avx512_vnni())
 			return *isa = "avx512-vnni", int8_avx512vnni;
 		if (__builtin_cpu_supports("avx2") && has_avx_vnni())
 			return *isa = "avx-vnni", int8_avxvnni;

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "nn/cpu/peak.h"
 #include "selfplay/selfplay.h"
 
 typedef struct collected {
