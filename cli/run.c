@@ -172,8 +172,8 @@ int cli_run(int argc, char **argv)
 				"the first"),
 		CLI_OPT_NN_PRECISION(&o.nn, "self-play int8 on a CPU with VNNI, else fp32; fp16 on "
 				     "the GPU",
-				     "fp32, fp16, bf16 (GPU), int8 (CPU self-play; training stays "
-				     "fp32)"),
+				     "fp32, fp16 (GPU), bf16, int8 (CPU self-play); CPU training "
+				     "stays fp32"),
 		CLI_OPT_FLAG("--quiet", "-q", &o.quiet, "fewer progress lines"),
 	};
 	const cli_spec spec = { .cmd = "run", .usage = "[options]", .about = run_about,
