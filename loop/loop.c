@@ -842,7 +842,9 @@ void loop_measure(loop *r, const loop_iteration *it)
 {
 	nn_net *trained = learner_net(r->L);
 	int every = r->o.measure_every;
-	if (!trained || every <= 0 || it->number % every != 0)
+	/* Stopped: the checkpoint is written and what is left must be quick
+	 * (mpirun sends SIGKILL a second after its SIGTERM). */
+	if (!trained || every <= 0 || it->number % every != 0 || stopped(r))
 		return;
 	/* The search measurement every third time; none that would run past
 	 * the time left (the closing one measures the last network). */
@@ -918,10 +920,6 @@ int loop_run(const loop_options *o, char *err, size_t errlen)
 			rc = -1;
 			break;
 		}
-		/* Stopped: the checkpoint is written; what is left must be
-		 * quick (mpirun sends SIGKILL a second after its SIGTERM). */
-		if (stopped(r))
-			break;
 		loop_measure(r, &it);
 		char why[512];
 		loop_report(r, why, sizeof(why));

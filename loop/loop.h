@@ -162,6 +162,8 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen);
 int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen);
 int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen);
 int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen);
+/* Measures strength every --measure-every iterations; nothing once
+ * stopped (o.stop set). */
 void loop_measure(loop *r, const loop_iteration *it);
 int loop_report(loop *r, char *err, size_t errlen);
 /* The closing measurement (when not stopped) and report, then frees the
