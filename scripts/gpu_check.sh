@@ -113,6 +113,8 @@ G=$PWD/.gpu
 	result build FAIL "no .gpu/: run scripts/gpu_pack.sh on the development machine and carry .gpu"
 	finish 2
 }
+# make and xxd from the pack, where the machine has none of its own.
+[ -d "$G/bin" ] && export PATH="$PATH:$G/bin"
 NVCC=$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)
 [ -x "$NVCC" ] || {
 	result build FAIL "nvcc not found"
@@ -333,12 +335,14 @@ if want bench && enough 60 bench; then
 			fails="$fails [$(echo "$*" | cut -c1-70): exit $rc]"
 		fi
 	}
-	for p in fp16 fp32; do
-		for shape in 6x64 10x128 20x256; do
-			b 60 bench nn --backend cuda --precision "$p" --blocks "${shape%x*}" --channels "${shape#*x}" \
-				--batch 1,2,4,8,16,32,64,128,256,512,1024 --seconds 0.25 --accuracy-positions 64
-		done
-	done
+	# Most wanted first, in case the budget runs out: fp16 inference,
+	# search, training, the whole loop, then fp32 and the CPU's figures.
+	BATCHES=1,8,32,64,128,256,512,1024
+	nn() {
+		b 60 bench nn --backend cuda --precision "$1" --blocks "${2%x*}" --channels "${2#*x}" \
+			--batch $BATCHES --seconds 0.25 --accuracy-positions 64
+	}
+	for shape in 20x256 10x128 6x64; do nn fp16 $shape; done
 	b 60 bench search --backend cuda -t 8 -b 256 -v 20000 --blocks 10 --channels 128 --repeat 1
 	for shape in 10x128 20x256; do
 		for p in fp16 bf16 fp32; do
@@ -358,6 +362,13 @@ if want bench && enough 60 bench; then
 		fails="$fails [run: no time left]"
 		nfail=$((nfail + 1))
 	fi
+	for shape in 20x256 10x128 6x64; do nn fp32 $shape; done
+	# The same commands on this machine's CPU cores, for the ratio.
+	for shape in 20x256 10x128; do
+		b 60 bench nn --backend cpu --blocks "${shape%x*}" --channels "${shape#*x}" \
+			--batch 1,8,64,256 --seconds 0.25
+	done
+	b 60 bench search --backend cpu -t 8 -b 256 -v 4000 --blocks 10 --channels 128 --repeat 1
 	rm -rf "$R"
 	cp "$J" "$OUTD/bench.jsonl"
 	lines=$(($(wc -l <"$J") - 1))

@@ -33,4 +33,8 @@ cp /usr/include/zlib.h "$out/include/"
 cp "$(ls /usr/include/zconf.h /usr/include/*-linux-gnu/zconf.h 2>/dev/null | head -n 1)" "$out/include/"
 cp /usr/include/dnnl*.h "$out/include/"
 cp -r /usr/include/oneapi /usr/include/criterion /usr/include/cjson "$out/include/"
+# Build tools an image may lack (the dashboard's assets go through xxd);
+# gpu_check.sh puts them last on its PATH, so the machine's own come first.
+mkdir -p "$out/bin"
+for t in make xxd; do cp -L "$(command -v "$t")" "$out/bin/$t"; done
 du -sh "$out"
