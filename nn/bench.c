@@ -240,9 +240,14 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	uint64_t s = o->seed ? o->seed : 1;
-	for (size_t i = 0; i < in_n * (size_t)max_batch; i++)
-		planes[i] = (float)(rng_next(&s) & 1);
+	/* Positions of random play, as a search sends them: what the CUDA
+	 * backend packs for upload depends on them (random 0/1 planes cost
+	 * its packer several times more per position than real ones). */
+	if (!bench_positions(a, max_batch, o->seed, planes)) {
+		uint64_t s = o->seed ? o->seed : 1;
+		for (size_t i = 0; i < in_n * (size_t)max_batch; i++)
+			planes[i] = (float)(rng_next(&s) & 1);
+	}
 	double flops = nn_net_flops(net);
 	/* libgomp reads it once at load: spinning workers (the default) lose
 	 * whole time slices when the two cores are shared, PASSIVE does not. */

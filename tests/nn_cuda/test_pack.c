@@ -105,6 +105,74 @@ Test(nn_cuda_pack, plane_with_two_values_is_refused)
 	cr_assert_not(nn_pack_planes(1, 2, 40, in, out));
 }
 
+/* The plain definition of a packed plane, point by point: the value is
+ * the first non-zero one, a bit per non-zero point, and a plane holding
+ * two different non-zero values does not pack. */
+static bool pk_reference_plane(const float *p, int hw, uint32_t *mask, float *value)
+{
+	float v = 0.0f;
+	memset(mask, 0, sizeof(uint32_t) * (size_t)nn_pack_words(hw));
+	for (int i = 0; i < hw; i++) {
+		if (p[i] == 0.0f)
+			continue;
+		if (v == 0.0f)
+			v = p[i];
+		else if (p[i] != v)
+			return false;
+		mask[i >> 5] |= 1u << (i & 31);
+	}
+	*value = v;
+	return true;
+}
+
+/* Random planes of every density, at board sizes whose point counts end
+ * a mask word early (42, 81, 361) or exactly (64), against the reference;
+ * a second value planted anywhere, the last point included, is refused. */
+Test(nn_cuda_pack, random_planes_match_the_plain_definition)
+{
+	static const int sizes[] = { 42, 64, 81, 361 };
+	static const float values[] = { 1.0f, 0.5f, -2.0f, 7.5f };
+	uint64_t s = 12345;
+	float in[4 * 361];
+	uint32_t out[4 * (1 + 12)], mask[12];
+	for (int si = 0; si < 4; si++) {
+		int hw = sizes[si], words = nn_pack_words(hw);
+		for (int trial = 0; trial < 200; trial++) {
+			int density = (int)(pk_rng(&s) % 101); /* percent of points set */
+			for (int c = 0; c < 4; c++) {
+				float v = values[(c + trial) % 4];
+				for (int i = 0; i < hw; i++)
+					in[c * hw + i] = (int)(pk_rng(&s) % 100) < density ? v : 0.0f;
+			}
+			int plant = trial % 3 == 0;
+			int pc = (int)(pk_rng(&s) % 4), pi = trial % 6 == 0 ? hw - 1 : (int)(pk_rng(&s) % hw);
+			if (plant)
+				in[pc * hw + pi] = 3.25f; /* no plane's own value */
+			bool want = true;
+			for (int c = 0; c < 4; c++) {
+				float v;
+				if (!pk_reference_plane(in + c * hw, hw, mask, &v)) {
+					want = false;
+					break;
+				}
+			}
+			bool got = nn_pack_planes(1, 4, hw, in, out);
+			cr_assert_eq(got, want, "hw %d trial %d: packs %d, the definition says %d", hw,
+				     trial, got, want);
+			if (!want)
+				continue;
+			for (int c = 0; c < 4; c++) {
+				float v, gv;
+				pk_reference_plane(in + c * hw, hw, mask, &v);
+				memcpy(&gv, &out[c], sizeof(gv));
+				cr_assert_eq(gv, v, "hw %d trial %d plane %d: value", hw, trial, c);
+				cr_assert(memcmp(out + 4 + c * words, mask, sizeof(uint32_t) * words) == 0,
+					  "hw %d trial %d plane %d: mask", hw, trial, c);
+			}
+		}
+	}
+}
+
 Test(nn_cuda_pack, half_known_values)
 {
 	static const struct {
