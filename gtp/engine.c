@@ -505,6 +505,10 @@ int gtp_think(gtp_engine *e, bool allow_resign)
 	gtp_log(e, "sente: %d visits, %llu playouts in %.2f s (%.0f/s), winrate %.1f%%\n",
 		 mcts_root_visits(e->search), (unsigned long long)st.playouts, st.seconds,
 		 st.seconds > 0 ? st.playouts / st.seconds : 0.0, gtp_winrate(v) * 100);
+	if (st.pool_full)
+		gtp_log(e, "sente: the search tree is full (--memory %zu MB): the search stopped "
+			   "early; give it more memory for longer searches\n",
+			 e->opt.search.max_memory >> 20);
 	if (allow_resign && e->opt.resign_pct > 0 && gtp_winrate(v) * 100 < e->opt.resign_pct &&
 	    mcts_root_visits(e->search) >= 100 &&
 	    game_move_count(&e->game) > game_num_actions(&e->game) / 8)

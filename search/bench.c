@@ -124,6 +124,11 @@ static int bench_once(const search_bench_options *o, nn_backend_set *bs, const n
 	mcts_options mo = mcts_options_default();
 	mo.threads = o->threads;
 	mo.max_visits = o->visits;
+	/* A tree that holds every visit asked for, so that -v means what it
+	 * says (the default 512 MB stops an empty 19x19 board near 16k). */
+	size_t need = mcts_memory_for(o->visits, net->arch.policy_outputs);
+	if (need > mo.max_memory)
+		mo.max_memory = need;
 	mo.gather = o->batch > o->threads ? o->batch / o->threads : 1;
 	if (o->virtual_loss >= 0)
 		mo.virtual_loss = o->virtual_loss;

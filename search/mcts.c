@@ -239,6 +239,12 @@ static int ensure_threads(mcts *m, int n, int gather)
 	return 0;
 }
 
+size_t mcts_memory_for(int visits, int actions)
+{
+	return 2 * sizeof(mcts_node) * ((size_t)(visits > 0 ? visits : 0) + 1) *
+	       (size_t)(actions > 0 ? actions : 1);
+}
+
 mcts *mcts_new(evaluator *ev, const mcts_options *opt, char *err, size_t errlen)
 {
 	mcts *m = calloc(1, sizeof(*m));

@@ -88,6 +88,12 @@ typedef struct mcts mcts;
 
 mcts_options mcts_options_default(void);
 
+/* max_memory for a pool that holds `visits` expansions of `actions`
+ * children each, the second arena (tree reuse) included: every expansion
+ * takes a node per legal move, so on an empty 19x19 board the default
+ * 512 MB holds about 16,000 visits. */
+size_t mcts_memory_for(int visits, int actions);
+
 /* A search over `ev` (not owned). NULL with a message when memory is short. */
 mcts *mcts_new(evaluator *ev, const mcts_options *opt, char *err, size_t errlen);
 void mcts_free(mcts *m);

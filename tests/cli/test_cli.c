@@ -70,6 +70,27 @@ Test(cli, gtp_weights_must_be_a_regular_file, .timeout = 30)
 	rmdir(dir);
 }
 
+/* A genmove whose tree fills says so, with the remedy; one that fits
+ * does not. */
+Test(cli, gtp_says_when_the_tree_is_full, .timeout = 60)
+{
+	char cmds[] = "/tmp/sente-cli-tree-XXXXXX", args[256];
+	int fd = mkstemp(cmds);
+	cr_assert(fd >= 0);
+	const char text[] = "genmove b\nquit\n";
+	cr_assert_eq(write(fd, text, sizeof(text) - 1), (ssize_t)(sizeof(text) - 1));
+	close(fd);
+	snprintf(args, sizeof(args), "gtp --memory 16 -v 100000 --size 9 < %s", cmds);
+	int rc = cli_test_run_within(30, args, out, sizeof(out));
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert(strstr(out, "search tree is full (--memory 16 MB)"), "%s", out);
+	snprintf(args, sizeof(args), "gtp --memory 16 -v 200 --size 9 < %s", cmds);
+	rc = cli_test_run_within(30, args, out, sizeof(out));
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert_null(strstr(out, "search tree is full"), "%s", out);
+	unlink(cmds);
+}
+
 Test(cli, command_help)
 {
 	cr_assert_eq(cli_test_run("bench --help", out, sizeof(out)), 0);

@@ -532,3 +532,38 @@ Test(mcts, forced_playouts_and_policy_target_pruning)
 	cr_assert_gt(removed, 0);
 	cr_assert_gt(dropped, 0, "children visited only by forcing are pruned");
 }
+
+/* mcts_memory_for sizes a pool that takes every visit asked for on an
+ * empty 19x19 board (a node per legal move at each expansion); a quarter
+ * of it fills before. */
+Test(mcts, memory_for_holds_the_visits)
+{
+	static game go19;
+	game_params gp = game_params_default(GAME_KIND_GO);
+	gp.size = 19;
+	cr_assert_eq(game_init(&go19, &gp), GAME_OK);
+	evaluator *ev = eval_new(NULL, 0, NN_ENC_GO_NATIVE, NULL, NULL, 0);
+	const int visits = 3000;
+	for (int quarter = 0; quarter < 2; quarter++) {
+		mcts_options o = mcts_options_default();
+		o.threads = 1;
+		o.max_visits = visits;
+		o.max_memory = mcts_memory_for(visits, game_num_actions(&go19)) / (quarter ? 4 : 1);
+		char err[128];
+		mcts *m = mcts_new(ev, &o, err, sizeof(err));
+		cr_assert(m, "%s", err);
+		mcts_set_position(m, &go19);
+		mcts_search(m);
+		mcts_stats s;
+		mcts_get_stats(m, &s);
+		if (quarter) {
+			cr_assert(s.pool_full, "a quarter of the memory fills");
+			cr_assert_lt(mcts_root_visits(m), visits);
+		} else {
+			cr_assert_not(s.pool_full);
+			cr_assert_eq(mcts_root_visits(m), visits);
+		}
+		mcts_free(m);
+	}
+	eval_free(ev);
+}
