@@ -9,9 +9,9 @@
 #   probe     driver, device and library versions; what sente sees
 #             (build-gpu/bin/gpu_probe) against nvidia-smi -L: stops if
 #             they differ or the self-test kernel fails
-#   cuda      the CUDA suites (inference, packing, selection, checking
-#             backend, GPU replay and trainer, NCCL on one GPU: comm,
-#             grad_reducer, launch, GPU learner), SENTE_REQUIRE_GPU=1 so
+#   cuda      the CUDA suites (inference, the NVML monitor, packing,
+#             selection, checking backend, GPU replay and trainer, NCCL on
+#             one GPU: comm, grad_reducer, launch, GPU learner), SENTE_REQUIRE_GPU=1 so
 #             that a skipped device test is a failure
 #   sanitize  the CUDA suites under compute-sanitizer memcheck (NCCL's
 #             without API-error reports), our own kernels under
@@ -276,7 +276,7 @@ run_suites() {
 # Quick suites first; nn_cuda (each test tunes cuDNN for nine batch sizes
 # and checks them against the CPU, 16-46 s a test on an H100 four at a
 # time) and gpu_learner (a whole run, about a minute) last.
-CUDA_SUITES="cuda/* nn_cuda_pack/* nn_cuda_status/* nn_select/* nn_check/* cli_backend/* \
+CUDA_SUITES="cuda/* cuda_monitor/* nn_cuda_pack/* nn_cuda_status/* nn_select/* nn_check/* cli_backend/* \
 gpu_replay/* gpu_train/* gpu_layers/* grad_reducer/* launch/* comm/* nn_cuda/* gpu_learner/*"
 if want cuda && enough 60 cuda; then
 	set -f
