@@ -103,6 +103,8 @@ typedef struct hub {
 	int64_t models_sent;   /* MODEL messages sent with a model */
 	int64_t model_bytes;   /* their bytes */
 	int failures;          /* games that could not be decoded or stored */
+	uint64_t evals, batches; /* the workers' network evaluations and calls,
+				  * from their BYE */
 } hub;
 
 static int hub_init(hub *h, comm *c, FILE *log, const char *who, bool quiet)
@@ -232,6 +234,11 @@ static int hub_serve(hub *h, loop_game_fn fn, void *ctx, bool *stop_asked, char 
 		if (!w->stop_sent)
 			rc = comm_send(h->c, h->model, 8, src, TAG_ACK);
 	} else if (rc == 0 && tag == TAG_BYE) {
+		/* Its evaluations and network calls, when it sent them. */
+		if (bytes >= 16) {
+			h->evals += fileio_u64(buf);
+			h->batches += fileio_u64(buf + 8);
+		}
 		w->bye = true;
 		h->live--;
 		if (!w->stop_sent) {
@@ -371,14 +378,24 @@ typedef struct game_sink {
 	int64_t stored;   /* games stored */
 	int failures;     /* games that could not be */
 	int max_failures; /* stop after this many; 0: never */
+	int64_t positions, moves, wins[3]; /* of the games stored */
+	int64_t limit;    /* store at most this many (--games); 0: no limit */
+	int64_t dropped;  /* finished beyond the limit, not stored */
 } game_sink;
 
 static int sink_game(void *ctx, const game_record *r, int64_t model_id, const char *worker)
 {
 	game_sink *k = ctx;
 	int64_t id;
+	if (k->limit > 0 && k->stored >= k->limit) {
+		k->dropped++;
+		return 0;
+	}
 	if (k->db && store_add_game(k->db, model_id, worker, r, &id) == 0) {
 		k->stored++;
+		k->positions += record_full_count(r);
+		k->moves += r->n_moves;
+		k->wins[r->result > 0 ? 0 : r->result < 0 ? 1 : 2]++;
 		return 0;
 	}
 	if (k->db)
@@ -583,10 +600,18 @@ out:
 		/* Rank 0 would wait for this rank's BYE: end the job. */
 		comm_abort(c, 1);
 	}
-	/* BYE, then rank 0's one STOP (unless it came already). */
+	/* BYE with this rank's evaluations and network calls, then rank 0's
+	 * one STOP (unless it came already). */
 	size_t bytes;
 	int tag;
-	if (comm_send(c, NULL, 0, 0, TAG_BYE) != 0 ||
+	uint8_t bye[16] = { 0 };
+	if (k.sp) {
+		selfplay_stats st;
+		selfplay_get_stats(k.sp, &st);
+		put_i64(bye, (int64_t)st.evals);
+		put_i64(bye + 8, (int64_t)st.batches);
+	}
+	if (comm_send(c, bye, sizeof(bye), 0, TAG_BYE) != 0 ||
 	    (!k.stopped && (wait_from_zero(c, TAG_STOP, &tag, &bytes) != 0 ||
 			    comm_recv(c, NULL, 0, 0, TAG_STOP) != 0)))
 		rc = -1;
@@ -695,7 +720,8 @@ static int selfplay_rank0(comm *c, const char *db_path, const selfplay_worker_op
 {
 	char err[512] = "";
 	selfplay_hub sh = { .sink = { .h = &sh.h, .max_failures = o->max_store_failures > 0 ?
-							     o->max_store_failures : 3 } };
+							     o->max_store_failures : 3,
+				      .limit = o->games } };
 	bool quiet = o->play.quiet;
 	if (hub_init(&sh.h, c, o->log, "sente selfplay", quiet) != 0 ||
 	    !(sh.sink.db = store_open(db_path, err, sizeof(err))) ||
@@ -725,18 +751,26 @@ static int selfplay_rank0(comm *c, const char *db_path, const selfplay_worker_op
 			break;
 		}
 	}
-	/* The last games go through the same store. */
+	/* The last games go through the same store, up to --games: the
+	 * workers' games under way when the last one asked for came in
+	 * finish, and are not stored. */
 	if (hub_drain(&sh.h, sink_game, &sh.sink, err, sizeof(err)) != 0) {
 		say(o->log, "sente selfplay", "%s", err);
 		rc = -1;
 	}
+	if (sh.sink.dropped)
+		say(o->log, "sente selfplay",
+		    "%lld games that finished after the %lld asked for were not stored",
+		    (long long)sh.sink.dropped, (long long)o->games);
 	hub_progress(&sh.h, "done");
 	if (out) {
 		out->started = true;
-		out->stats.games = sh.h.games;
-		out->stats.positions = sh.h.positions;
-		out->stats.moves = sh.h.moves;
-		memcpy(out->stats.wins, sh.h.wins, sizeof(sh.h.wins));
+		out->stats.games = sh.sink.stored;
+		out->stats.evals = sh.h.evals;
+		out->stats.batches = sh.h.batches;
+		out->stats.positions = sh.sink.positions;
+		out->stats.moves = sh.sink.moves;
+		memcpy(out->stats.wins, sh.sink.wins, sizeof(sh.sink.wins));
 		out->stats.seconds = clock_now() - sh.h.t0;
 		out->model_id = sh.h.model_id;
 		out->store_failures = sh.sink.failures;
@@ -744,6 +778,18 @@ static int selfplay_rank0(comm *c, const char *db_path, const selfplay_worker_op
 	store_close(sh.sink.db);
 	hub_free(&sh.h);
 	return rc == 0 && sh.sink.failures == 0 ? SELFPLAY_WORKER_OK : SELFPLAY_WORKER_FAILED;
+}
+
+int loop_selfplay_ranks(comm *c, const char *db_path, const selfplay_worker_options *o,
+			selfplay_worker_result *out)
+{
+	if (out)
+		memset(out, 0, sizeof(*out));
+	if (comm_rank(c) == 0)
+		return selfplay_rank0(c, db_path, o, out);
+	return worker_main(c, &o->play, o->game_fixed, o->name, o->log, "sente selfplay", o->stop) == 0
+		       ? SELFPLAY_WORKER_OK
+		       : SELFPLAY_WORKER_FAILED;
 }
 
 int loop_selfplay_main(const char *db_path, const selfplay_worker_options *o,
@@ -768,12 +814,7 @@ int loop_selfplay_main(const char *db_path, const selfplay_worker_options *o,
 		say(o->log, "sente selfplay", "%s", err);
 		return SELFPLAY_WORKER_FAILED;
 	}
-	int rc;
-	if (comm_rank(c) == 0)
-		rc = selfplay_rank0(c, db_path, o, out);
-	else
-		rc = worker_main(c, &o->play, o->game_fixed, o->name, o->log, "sente selfplay",
-				 o->stop) == 0 ? SELFPLAY_WORKER_OK : SELFPLAY_WORKER_FAILED;
+	int rc = loop_selfplay_ranks(c, db_path, o, out);
 	comm_free(c);
 	return rc;
 }

@@ -55,5 +55,12 @@ int loop_run_ranks(const loop_options *o, comm *c, char *err, size_t errlen);
  * print nothing on stdout) is filled either way. */
 int loop_selfplay_main(const char *db_path, const selfplay_worker_options *o,
 		       selfplay_worker_result *out);
+/* One rank of that over c (tests run the ranks as threads, train/comm.h).
+ * Rank 0 stores at most o->games games (0: no limit): games the workers
+ * finish after the last one asked for are not stored, and rank 0 says how
+ * many. *out on rank 0 totals the workers' games and, from their
+ * goodbyes, their network evaluations and calls. */
+int loop_selfplay_ranks(comm *c, const char *db_path, const selfplay_worker_options *o,
+			selfplay_worker_result *out);
 
 #endif

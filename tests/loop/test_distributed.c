@@ -103,3 +103,73 @@ Test(distributed, two_thread_workers_feed_the_loop, .timeout = 120)
 	sqlite3_close(db);
 	loop_test_rmdir(dir);
 }
+
+typedef struct sp_rank_arg {
+	selfplay_worker_options o; /* the command's options */
+	comm *c;                   /* this rank */
+	const char *db;            /* the database */
+	int rc;                    /* loop_selfplay_ranks' outcome */
+	selfplay_worker_result res; /* rank 0's totals */
+} sp_rank_arg;
+
+static void *selfplay_rank(void *p)
+{
+	sp_rank_arg *a = p;
+	a->rc = loop_selfplay_ranks(a->c, a->db, &a->o, &a->res);
+	return NULL;
+}
+
+/* `mpirun -np 3 sente selfplay --games 9`, the ranks as threads: exactly 9
+ * games stored though both workers (3 games at once each) have games under
+ * way when the ninth comes, games from both, and rank 0's totals carry the
+ * workers' network evaluations. */
+Test(distributed, selfplay_ranks_store_exactly_the_games_asked_for, .timeout = 120)
+{
+	char dir[] = "/tmp/sente-dist-sp-XXXXXX", db[256], model[256], err[256];
+	cr_assert(mkdtemp(dir));
+	snprintf(db, sizeof(db), "%s/sente.db", dir);
+	snprintf(model, sizeof(model), "%s/model.sente", dir);
+	game_params gp = game_params_default(GAME_KIND_CONNECT4);
+	nn_arch arch = nn_arch_default(&gp, 1, 8);
+	nn_net *net = nn_net_new(&arch, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 7);
+	cr_assert_eq(nn_net_save(net, model, err, sizeof(err)), 0, "%s", err);
+	nn_net_free(net);
+	enum { RANKS = 3, GAMES = 9 };
+	comm_group *g = comm_group_new(RANKS);
+	cr_assert(g);
+	sp_rank_arg a[RANKS];
+	pthread_t th[RANKS];
+	for (int r = 0; r < RANKS; r++) {
+		memset(&a[r], 0, sizeof(a[r]));
+		a[r].o = selfplay_worker_options_default();
+		a[r].o.play.parallel_games = 3;
+		a[r].o.play.visits = 8;
+		a[r].o.play.cheap_visits = 0;
+		a[r].o.play.nn.kind = NN_BACKEND_CPU;
+		a[r].o.play.nn.threads = 1;
+		a[r].o.play.quiet = true;
+		a[r].o.weights = model;
+		a[r].o.games = GAMES;
+		a[r].o.poll_seconds = 0.5;
+		a[r].c = comm_group_rank(g, r);
+		a[r].db = db;
+		cr_assert_eq(pthread_create(&th[r], NULL, selfplay_rank, &a[r]), 0);
+	}
+	for (int r = 0; r < RANKS; r++)
+		pthread_join(th[r], NULL);
+	for (int r = 0; r < RANKS; r++)
+		cr_assert_eq(a[r].rc, SELFPLAY_WORKER_OK, "rank %d: %d", r, a[r].rc);
+	comm_group_free(g);
+	cr_assert_eq(a[0].res.stats.games, GAMES);
+	cr_assert_gt(a[0].res.stats.evals, 0, "the workers' evaluations reach rank 0");
+	cr_assert_gt(a[0].res.stats.batches, 0);
+	cr_assert_leq(a[0].res.stats.batches, a[0].res.stats.evals);
+	sqlite3 *s;
+	cr_assert_eq(sqlite3_open(db, &s), SQLITE_OK);
+	cr_assert_eq(query_int(s, "SELECT count(*) FROM games"), GAMES);
+	cr_assert_eq(query_int(s, "SELECT count(DISTINCT worker) FROM games"), 2);
+	sqlite3_close(s);
+	loop_test_rmdir(dir);
+}
