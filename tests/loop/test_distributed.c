@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "loop/distributed.h"
+#include "nn/cuda/cuda.h"
 #include "tests/loop/loop_util.h"
 
 typedef struct rank_arg {
@@ -119,14 +120,14 @@ static void *selfplay_rank(void *p)
 	return NULL;
 }
 
-/* `mpirun -np 3 sente selfplay --games 9`, the ranks as threads: exactly 9
- * games stored though both workers (3 games at once each) have games under
- * way when the ninth comes, games from both, and rank 0's totals carry the
- * workers' network evaluations. */
-Test(distributed, selfplay_ranks_store_exactly_the_games_asked_for, .timeout = 120)
+/* Three selfplay ranks as threads storing `games` games into
+ * DIR/sente.db: 3 games at once per worker, 8 visits, a random 1x8
+ * Connect Four model, the backend `kind`, messages to `log` (may be
+ * NULL). Rank 0's totals in *res. */
+static void run_selfplay_ranks(const char *dir, int games, nn_backend_kind kind, FILE *log,
+			       selfplay_worker_result *res)
 {
-	char dir[] = "/tmp/sente-dist-sp-XXXXXX", db[256], model[256], err[256];
-	cr_assert(mkdtemp(dir));
+	char db[256], model[256], err[256];
 	snprintf(db, sizeof(db), "%s/sente.db", dir);
 	snprintf(model, sizeof(model), "%s/model.sente", dir);
 	game_params gp = game_params_default(GAME_KIND_CONNECT4);
@@ -136,7 +137,7 @@ Test(distributed, selfplay_ranks_store_exactly_the_games_asked_for, .timeout = 1
 	nn_net_init_random(net, 7);
 	cr_assert_eq(nn_net_save(net, model, err, sizeof(err)), 0, "%s", err);
 	nn_net_free(net);
-	enum { RANKS = 3, GAMES = 9 };
+	enum { RANKS = 3 };
 	comm_group *g = comm_group_new(RANKS);
 	cr_assert(g);
 	sp_rank_arg a[RANKS];
@@ -147,12 +148,13 @@ Test(distributed, selfplay_ranks_store_exactly_the_games_asked_for, .timeout = 1
 		a[r].o.play.parallel_games = 3;
 		a[r].o.play.visits = 8;
 		a[r].o.play.cheap_visits = 0;
-		a[r].o.play.nn.kind = NN_BACKEND_CPU;
+		a[r].o.play.nn.kind = kind;
 		a[r].o.play.nn.threads = 1;
 		a[r].o.play.quiet = true;
 		a[r].o.weights = model;
-		a[r].o.games = GAMES;
+		a[r].o.games = games;
 		a[r].o.poll_seconds = 0.5;
+		a[r].o.log = log;
 		a[r].c = comm_group_rank(g, r);
 		a[r].db = db;
 		cr_assert_eq(pthread_create(&th[r], NULL, selfplay_rank, &a[r]), 0);
@@ -162,14 +164,53 @@ Test(distributed, selfplay_ranks_store_exactly_the_games_asked_for, .timeout = 1
 	for (int r = 0; r < RANKS; r++)
 		cr_assert_eq(a[r].rc, SELFPLAY_WORKER_OK, "rank %d: %d", r, a[r].rc);
 	comm_group_free(g);
-	cr_assert_eq(a[0].res.stats.games, GAMES);
-	cr_assert_gt(a[0].res.stats.evals, 0, "the workers' evaluations reach rank 0");
-	cr_assert_gt(a[0].res.stats.batches, 0);
-	cr_assert_leq(a[0].res.stats.batches, a[0].res.stats.evals);
+	*res = a[0].res;
+}
+
+/* `mpirun -np 3 sente selfplay --games 9`, the ranks as threads: exactly 9
+ * games stored though both workers (3 games at once each) have games under
+ * way when the ninth comes, games from both, and rank 0's totals carry the
+ * workers' network evaluations. */
+Test(distributed, selfplay_ranks_store_exactly_the_games_asked_for, .timeout = 120)
+{
+	char dir[] = "/tmp/sente-dist-sp-XXXXXX", db[256];
+	cr_assert(mkdtemp(dir));
+	snprintf(db, sizeof(db), "%s/sente.db", dir);
+	selfplay_worker_result res;
+	run_selfplay_ranks(dir, 9, NN_BACKEND_CPU, NULL, &res);
+	cr_assert_eq(res.stats.games, 9);
+	cr_assert_gt(res.stats.evals, 0, "the workers' evaluations reach rank 0");
+	cr_assert_gt(res.stats.batches, 0);
+	cr_assert_leq(res.stats.batches, res.stats.evals);
 	sqlite3 *s;
 	cr_assert_eq(sqlite3_open(db, &s), SQLITE_OK);
-	cr_assert_eq(query_int(s, "SELECT count(*) FROM games"), GAMES);
+	cr_assert_eq(query_int(s, "SELECT count(*) FROM games"), 9);
 	cr_assert_eq(query_int(s, "SELECT count(DISTINCT worker) FROM games"), 2);
 	sqlite3_close(s);
+	loop_test_rmdir(dir);
+}
+
+/* Workers asked for CUDA on a machine without a device say so and play on
+ * the CPU (on a machine with one, they play on it: nothing to say). */
+Test(distributed, selfplay_ranks_without_a_device_play_on_the_cpu, .timeout = 120)
+{
+	if (nn_cuda_device_count() > 0)
+		cr_skip_test("a CUDA device is present: the workers use it");
+	char dir[] = "/tmp/sente-dist-cpu-XXXXXX", text[4096];
+	cr_assert(mkdtemp(dir));
+	FILE *log = tmpfile();
+	cr_assert(log);
+	selfplay_worker_result res;
+	run_selfplay_ranks(dir, 3, NN_BACKEND_CUDA, log, &res);
+	cr_assert_eq(res.stats.games, 3);
+	cr_assert_gt(res.stats.evals, 0);
+	rewind(log);
+	size_t n = fread(text, 1, sizeof(text) - 1, log);
+	text[n] = '\0';
+	fclose(log);
+	cr_assert(strstr(text, "rank1@") && strstr(text, "no CUDA device here: self-play on the CPU"),
+		  "%s", text);
+	cr_assert(strstr(strstr(text, "no CUDA device here") + 1, "no CUDA device here"),
+		  "both workers say so: %s", text);
 	loop_test_rmdir(dir);
 }
