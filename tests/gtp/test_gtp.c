@@ -247,3 +247,20 @@ Test(gtp_engine, numbers_are_decimal)
 			      "=8\n\n");
 	free(got);
 }
+
+/* Leela Zero's lz-setoption reaches the search's limits and the resign
+ * threshold (names may hold spaces); KGS's kgs-rules takes the area rules
+ * and refuses the others. */
+Test(gtp_engine, lz_setoption_and_kgs_rules)
+{
+	char *got = handle_lines("1 lz-setoption name visits value 77\n2 kata-get-param maxVisits\n"
+				 "3 lz-setoption name resign percentage value 12.5\n"
+				 "4 lz-setoption name nonsense value 1\n5 lz-setoption name visits\n"
+				 "6 lz-setoption visits 5\n7 kgs-rules chinese\n8 kgs-rules aga\n"
+				 "9 kgs-rules japanese\n10 kgs-rules\n");
+	cr_assert_str_eq(got, "=1\n\n=2 77\n\n=3\n\n?4 unknown option\n\n"
+			      "?5 syntax error (value missing)\n\n"
+			      "?6 syntax error (lz-setoption name NAME value VALUE)\n\n=7\n\n=8\n\n"
+			      "?9 rules not supported: sente scores by area only\n\n?10 syntax error\n\n");
+	free(got);
+}

@@ -300,6 +300,26 @@ Test(gtp_gui, avoided_moves_never_show)
 	cr_assert(strncmp(play, "play E5", 7) && strncmp(play, "play D4", 7), "played %.8s", play);
 }
 
+/* Lizzie's allow: only the allowed moves are analysed, for the plies
+ * given. */
+Test(gtp_gui, allowed_moves_alone_show)
+{
+	static char out[1 << 20];
+	char cmd[4096];
+	const char *script = "boardsize 9\nlz-analyze b 5 allow b C3,G7 1\n#sleep 0.6\nquit\n";
+	session_cmd(script, "--noponder -v 300", cmd, sizeof(cmd));
+	cr_assert_eq(cli_test_shell(cmd, out, sizeof(out)), 0);
+	int infos = 0, seen[2] = { 0, 0 };
+	for (const char *p = out; (p = strstr(p, "info move ")); p += 10) {
+		char mv[8];
+		cr_assert(sscanf(p + 10, "%7s", mv) == 1);
+		cr_assert(!strcmp(mv, "C3") || !strcmp(mv, "G7"), "move %s analysed", mv);
+		seen[mv[0] == 'G']++;
+		infos++;
+	}
+	cr_assert(infos >= 2 && seen[0] && seen[1], "%d entries in\n%.1000s", infos, out);
+}
+
 /* A size the network cannot play is refused, never silently changed. */
 Test(gtp_gui, size_the_network_cannot_play_is_refused)
 {
