@@ -54,17 +54,27 @@ case " $* " in
 	set -- --model "$W/lz6x64.txt" "$@"
 	;;
 esac
-n=$(wc -l <"$W/queries.json")
-t0=$(date +%s.%N)
-/usr/bin/time -f '%U %S' -o "$W/cpu" "$BIN" analysis "$@" <"$W/queries.json" >"$W/out.json" \
-	2>"$W/err.txt"
-t1=$(date +%s.%N)
-answered=$(grep -c '"turnNumber"' "$W/out.json" || true)
-errors=$(grep -c '"error"' "$W/out.json" || true)
-stats=$(grep "evaluations in" "$W/err.txt" | tail -n 1)
-evals=$(echo "$stats" | sed -n 's/.* \([0-9]*\) evaluations in \([0-9]*\) batches (mean batch \([0-9.]*\)).*/\1/p')
-batches=$(echo "$stats" | sed -n 's/.* \([0-9]*\) evaluations in \([0-9]*\) batches (mean batch \([0-9.]*\)).*/\2/p')
-mean=$(echo "$stats" | sed -n 's/.* \([0-9]*\) evaluations in \([0-9]*\) batches (mean batch \([0-9.]*\)).*/\3/p')
-wall=$(echo "$t0 $t1" | awk '{printf "%.1f", $2 - $1}')
-cpu=$(awk '{printf "%.1f", $1 + $2}' "$W/cpu")
-echo "{\"bench\":\"analysis\",\"queries\":$n,\"answered\":$answered,\"errors\":$errors,\"visits\":$VISITS,\"evaluations\":${evals:-0},\"batches\":${batches:-0},\"mean_batch\":${mean:-0},\"wall_s\":$wall,\"cpu_s\":$cpu,\"load\":\"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+# The run, timed, and its closing line read by Python (no /usr/bin/time
+# needed: the CPU is the child's rusage).
+python3 - "$BIN" "$W/queries.json" "$VISITS" "$@" <<'EOF'
+import json, re, resource, subprocess, sys, time
+binary, queries, visits, args = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+n = sum(1 for _ in open(queries))
+t0 = time.monotonic()
+with open(queries) as qin:
+    p = subprocess.run([binary, "analysis", *args], stdin=qin, capture_output=True, text=True)
+wall = time.monotonic() - t0
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+answers = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+m = re.search(r"(\d+) evaluations in (\d+) batches \(mean batch ([\d.]+)\)", p.stderr)
+if p.returncode != 0 or not m:
+    sys.exit(f"bench_analysis: sente analysis exited {p.returncode}: {p.stderr[-2000:]}")
+print(json.dumps({"bench": "analysis", "queries": n,
+                  "answered": sum(1 for a in answers if "turnNumber" in a),
+                  "errors": sum(1 for a in answers if "error" in a), "visits": visits,
+                  "evaluations": int(m.group(1)), "batches": int(m.group(2)),
+                  "mean_batch": float(m.group(3)), "wall_s": round(wall, 1),
+                  "cpu_s": round(ru.ru_utime + ru.ru_stime, 1),
+                  "load": " ".join(open("/proc/loadavg").read().split()[:3])},
+                 separators=(",", ":")))
+EOF
