@@ -263,8 +263,6 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 		L = learner_new(&learner_cuda, r->net, &lo, err, errlen);
 		if (!L)
 			say(r, "training on the CPU: the GPU learner: %s", err);
-		else if (o->value_q_weight > 0)
-			say(r, "--value-q-weight is not used: the GPU learner trains on the result alone");
 		if (L && o->reuse_cap > 0)
 			say(r, "--reuse-cap is not used: the GPU learner has no reuse cap");
 	}

@@ -23,6 +23,7 @@
 #include "nn/cuda/cuda.h"
 #include "nn/cuda/pack.h"
 #include "tests/gpu_skip.h"
+#include "tests/train/train_util.h"
 #include "train/cuda/gpu_replay.h"
 #include "train/trainer.h"
 
@@ -298,6 +299,38 @@ Test(gpu_replay, pack_game_skip_and_max)
 	free(all);
 	record_free(&r);
 	gpu_replay_layout_free(&L);
+}
+
+/* The GPU learner's value target mixes the game's result with the
+ * search's root value as the CPU window does (record_value_target), in
+ * every packed record; 0 keeps the result alone. */
+Test(gpu_replay, value_target_mix)
+{
+	char err[256];
+	game_record r;
+	tu_column_game(&r, 0, true);
+	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	nn_arch a = nn_arch_default(&p, 1, 8);
+	gpu_replay_layout L;
+	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
+	for (int pass = 0; pass < 3; pass++) {
+		float l = pass == 0 ? 0 : pass == 1 ? 0.25f : 1;
+		L.value_q_weight = l;
+		int np;
+		uint32_t *recs = gr_pack(&L, &r, &np);
+		cr_assert_eq(np, 7, "every move of the game was searched fully");
+		for (int i = 0; i < np; i++) {
+			float z = i % 2 ? -1 : 1; /* the first player won */
+			float want = (1 - l) * z + l * tu_game_q(i);
+			float got = gr_value(recs + (size_t)i * L.d.rec_words);
+			cr_assert_float_eq(got, want, 1e-6, "weight %g, position %d: %g", l, i, got);
+			cr_assert_float_eq(got, record_value_target(&r, i, i % 2 ? GAME_WHITE : GAME_BLACK, l),
+					   1e-6);
+		}
+		free(recs);
+	}
+	gpu_replay_layout_free(&L);
+	record_free(&r);
 }
 
 /* ---- the ring, on the host or a device ----------------------------------- */

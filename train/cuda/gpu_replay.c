@@ -194,6 +194,7 @@ int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int s
 		if (position_kept(r, i) && idx++ >= skip) {
 			float value;
 			int nv = record_position_targets(r, i, game_to_move(g), moves, counts, &value);
+			value = record_value_target(r, i, game_to_move(g), L->value_q_weight);
 			if (gpu_replay_pack_position(L, g, moves, counts, nv, value,
 						     out + (size_t)n * L->d.rec_words, err, errlen) != 0)
 				goto out;
@@ -355,6 +356,13 @@ out:
 	return rc;
 }
 #endif
+
+void gpu_replay_set_value_q_weight(gpu_replay *gr, float l)
+{
+	pthread_mutex_lock(&gr->add_lock);
+	gr->L.value_q_weight = l;
+	pthread_mutex_unlock(&gr->add_lock);
+}
 
 gpu_replay *gpu_replay_new(const nn_arch *a, int64_t window, int device, char *err,
 			   size_t errlen)

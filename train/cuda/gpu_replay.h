@@ -57,6 +57,9 @@ typedef struct gpu_replay_layout {
 	/* [n_sym][n_actions]: output action b takes the target of action
 	 * action_inv[s * n_actions + b] (pass stays pass) */
 	int16_t *action_inv;
+	/* value target (1 - l) z + l q: z the game's result, q the root value
+	 * the search recorded (record_value_target); 0, the default: z */
+	float value_q_weight;
 } gpu_replay_layout;
 
 /* The layout for networks of architecture a, tables from the game's own
@@ -138,6 +141,9 @@ int gpu_replay_add_records(gpu_replay *gr, const game_record *recs, int n, char 
  * games. 0, or -1 when out of range. */
 int gpu_replay_set_chunk(gpu_replay *gr, int positions);
 
+/* The value target's mix for positions added from now on (the layout's
+ * value_q_weight; the CPU window's replay_set_value_q_weight). */
+void gpu_replay_set_value_q_weight(gpu_replay *gr, float l);
 int64_t gpu_replay_positions(gpu_replay *gr); /* positions sampling can draw */
 int64_t gpu_replay_added(gpu_replay *gr);     /* positions ever added */
 int64_t gpu_replay_window(const gpu_replay *gr);
