@@ -73,7 +73,9 @@ Test(selfplay, connect4_uniform_games_are_recorded)
 	selfplay_free(sp);
 }
 
-Test(selfplay, parallel_games_share_batches_and_swap_models)
+/* A small random Connect Four network, and options for 8 games at once
+ * of 24 visits with every move recorded, on one network thread. */
+static nn_net *small_c4_net(selfplay_options *o)
 {
 	game_params gp = game_params_default(GAME_KIND_CONNECT4);
 	char err[256];
@@ -81,14 +83,22 @@ Test(selfplay, parallel_games_share_batches_and_swap_models)
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
 	nn_net_init_random(net, 3);
-	selfplay_options o = selfplay_options_default(&gp);
-	o.parallel_games = 8;
-	o.batch = 8;
-	o.visits = 24;
-	o.cheap_visits = 0; /* every move recorded */
-	o.progress_seconds = 0;
-	o.quiet = true;
-	o.nn.threads = 1;
+	*o = selfplay_options_default(&gp);
+	o->parallel_games = 8;
+	o->batch = 8;
+	o->visits = 24;
+	o->cheap_visits = 0; /* every move recorded */
+	o->progress_seconds = 0;
+	o->quiet = true;
+	o->nn.threads = 1;
+	return net;
+}
+
+Test(selfplay, parallel_games_share_batches_and_swap_models)
+{
+	char err[256];
+	selfplay_options o;
+	nn_net *net = small_c4_net(&o);
 	/* No time limit on the fill wait (a minute stands for none): a short
 	 * batch then runs only when every game in a search is blocked on its
 	 * answer, so the batch sizes depend on how the games interleave, not
@@ -380,22 +390,11 @@ static int on_game_sums(void *ctx, const game_record *r, int64_t model_id)
 
 Test(selfplay, one_thread_drives_several_games)
 {
-	game_params gp = game_params_default(GAME_KIND_CONNECT4);
 	char err[256];
-	nn_arch a = nn_arch_default(&gp, 1, 8);
-	nn_net *net = nn_net_new(&a, err, sizeof(err));
-	cr_assert(net, "%s", err);
-	nn_net_init_random(net, 3);
-	selfplay_options o = selfplay_options_default(&gp);
-	o.parallel_games = 8;
+	selfplay_options o;
+	nn_net *net = small_c4_net(&o);
 	o.games_per_thread = 8; /* one worker thread plays them all */
-	o.batch = 8;
-	o.visits = 24;
-	o.cheap_visits = 0;
 	o.cache_bytes = 0; /* every leaf reaches the network: batches are whole rounds */
-	o.progress_seconds = 0;
-	o.quiet = true;
-	o.nn.threads = 1;
 	selfplay *sp = selfplay_new(&o, err, sizeof(err));
 	cr_assert(sp, "%s", err);
 	cr_assert_eq(selfplay_set_model(sp, net, 3, err, sizeof(err)), 0, "%s", err);
