@@ -629,6 +629,36 @@ static int game_step(selfplay *sp, sp_worker *w, sp_game *gm)
 	return 0;
 }
 
+/* Rounds a game may play in one of its worker's rounds on positions the
+ * NN cache answers (or that end in finished games), before its leaf goes
+ * to the batch anyway. */
+#define SP_QUICK_ROUNDS 64
+
+/* Takes the game's leaves for the worker's batch. A round whose leaf the
+ * cache answers, or that ended in finished games only, is applied at once
+ * and the game goes on (its search may end, the game with it), so that
+ * the batch holds positions the network must see: a cache hit would
+ * otherwise take a place in it. 0, or -1 on error. */
+static int game_gather(selfplay *sp, sp_worker *w, sp_game *gm)
+{
+	for (int quick = 0;; quick++) {
+		gm->n_leaves = mcts_gather(gm->m, &gm->round);
+		if (quick == SP_QUICK_ROUNDS)
+			return 0;
+		if (gm->n_leaves > 1 ||
+		    (gm->n_leaves == 1 &&
+		     !eval_cached(gm->mdl->ev, gm->round.games[0], gm->round.policies[0],
+				  &gm->round.values[0])))
+			return 0;
+		mcts_apply(gm->m, gm->n_leaves);
+		gm->n_leaves = 0;
+		if (game_step(sp, w, gm) != 0)
+			return -1;
+		if (!gm->live)
+			return 0;
+	}
+}
+
 /* One worker thread plays n_games games at once: each round takes a leaf
  * from every game, evaluates the leaves of the games sharing a model as
  * one batch, and expands and backs up each in its own tree; a game whose
@@ -651,15 +681,20 @@ static void *worker_main(void *arg)
 			if (!gm->live)
 				continue;
 			live++;
+			if (game_gather(sp, w, gm) != 0) {
+				err = 1;
+				break;
+			}
+			if (!gm->live)
+				continue;
 			sp_slot *s = &w->slots[gm->slot];
-			gm->n_leaves = mcts_gather(gm->m, &gm->round);
 			gm->first = s->n;
 			for (int k = 0; k < gm->n_leaves; k++) {
 				s->games[s->n] = gm->round.games[k];
 				s->policies[s->n++] = gm->round.policies[k];
 			}
 		}
-		if (live == 0)
+		if (err || live == 0)
 			break;
 		for (int i = 0; i < w->n_games; i++) {
 			sp_slot *s = &w->slots[i];
