@@ -579,8 +579,8 @@ static void game_free(selfplay *sp, sp_worker *w, sp_game *gm)
 
 /* Starts games in the worker's empty places while the run wants more,
  * each through to its first search (a game that ends before searching,
- * of no moves, is finished at once). False once no more will start
- * (`claiming` then goes false). -1 on error. */
+ * of no moves, is finished at once); *claiming goes false once no more
+ * will start. 0, or -1 on error. */
 static int fill_games(selfplay *sp, sp_worker *w, bool *claiming)
 {
 	for (int i = 0; i < w->n_games && *claiming; i++) {
