@@ -71,6 +71,8 @@ int cli_run(int argc, char **argv)
 			    .given = &channels_given, .def = "C4 48, Go 9x9 48, larger Go 64"),
 		CLI_OPT_INT("--parallel-games", NULL, &o.parallel_games, 1, 1024, "K",
 			    "self-play games at once", .given = &par_given, .def = "C4 32, Go 64"),
+		CLI_OPT_INT("--games-per-thread", NULL, &o.games_per_thread, 1, 1024, "K",
+			    "self-play games one worker thread plays, their leaves evaluated as one batch"),
 		CLI_OPT_INT("--visits", NULL, &o.visits, 2, 100000, "V", "full search visits",
 			    .given = &visits_given, .def = "C4 200, Go 100"),
 		CLI_OPT_INT("--cheap-visits", NULL, &o.cheap_visits, 0, 100000, "V",

@@ -79,6 +79,7 @@ loop_options loop_options_default(const game_params *g)
 	o.blocks = d.blocks;
 	o.channels = d.channels;
 	o.parallel_games = d.parallel_games;
+	o.games_per_thread = selfplay_options_default(g).games_per_thread;
 	o.visits = d.visits;
 	o.cheap_visits = d.cheap_visits;
 	o.positions_per_iter = 2000;
@@ -115,6 +116,7 @@ selfplay_options loop_selfplay_options(const loop_options *o)
 {
 	selfplay_options so = selfplay_options_default(&o->game);
 	so.parallel_games = o->parallel_games;
+	so.games_per_thread = o->games_per_thread;
 	so.batch = o->parallel_games < 64 ? o->parallel_games : 64;
 	so.visits = o->visits;
 	so.cheap_visits = o->cheap_visits;

@@ -67,6 +67,8 @@ typedef struct loop_options {
 				    * closing work included (gating matches are not cut short) */
 	int blocks, channels;      /* a new network's shape */
 	int parallel_games;        /* self-play games at once */
+	int games_per_thread;      /* of them, played by one worker thread
+				    * (selfplay_options.games_per_thread) */
 	int visits, cheap_visits;  /* full and cheap search visits */
 	int64_t positions_per_iter; /* new recorded positions per iteration */
 	int64_t window;            /* positions the learner samples from (with a growing

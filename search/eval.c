@@ -382,6 +382,37 @@ static void plain_prior(const game *g, const int *legal, int n_legal, float *pol
 		policy[legal[i]] = (float)(w[i] / sum);
 }
 
+/* Answers g without the network where it can: the uniform evaluator, no
+ * legal move, or (when use_cache) a cache hit, counted. True when
+ * answered; *key is the cache key otherwise. */
+static bool answer_at_once(evaluator *ev, const game *g, const int *legal, int n_legal,
+			   bool use_cache, float *policy, float *value, uint64_t *key)
+{
+	if (ev->n_servers == 0 || n_legal == 0) {
+		uniform(g, legal, n_legal, policy, value);
+		if (ev->opt.plain_prior && n_legal > 0)
+			plain_prior(g, legal, n_legal, policy);
+		return true;
+	}
+	*key = eval_key(g, ev->enc);
+	if (use_cache && cache_get(ev->cache, *key, policy, game_num_actions(g), value)) {
+		atomic_fetch_add(&ev->n_hits, 1);
+		return true;
+	}
+	return false;
+}
+
+int eval_cached(evaluator *ev, const game *g, float *policy, float *value)
+{
+	int legal[GAME_MAX_ACTIONS];
+	int n_legal = game_legal_moves(g, legal);
+	uint64_t key;
+	if (!answer_at_once(ev, g, legal, n_legal, ev->cache != NULL, policy, value, &key))
+		return 0;
+	atomic_fetch_add(&ev->n_requests, 1);
+	return 1;
+}
+
 /* Prepares the evaluation of g under symmetry `sym` (-1: random when the
  * options say so), through the cache when use_cache. Returns 0 when it was
  * answered at once (uniform evaluator, no legal move, cache hit), 1 when r
@@ -393,18 +424,10 @@ static int prepare(evaluator *ev, const game *g, int sym, bool use_cache, float 
 	int n_legal = game_legal_moves(g, legal);
 	int n_actions = game_num_actions(g);
 	atomic_fetch_add(&ev->n_requests, 1);
-	if (ev->n_servers == 0 || n_legal == 0) {
-		uniform(g, legal, n_legal, policy, value);
-		if (ev->opt.plain_prior && n_legal > 0)
-			plain_prior(g, legal, n_legal, policy);
-		return 0;
-	}
-	uint64_t key = eval_key(g, ev->enc);
 	use_cache = use_cache && ev->cache;
-	if (use_cache && cache_get(ev->cache, key, policy, n_actions, value)) {
-		atomic_fetch_add(&ev->n_hits, 1);
+	uint64_t key;
+	if (answer_at_once(ev, g, legal, n_legal, use_cache, policy, value, &key))
 		return 0;
-	}
 	if (sym < 0) {
 		sym = 0;
 		if (ev->opt.random_symmetry) {

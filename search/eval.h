@@ -61,6 +61,14 @@ void eval_free(evaluator *ev);
  * (policy uniform, value 0 then). The game must not be over. */
 int eval_position(evaluator *ev, const game *g, float *policy, float *value);
 
+/* Answers g as eval_position would when that needs no network (the
+ * uniform evaluator, a game without legal moves, an NN cache hit): 1, the
+ * answer in policy and *value and counted as a request; else 0, nothing
+ * written or counted. Lets a thread that batches several searches' leaves
+ * (self-play) go on with a search whose leaf the cache answers and fill
+ * its batch with positions the network must see. */
+int eval_cached(evaluator *ev, const game *g, float *policy, float *value);
+
 /* Scratch for eval_batch: room for `cap` positions (encoded planes, legal
  * moves, requests), made once per search thread so that evaluating a batch
  * allocates nothing. NULL when memory is short. */

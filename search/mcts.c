@@ -55,6 +55,8 @@ typedef struct mcts_thread {
 	const game **games;           /* [gather] pointers handed to eval_batch */
 	float **policies;             /* [gather] */
 	float *values;                /* [gather] */
+	int round_done;               /* round_gather: playouts ended in a finished game */
+	int round_collisions;         /* round_gather: descents that collided */
 } mcts_thread;
 
 struct mcts {
@@ -602,12 +604,15 @@ static void wait_expansion(mcts *m)
 	pthread_mutex_unlock(&m->expand_mu);
 }
 
-/* One round of a search thread: up to `gather` descents (each holding a
- * ticket of the playout budget), the new leaves evaluated as one batch,
- * expanded and backed up. Returns the playouts completed. */
-static int search_round(mcts *m, mcts_thread *t, int gather)
+/* The gather phase of a round: up to `gather` descents (each holding a
+ * ticket of the playout budget); playouts that ended in a finished game
+ * are backed up at once. The new leaves, t->leaves[0..return), wait for
+ * their evaluation with their virtual losses in place; t->round_done and
+ * t->round_collisions say what else the round did. */
+static int round_gather(mcts *m, mcts_thread *t, int gather)
 {
-	int n_leaves = 0, done = 0, collisions = 0;
+	int n_leaves = 0;
+	t->round_done = t->round_collisions = 0;
 	for (int k = 0; k < gather; k++) {
 		if (atomic_load_explicit(&m->stop, memory_order_relaxed))
 			break;
@@ -620,19 +625,27 @@ static int search_round(mcts *m, mcts_thread *t, int gather)
 		int r = descend(m, leaf, &v);
 		if (r == DESCENT_TERMINAL) {
 			backup(m, leaf->path, leaf->depth, v);
-			done++;
+			t->round_done++;
 		} else if (r == DESCENT_LEAF) {
 			n_leaves++;
 		} else {
 			/* The tree is too narrow for more leaves this round. */
 			atomic_fetch_sub(&m->started, 1);
 			atomic_fetch_add(&m->collisions, 1);
-			collisions++;
+			t->round_collisions++;
 			break;
 		}
 	}
+	return n_leaves;
+}
+
+/* The apply phase: the n_leaves evaluated leaves (answers in
+ * t->leaves[i].policy and t->values[i]) expanded and backed up. Returns
+ * the playouts the round completed. */
+static int round_apply(mcts *m, mcts_thread *t, int n_leaves)
+{
+	int done = t->round_done;
 	if (n_leaves > 0) {
-		eval_batch(m->ev, t->scratch, n_leaves, t->games, t->policies, t->values);
 		for (int i = 0; i < n_leaves; i++) {
 			mcts_leaf *leaf = &t->leaves[i];
 			expand(m, leaf->path[leaf->depth - 1], &leaf->game, leaf->policy);
@@ -642,10 +655,28 @@ static int search_round(mcts *m, mcts_thread *t, int gather)
 		pthread_mutex_lock(&m->expand_mu);
 		pthread_cond_broadcast(&m->expanded);
 		pthread_mutex_unlock(&m->expand_mu);
-	} else if (collisions && done == 0) {
+	} else if (t->round_collisions && done == 0) {
 		wait_expansion(m);
 	}
 	return done;
+}
+
+/* One round of a search thread: gather, the new leaves evaluated as one
+ * batch, apply. Returns the playouts completed. */
+static int search_round(mcts *m, mcts_thread *t, int gather)
+{
+	int n_leaves = round_gather(m, t, gather);
+	if (n_leaves > 0)
+		eval_batch(m->ev, t->scratch, n_leaves, t->games, t->policies, t->values);
+	return round_apply(m, t, n_leaves);
+}
+
+/* Stops the search when the pool is full or the deadline passed. */
+static void stop_at_limits(mcts *m)
+{
+	if (atomic_load_explicit(&m->pool_full, memory_order_relaxed) ||
+	    (m->deadline > 0 && clock_now() >= m->deadline))
+		atomic_store(&m->stop, 1);
 }
 
 static void *search_main(void *arg)
@@ -657,9 +688,7 @@ static void *search_main(void *arg)
 	       atomic_load_explicit(&m->started, memory_order_relaxed) < m->budget) {
 		int done = search_round(m, t, t->gather);
 		atomic_fetch_add(&m->completed, (uint64_t)done);
-		if (atomic_load_explicit(&m->pool_full, memory_order_relaxed) ||
-		    (m->deadline > 0 && clock_now() >= m->deadline))
-			atomic_store(&m->stop, 1);
+		stop_at_limits(m);
 	}
 	eval_client_leave(m->ev);
 	return NULL;
@@ -685,9 +714,19 @@ static void add_noise(mcts *m)
 	m->root_noised = true;
 }
 
-/* Prepares a search: root node, its expansion, noise, limits. Returns
- * false when there is nothing to search (game over or no position). */
-static bool prepare(mcts *m)
+/* Mixes the noise in once the root is expanded, when the search asks
+ * for it. */
+static void noise_if_due(mcts *m)
+{
+	if (m->opt.noise && !m->root_noised &&
+	    atomic_load(&node_at(m, m->root)->state) == NODE_EXPANDED)
+		add_noise(m);
+}
+
+/* Sets a search up: root node, limits, and noise when the root is
+ * already expanded. Returns false when there is nothing to search (game
+ * over or no position). */
+static bool setup(mcts *m)
 {
 	if (!m->have_root_game || game_is_over(&m->root_game))
 		return false;
@@ -714,13 +753,62 @@ static bool prepare(mcts *m)
 			budget = left > 0 ? left : 0;
 	}
 	m->budget = budget;
-	/* The root must be expanded before noise can be mixed in. */
-	mcts_node *r = node_at(m, m->root);
-	if (atomic_load(&r->state) != NODE_EXPANDED && m->budget > 0)
-		atomic_fetch_add(&m->completed, (uint64_t)search_round(m, &m->threads[0], 1));
-	if (m->opt.noise && !m->root_noised && atomic_load(&r->state) == NODE_EXPANDED)
-		add_noise(m);
+	noise_if_due(m);
 	return true;
+}
+
+/* Prepares a search for its threads: setup, and the root expanded (one
+ * round of one leaf) so that the noise can be mixed in before they start. */
+static bool prepare(mcts *m)
+{
+	if (!setup(m))
+		return false;
+	mcts_node *r = node_at(m, m->root);
+	if (atomic_load(&r->state) != NODE_EXPANDED && m->budget > 0) {
+		atomic_fetch_add(&m->completed, (uint64_t)search_round(m, &m->threads[0], 1));
+		noise_if_due(m);
+	}
+	return true;
+}
+
+/* ---- a search driven one round at a time --------------------------------- */
+
+bool mcts_begin(mcts *m)
+{
+	mcts_stop(m);
+	return setup(m);
+}
+
+bool mcts_done(mcts *m)
+{
+	return m->root == MCTS_NONE || atomic_load_explicit(&m->stop, memory_order_relaxed) ||
+	       atomic_load_explicit(&m->started, memory_order_relaxed) >= m->budget;
+}
+
+int mcts_gather(mcts *m, mcts_round *out)
+{
+	mcts_thread *t = &m->threads[0];
+	/* An unexpanded root goes alone, so that the noise is mixed in
+	 * before any other descent (as prepare() does). */
+	bool root_open = atomic_load(&node_at(m, m->root)->state) == NODE_EXPANDED;
+	int n = round_gather(m, t, root_open ? t->gather : 1);
+	out->games = t->games;
+	out->policies = t->policies;
+	out->values = t->values;
+	return n;
+}
+
+void mcts_apply(mcts *m, int n_leaves)
+{
+	int done = round_apply(m, &m->threads[0], n_leaves);
+	atomic_fetch_add(&m->completed, (uint64_t)done);
+	noise_if_due(m);
+	stop_at_limits(m);
+}
+
+void mcts_end(mcts *m)
+{
+	m->t_end = clock_now();
 }
 
 void mcts_start(mcts *m)
@@ -761,14 +849,27 @@ bool mcts_running(const mcts *m)
 
 void mcts_search(mcts *m)
 {
+	if (m->opt.threads == 1) {
+		/* The round API, driven here: the one code path for a
+		 * single-threaded search. */
+		if (!mcts_begin(m))
+			return;
+		mcts_thread *t = &m->threads[0];
+		eval_client_enter(m->ev);
+		while (!mcts_done(m)) {
+			mcts_round r;
+			int n = mcts_gather(m, &r);
+			if (n > 0)
+				eval_batch(m->ev, t->scratch, n, r.games, r.policies, r.values);
+			mcts_apply(m, n);
+		}
+		eval_client_leave(m->ev);
+		mcts_end(m);
+		return;
+	}
 	mcts_stop(m);
 	if (!prepare(m))
 		return;
-	if (m->opt.threads == 1) {
-		search_main(&m->threads[0]);
-		m->t_end = clock_now();
-		return;
-	}
 	mcts_start(m);
 	for (int i = 0; i < m->running_threads; i++)
 		pthread_join(m->threads[i].thread, NULL);

@@ -113,6 +113,48 @@ void mcts_set_avoid(mcts *m, const mcts_avoid *avoid);
 
 /* Searches synchronously until a limit is reached. */
 void mcts_search(mcts *m);
+/* A single-threaded search (threads == 1) driven from outside, one round
+ * at a time, so that one thread can evaluate the leaves of several
+ * searches (several self-play games) as one batch. mcts_search is this
+ * loop:
+ *
+ *   if (mcts_begin(m)) {
+ *           while (!mcts_done(m)) {
+ *                   mcts_round r;
+ *                   int n = mcts_gather(m, &r);
+ *                   ... evaluate r.games[0..n) into r.policies[i], r.values[i]
+ *                   mcts_apply(m, n);
+ *           }
+ *           mcts_end(m);
+ *   }
+ *
+ * The leaves of a round are valid (and hold their virtual losses) until
+ * mcts_apply; every mcts_gather must be followed by mcts_apply, with n
+ * possibly 0 (a round may end in finished games only). A root not yet
+ * expanded makes a round of its own, as in mcts_search, so the noise goes
+ * in before any other descent. */
+typedef struct mcts_round {
+	const game *const *games; /* [n] the leaves' positions */
+	float *const *policies;   /* [n] where each leaf's policy goes (GAME_MAX_ACTIONS) */
+	float *values;            /* [n] each leaf's value, for its side to move */
+} mcts_round;
+
+/* Sets the search up from the position given (limits, noise when the
+ * root is already expanded). False when there is nothing to search (no
+ * position, or the game is over). */
+bool mcts_begin(mcts *m);
+/* The leaves of the next round (at most the `gather` option, 1 while the
+ * root is unexpanded): returns their count, *out says where they are. */
+int mcts_gather(mcts *m, mcts_round *out);
+/* Expands and backs up the round's n_leaves evaluated leaves; stops the
+ * search when the pool is full or the time is up. */
+void mcts_apply(mcts *m, int n_leaves);
+/* True when the search has reached its budget, was stopped or
+ * interrupted, filled its pool or passed its deadline. */
+bool mcts_done(mcts *m);
+/* Closes the search (its end time for the stats). */
+void mcts_end(mcts *m);
+
 /* Starts searching in the background (for pondering and analysis);
  * mcts_stop() ends it. Limits still apply; a background search without
  * limits runs until stopped or the pool is full. */

@@ -25,11 +25,17 @@ typedef struct sp_model {
 	int refs;          /* holders: the selfplay object and running games */
 } sp_model;
 
+struct sp_game;
+struct sp_slot;
+
 typedef struct sp_worker {
-	struct selfplay *sp; /* owner */
-	pthread_t thread;    /* the game thread */
-	int index;           /* worker number, for seeds */
-	uint64_t rng;        /* its random state */
+	struct selfplay *sp;   /* owner */
+	pthread_t thread;      /* the worker thread */
+	int index;             /* worker number, for seeds */
+	uint64_t rng;          /* its random state */
+	int n_games;           /* games it plays at once */
+	struct sp_game *games; /* [n_games] */
+	struct sp_slot *slots; /* [n_games] one per model its games use */
 } sp_worker;
 
 /* Resignation as AlphaGo Zero sets it: the threshold is the one that would
@@ -74,6 +80,7 @@ selfplay_options selfplay_options_default(const game_params *g)
 	memset(&o, 0, sizeof(o));
 	o.game = *g;
 	o.parallel_games = 16;
+	o.games_per_thread = 1;
 	o.visits = 200;
 	o.cheap_visits = 40;
 	o.full_fraction = 0.25;
@@ -239,6 +246,8 @@ selfplay *selfplay_new(const selfplay_options *o, char *err, size_t errlen)
 		sp->opt.parallel_games = 1;
 	if (sp->opt.batch < 1)
 		sp->opt.batch = 1;
+	if (sp->opt.games_per_thread < 1)
+		sp->opt.games_per_thread = 1;
 	if (sp->opt.visits < 1)
 		sp->opt.visits = 1;
 	pthread_mutex_init(&sp->mu, NULL);
@@ -319,12 +328,95 @@ static int apply_pass_rule(mcts *m, const game *g, int mv)
 	return mv;
 }
 
-/* Plays one game with model `mdl`. Returns 0 finished, 1 abandoned (stop),
- * -1 error. */
-static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec)
+/* One game under way, between its searches: a worker drives several. */
+typedef struct sp_game {
+	bool live;               /* the slot holds a game */
+	sp_model *mdl;           /* the model it plays with (held) */
+	int slot;                /* its model's slot in the worker */
+	mcts *m;                 /* its search */
+	mcts_options mo;         /* the search's options */
+	game g;                  /* the position */
+	game_record rec;         /* the record so far */
+	bool full;               /* the search under way is a full one */
+	bool no_resign;          /* never resigns (calibration game) */
+	float resign_at;         /* the threshold when the game began */
+	float min_wr[2];         /* lowest resign-relevant winrate, per player */
+	float last_wr[2][SP_RESIGN_CONSEC];
+	int n_wr[2];
+	int would_resign;        /* the player that would have resigned, or -1 */
+	mcts_round round;        /* the leaves of the round under way */
+	int n_leaves, first;     /* their count, and where they sit in the batch */
+} sp_game;
+
+/* The games of a worker that play with one model: their leaves go to its
+ * evaluator as one batch per round. */
+typedef struct sp_slot {
+	sp_model *mdl;           /* NULL: free */
+	int users;               /* games using it */
+	eval_scratch *scratch;   /* room for every game's leaves */
+	const game **games;      /* [cap] */
+	float **policies;        /* [cap] */
+	float *values;           /* [cap] */
+	int n;                   /* leaves this round */
+} sp_slot;
+
+/* Takes the worker's slot for model `mdl` (a free one when no game plays
+ * with it yet); -1 when memory is short. */
+static int slot_take(sp_worker *w, sp_model *mdl)
+{
+	int free_i = -1;
+	for (int i = 0; i < w->n_games; i++) {
+		if (w->slots[i].mdl == mdl && w->slots[i].users > 0) {
+			w->slots[i].users++;
+			return i;
+		}
+		if (w->slots[i].users == 0 && free_i < 0)
+			free_i = i;
+	}
+	sp_slot *s = &w->slots[free_i];
+	int cap = w->n_games;
+	s->scratch = eval_scratch_new(mdl->ev, cap);
+	s->games = malloc(sizeof(*s->games) * (size_t)cap);
+	s->policies = malloc(sizeof(*s->policies) * (size_t)cap);
+	s->values = malloc(sizeof(*s->values) * (size_t)cap);
+	if (!s->scratch || !s->games || !s->policies || !s->values) {
+		eval_scratch_free(s->scratch);
+		free(s->games);
+		free(s->policies);
+		free(s->values);
+		memset(s, 0, sizeof(*s));
+		return -1;
+	}
+	s->mdl = mdl;
+	s->users = 1;
+	/* One client of the evaluator per worker, however many games: the
+	 * server's fill wait then waits for this thread's batch. */
+	eval_client_enter(mdl->ev);
+	return free_i;
+}
+
+static void slot_drop(sp_worker *w, int i)
+{
+	sp_slot *s = &w->slots[i];
+	if (--s->users > 0)
+		return;
+	eval_client_leave(s->mdl->ev);
+	eval_scratch_free(s->scratch);
+	free(s->games);
+	free(s->policies);
+	free(s->values);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Starts a game with model `mdl` (held by the caller, then by the game).
+ * 0, or -1 on error. */
+static int game_begin(selfplay *sp, sp_worker *w, sp_game *gm, sp_model *mdl)
 {
 	const selfplay_options *o = &sp->opt;
 	char err[256];
+	memset(gm, 0, sizeof(*gm));
+	gm->mdl = mdl;
+	gm->slot = -1;
 	mcts_options mo = mcts_options_default();
 	mo.threads = 1;
 	mo.gather = 1;
@@ -341,142 +433,299 @@ static int play_game(selfplay *sp, sp_worker *w, sp_model *mdl, game_record *rec
 	/* Enough nodes for a full search with reuse, with room to spare. */
 	size_t per = (size_t)o->visits * (size_t)game_numbers_of(&o->game).actions;
 	mo.max_memory = per * 64 * 4 + ((size_t)8 << 20);
-	mcts *m = mcts_new(mdl->ev, &mo, err, sizeof(err));
-	if (!m)
+	gm->mo = mo;
+	gm->m = mcts_new(mdl->ev, &mo, err, sizeof(err));
+	if (!gm->m)
 		return -1;
-	static _Thread_local game g;
-	game_init(&g, &o->game);
-	record_init(rec, &o->game);
-	bool no_resign = o->resign_pct <= 0 || rng_uniform(&w->rng) < o->no_resign_fraction;
+	gm->slot = slot_take(w, mdl);
+	if (gm->slot < 0)
+		return -1;
+	gm->live = true;
+	game_init(&gm->g, &o->game);
+	record_init(&gm->rec, &o->game);
+	gm->no_resign = o->resign_pct <= 0 || rng_uniform(&w->rng) < o->no_resign_fraction;
 	pthread_mutex_lock(&sp->mu);
-	float resign_at = resign_threshold_locked(sp);
+	gm->resign_at = resign_threshold_locked(sp);
 	pthread_mutex_unlock(&sp->mu);
-	float min_wr[2] = { 100, 100 }; /* lowest resign-relevant winrate, per player */
-	float last_wr[2][SP_RESIGN_CONSEC];
-	int n_wr[2] = { 0, 0 };
-	int would_resign = -1;
-	int rc = 0;
+	gm->min_wr[0] = gm->min_wr[1] = 100;
+	gm->would_resign = -1;
+	return 0;
+}
+
+/* Begins the game's next search: 0 begun, 1 the game is over, 2 the run
+ * must stop (the game is abandoned), -1 error. */
+static int game_search(selfplay *sp, sp_worker *w, sp_game *gm)
+{
+	const selfplay_options *o = &sp->opt;
+	if (game_is_over(&gm->g))
+		return 1;
+	if (should_stop(sp))
+		return 2;
+	gm->full = o->cheap_visits <= 0 || rng_uniform(&w->rng) < o->full_fraction;
+	gm->mo.max_visits = gm->full ? o->visits : o->cheap_visits;
+	gm->mo.noise = gm->full;
+	mcts_set_options(gm->m, &gm->mo);
+	mcts_set_position(gm->m, &gm->g);
+	return mcts_begin(gm->m) ? 0 : -1;
+}
+
+/* After a search: resignation and its calibration, the move (temperature,
+ * pass rule), its record. 0 the game goes on, 1 it is over, -1 error. */
+static int game_move(selfplay *sp, sp_game *gm)
+{
+	const selfplay_options *o = &sp->opt;
+	const selfplay_explore *x = &o->explore;
+	mcts *m = gm->m;
+	game *g = &gm->g;
 	mcts_child_info ci[GAME_MAX_ACTIONS];
 	record_visit visits[GAME_MAX_ACTIONS];
-	while (!game_is_over(&g)) {
-		if (should_stop(sp)) {
-			rc = 1;
-			break;
-		}
-		bool full = o->cheap_visits <= 0 || rng_uniform(&w->rng) < o->full_fraction;
-		mo.max_visits = full ? o->visits : o->cheap_visits;
-		mo.noise = full;
-		mcts_set_options(m, &mo);
-		mcts_set_position(m, &g);
-		mcts_search(m);
-		float v = mcts_root_value(m);
-		int mover = game_to_move(&g);
-		/* A player resigns when its last SP_RESIGN_CONSEC searches (of
-		 * 20 visits or more, past the opening) all stood below the
-		 * threshold: the highest of them is what is compared, and what
-		 * calibration records. */
-		float wr = (v + 1) * 50, recent = 100;
-		if (mcts_root_visits(m) >= 20 && game_move_count(&g) >= o->resign_after_moves) {
-			last_wr[mover][n_wr[mover]++ % SP_RESIGN_CONSEC] = wr;
-			if (n_wr[mover] >= SP_RESIGN_CONSEC) {
-				recent = last_wr[mover][0];
-				for (int k = 1; k < SP_RESIGN_CONSEC; k++)
-					recent = fmaxf(recent, last_wr[mover][k]);
-			}
-		}
-		if (recent < min_wr[mover])
-			min_wr[mover] = recent;
-		if (resign_at > 0 && recent < resign_at) {
-			if (!no_resign) {
-				game_resign(&g, mover);
-				break;
-			}
-			if (would_resign < 0)
-				would_resign = mover;
-		}
-		float temp = (float)selfplay_temperature(x, game_move_count(&g));
-		int mv = mcts_choose_move(m, temp, false);
-		if (mv == GAME_MOVE_NONE) {
-			rc = -1;
-			break;
-		}
-		mv = apply_pass_rule(m, &g, mv);
-		int nv = 0;
-		if (full) {
-			/* The target: the visits, forced playouts pruned. */
-			int n = mcts_policy_target(m, ci, GAME_MAX_ACTIONS);
-			for (int i = 0; i < n; i++)
-				if (ci[i].visits > 0) {
-					visits[nv].move = (int16_t)ci[i].move;
-					visits[nv].count = (uint16_t)(ci[i].visits > 65535 ? 65535 : ci[i].visits);
-					nv++;
-				}
-		}
-		if (record_add_move(rec, mv, full && nv > 0, v, visits, nv) != 0 ||
-		    game_play(&g, mv) != GAME_OK) {
-			rc = -1;
-			break;
+	mcts_end(m);
+	float v = mcts_root_value(m);
+	int mover = game_to_move(g);
+	/* A player resigns when its last SP_RESIGN_CONSEC searches (of
+	 * 20 visits or more, past the opening) all stood below the
+	 * threshold: the highest of them is what is compared, and what
+	 * calibration records. */
+	float wr = (v + 1) * 50, recent = 100;
+	if (mcts_root_visits(m) >= 20 && game_move_count(g) >= o->resign_after_moves) {
+		gm->last_wr[mover][gm->n_wr[mover]++ % SP_RESIGN_CONSEC] = wr;
+		if (gm->n_wr[mover] >= SP_RESIGN_CONSEC) {
+			recent = gm->last_wr[mover][0];
+			for (int k = 1; k < SP_RESIGN_CONSEC; k++)
+				recent = fmaxf(recent, gm->last_wr[mover][k]);
 		}
 	}
-	mcts_free(m);
-	if (rc != 0)
-		return rc;
-	record_set_outcome(rec, &g);
+	if (recent < gm->min_wr[mover])
+		gm->min_wr[mover] = recent;
+	if (gm->resign_at > 0 && recent < gm->resign_at) {
+		if (!gm->no_resign) {
+			game_resign(g, mover);
+			return 1;
+		}
+		if (gm->would_resign < 0)
+			gm->would_resign = mover;
+	}
+	float temp = (float)selfplay_temperature(x, game_move_count(g));
+	int mv = mcts_choose_move(m, temp, false);
+	if (mv == GAME_MOVE_NONE)
+		return -1;
+	mv = apply_pass_rule(m, g, mv);
+	int nv = 0;
+	if (gm->full) {
+		/* The target: the visits, forced playouts pruned. */
+		int n = mcts_policy_target(m, ci, GAME_MAX_ACTIONS);
+		for (int i = 0; i < n; i++)
+			if (ci[i].visits > 0) {
+				visits[nv].move = (int16_t)ci[i].move;
+				visits[nv].count = (uint16_t)(ci[i].visits > 65535 ? 65535 : ci[i].visits);
+				nv++;
+			}
+	}
+	if (record_add_move(&gm->rec, mv, gm->full && nv > 0, v, visits, nv) != 0 ||
+	    game_play(g, mv) != GAME_OK)
+		return -1;
+	return game_is_over(g) ? 1 : 0;
+}
+
+/* A finished game: its outcome, the resignation calibration, the stats,
+ * and the callback. Nonzero when the callback asks to stop. */
+static int game_finish(selfplay *sp, sp_game *gm)
+{
+	const selfplay_options *o = &sp->opt;
+	game_record *rec = &gm->rec;
+	record_set_outcome(rec, &gm->g);
 	pthread_mutex_lock(&sp->mu);
-	if (no_resign && o->resign_pct > 0) {
-		int r = game_result(&g); /* +1 first player */
-		float wmin = r > 0 ? min_wr[GAME_BLACK] : r < 0 ? min_wr[GAME_WHITE]
-				   : fminf(min_wr[GAME_BLACK], min_wr[GAME_WHITE]);
+	if (gm->no_resign && o->resign_pct > 0) {
+		int r = game_result(&gm->g); /* +1 first player */
+		float wmin = r > 0 ? gm->min_wr[GAME_BLACK] : r < 0 ? gm->min_wr[GAME_WHITE]
+				   : fminf(gm->min_wr[GAME_BLACK], gm->min_wr[GAME_WHITE]);
 		sp->winner_min[sp->winner_min_pos] = wmin;
 		sp->winner_min_pos = (sp->winner_min_pos + 1) % SP_RESIGN_SAMPLES;
 		if (sp->n_winner_min < SP_RESIGN_SAMPLES)
 			sp->n_winner_min++;
 		sp->stats.no_resign_games++;
-		if (would_resign >= 0) {
+		if (gm->would_resign >= 0) {
 			sp->stats.would_resign++;
-			int for_resigner = would_resign == GAME_BLACK ? r : -r;
+			int for_resigner = gm->would_resign == GAME_BLACK ? r : -r;
 			if (for_resigner >= 0)
 				sp->stats.false_resign++;
 		}
 	}
+	sp->stats.games++;
+	sp->games_done_run++;
+	sp->stats.moves += rec->n_moves;
+	sp->stats.positions += record_full_count(rec);
+	sp->stats.wins[rec->result > 0 ? 0 : rec->result < 0 ? 1 : 2]++;
+	if (rec->resigned >= 0)
+		sp->stats.resigned++;
 	pthread_mutex_unlock(&sp->mu);
+	/* Outside `mu`: the callback may swap the model. */
+	pthread_mutex_lock(&sp->fn_mu);
+	int stop = sp->fn ? sp->fn(sp->fn_ctx, rec, gm->mdl->id) : 0;
+	pthread_mutex_unlock(&sp->fn_mu);
+	return stop;
+}
+
+/* Frees a game's search and record and lets go of its model. */
+static void game_free(selfplay *sp, sp_worker *w, sp_game *gm)
+{
+	mcts_free(gm->m);
+	record_free(&gm->rec);
+	if (gm->slot >= 0)
+		slot_drop(w, gm->slot);
+	model_release(sp, gm->mdl);
+	memset(gm, 0, sizeof(*gm));
+}
+
+/* Starts games in the worker's empty places while the run wants more,
+ * each through to its first search (a game that ends before searching,
+ * of no moves, is finished at once); *claiming goes false once no more
+ * will start. 0, or -1 on error. */
+static int fill_games(selfplay *sp, sp_worker *w, bool *claiming)
+{
+	for (int i = 0; i < w->n_games && *claiming; i++) {
+		sp_game *gm = &w->games[i];
+		while (!gm->live && *claiming) {
+			if (!claim_game(sp)) {
+				*claiming = false;
+				break;
+			}
+			sp_model *mdl = model_acquire(sp);
+			if (game_begin(sp, w, gm, mdl) != 0) {
+				game_free(sp, w, gm);
+				return -1;
+			}
+			int rc = game_search(sp, w, gm);
+			if (rc == 0)
+				break;
+			if (rc < 0)
+				return -1;
+			if (rc == 1 && game_finish(sp, gm) != 0)
+				atomic_store(&sp->stop, 1);
+			game_free(sp, w, gm);
+			if (rc == 2)
+				*claiming = false;
+		}
+	}
 	return 0;
 }
 
+/* After a round, a game whose search is done moves, and begins its next
+ * search, or finishes (or is abandoned on stop). -1 on error. */
+static int game_step(selfplay *sp, sp_worker *w, sp_game *gm)
+{
+	if (!mcts_done(gm->m))
+		return 0;
+	int rc = game_move(sp, gm);
+	if (rc == 0)
+		rc = game_search(sp, w, gm);
+	if (rc == 0)
+		return 0;
+	if (rc < 0)
+		return -1;
+	if (rc == 1 && game_finish(sp, gm) != 0)
+		atomic_store(&sp->stop, 1);
+	game_free(sp, w, gm);
+	return 0;
+}
+
+/* Rounds a game may play in one of its worker's rounds on positions the
+ * NN cache answers (or that end in finished games), before its leaf goes
+ * to the batch anyway. */
+#define SP_QUICK_ROUNDS 64
+
+/* Takes the game's leaves for the worker's batch. A round whose leaf the
+ * cache answers, or that ended in finished games only, is applied at once
+ * and the game goes on (its search may end, the game with it), so that
+ * the batch holds positions the network must see: a cache hit would
+ * otherwise take a place in it. 0, or -1 on error. */
+static int game_gather(selfplay *sp, sp_worker *w, sp_game *gm)
+{
+	for (int quick = 0;; quick++) {
+		gm->n_leaves = mcts_gather(gm->m, &gm->round);
+		if (quick == SP_QUICK_ROUNDS)
+			return 0;
+		if (gm->n_leaves > 1 ||
+		    (gm->n_leaves == 1 &&
+		     !eval_cached(gm->mdl->ev, gm->round.games[0], gm->round.policies[0],
+				  &gm->round.values[0])))
+			return 0;
+		mcts_apply(gm->m, gm->n_leaves);
+		gm->n_leaves = 0;
+		if (game_step(sp, w, gm) != 0)
+			return -1;
+		if (!gm->live)
+			return 0;
+	}
+}
+
+/* One worker thread plays n_games games at once: each round takes a leaf
+ * from every game, evaluates the leaves of the games sharing a model as
+ * one batch, and expands and backs up each in its own tree; a game whose
+ * search is done moves at once and searches again, or ends and leaves its
+ * place to the next game. */
 static void *worker_main(void *arg)
 {
 	sp_worker *w = arg;
 	selfplay *sp = w->sp;
-	game_record rec;
-	memset(&rec, 0, sizeof(rec));
-	while (claim_game(sp)) {
-		sp_model *mdl = model_acquire(sp);
-		int rc = play_game(sp, w, mdl, &rec);
-		if (rc == 0) {
-			pthread_mutex_lock(&sp->mu);
-			sp->stats.games++;
-			sp->games_done_run++;
-			sp->stats.moves += rec.n_moves;
-			sp->stats.positions += record_full_count(&rec);
-			sp->stats.wins[rec.result > 0 ? 0 : rec.result < 0 ? 1 : 2]++;
-			if (rec.resigned >= 0)
-				sp->stats.resigned++;
-			pthread_mutex_unlock(&sp->mu);
-			/* Outside `mu`: the callback may swap the model. */
-			pthread_mutex_lock(&sp->fn_mu);
-			int stop = sp->fn ? sp->fn(sp->fn_ctx, &rec, mdl->id) : 0;
-			pthread_mutex_unlock(&sp->fn_mu);
-			if (stop)
-				atomic_store(&sp->stop, 1);
-		} else if (rc < 0) {
-			atomic_store(&sp->stop, 1);
-		}
-		record_free(&rec);
-		model_release(sp, mdl);
-		if (rc != 0)
+	bool claiming = true;
+	int err = 0;
+	for (;;) {
+		if (fill_games(sp, w, &claiming) != 0) {
+			err = 1;
 			break;
+		}
+		int live = 0;
+		for (int i = 0; i < w->n_games; i++) {
+			sp_game *gm = &w->games[i];
+			if (!gm->live)
+				continue;
+			live++;
+			if (game_gather(sp, w, gm) != 0) {
+				err = 1;
+				break;
+			}
+			if (!gm->live)
+				continue;
+			sp_slot *s = &w->slots[gm->slot];
+			gm->first = s->n;
+			for (int k = 0; k < gm->n_leaves; k++) {
+				s->games[s->n] = gm->round.games[k];
+				s->policies[s->n++] = gm->round.policies[k];
+			}
+		}
+		if (err || live == 0)
+			break;
+		for (int i = 0; i < w->n_games; i++) {
+			sp_slot *s = &w->slots[i];
+			if (s->users > 0 && s->n > 0)
+				eval_batch(s->mdl->ev, s->scratch, s->n, s->games, s->policies,
+					   s->values);
+		}
+		for (int i = 0; i < w->n_games; i++) {
+			sp_game *gm = &w->games[i];
+			if (!gm->live)
+				continue;
+			const sp_slot *s = &w->slots[gm->slot];
+			for (int k = 0; k < gm->n_leaves; k++)
+				gm->round.values[k] = s->values[gm->first + k];
+			mcts_apply(gm->m, gm->n_leaves);
+			if (game_step(sp, w, gm) != 0) {
+				err = 1;
+				break;
+			}
+		}
+		if (err)
+			break;
+		for (int i = 0; i < w->n_games; i++)
+			w->slots[i].n = 0;
 	}
-	record_free(&rec);
+	if (err)
+		atomic_store(&sp->stop, 1);
+	/* Games left on error or stop are dropped. */
+	for (int i = 0; i < w->n_games; i++)
+		if (w->games[i].live || w->games[i].m)
+			game_free(sp, w, &w->games[i]);
 	atomic_fetch_sub(&sp->active, 1);
 	return NULL;
 }
@@ -537,15 +786,34 @@ static void update_line(selfplay *sp, const selfplay_stats *a, const selfplay_st
 			rq ? 100.0 * (double)(b->cache_hits - a->cache_hits) / (double)rq : 0.0);
 }
 
+static void free_workers(sp_worker *w, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(w[i].games);
+		free(w[i].slots);
+	}
+	free(w);
+}
+
 int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_fn fn, void *ctx,
 		     volatile sig_atomic_t *stop)
 {
 	int n = sp->opt.parallel_games;
 	if (games > 0 && games < n)
 		n = (int)games;
-	sp_worker *w = calloc((size_t)n, sizeof(*w));
+	int per = sp->opt.games_per_thread, n_workers = (n + per - 1) / per;
+	sp_worker *w = calloc((size_t)n_workers, sizeof(*w));
 	if (!w)
 		return -1;
+	for (int i = 0; i < n_workers; i++) {
+		w[i].n_games = i < n_workers - 1 ? per : n - per * (n_workers - 1);
+		w[i].games = calloc((size_t)w[i].n_games, sizeof(sp_game));
+		w[i].slots = calloc((size_t)w[i].n_games, sizeof(sp_slot));
+		if (!w[i].games || !w[i].slots) {
+			free_workers(w, n_workers);
+			return -1;
+		}
+	}
 	double t0 = clock_now();
 	sp->games_wanted = games;
 	sp->games_started_run = sp->games_done_run = 0;
@@ -555,13 +823,13 @@ int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_
 	sp->fn = fn;
 	sp->fn_ctx = ctx;
 	int started = 0;
-	atomic_store(&sp->active, n);
-	for (int i = 0; i < n; i++) {
+	atomic_store(&sp->active, n_workers);
+	for (int i = 0; i < n_workers; i++) {
 		w[i].sp = sp;
 		w[i].index = i;
 		w[i].rng = sp->opt.seed * 0x9e3779b97f4a7c15ULL + (uint64_t)i * 7919 + (uint64_t)sp->stats.games;
 		if (pthread_create(&w[i].thread, NULL, worker_main, &w[i]) != 0) {
-			atomic_fetch_sub(&sp->active, n - i);
+			atomic_fetch_sub(&sp->active, n_workers - i);
 			break;
 		}
 		started++;
@@ -589,7 +857,7 @@ int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_
 	}
 	for (int i = 0; i < started; i++)
 		pthread_join(w[i].thread, NULL);
-	free(w);
+	free_workers(w, n_workers);
 	sp->stats.seconds += clock_now() - t0;
 	return sp->games_done_run;
 }

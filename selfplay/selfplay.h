@@ -1,6 +1,8 @@
-/* selfplay.h: self-play workers. One process plays many games at once, one
- * thread per game, all sharing one evaluator so the network sees full
- * batches (one game per process starves it).
+/* selfplay.h: self-play workers. One process plays many games at once,
+ * all sharing one evaluator so the network sees full batches (one game per
+ * process starves it). A worker thread drives games_per_thread games: each
+ * round it takes a leaf from each of them and evaluates them as one batch,
+ * so that few threads fill a batch without waking once per evaluation.
  *
  * Exploration as AlphaZero and its successors do it: Dirichlet noise at the
  * root of full searches, temperature 1 for the opening moves then the most
@@ -47,7 +49,10 @@ typedef struct selfplay_explore {
 
 typedef struct selfplay_options {
 	game_params game;        /* what to play */
-	int parallel_games;      /* games (threads) at once */
+	int parallel_games;      /* games at once */
+	int games_per_thread;    /* games one worker thread drives, their leaves
+				  * evaluated as one batch per round: the
+				  * workers are ceil(parallel_games / this) */
 	int visits;              /* full search visits (recorded moves) */
 	int cheap_visits;        /* cheap search visits; 0 turns playout-cap randomisation off */
 	double full_fraction;    /* chance that a move gets the full search */

@@ -113,3 +113,19 @@ Test(cli, demo_plays_to_a_result)
 	cr_assert_eq(cli_test_run("demo --game go --size 7 --quiet", out, sizeof(out)), 0);
 	cr_assert(strstr(out, "result: "), "%s", out);
 }
+
+Test(cli, selfplay_games_per_thread, .timeout = 120)
+{
+	char dir[] = "/tmp/sente-cli-gpt-XXXXXX", args[512], cmd[600];
+	cr_assert(mkdtemp(dir));
+	cr_assert_eq(cli_test_run("selfplay --db x --games-per-thread 0", out, sizeof(out)), 2, "%s", out);
+	/* 6 games, 4 at once on one worker thread (uniform policy). */
+	snprintf(args, sizeof(args),
+		 "selfplay --db %s/sp.db --game connect4 --games 6 --parallel-games 4 "
+		 "--games-per-thread 4 --visits 8 --cheap-visits 0 --seed 3 -q",
+		 dir);
+	cr_assert_eq(cli_test_run_within(100, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "\"games\":6"), "%s", out);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(cli_test_shell(cmd, out, sizeof(out)), 0);
+}

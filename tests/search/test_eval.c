@@ -286,15 +286,24 @@ Test(eval, cache_answers_repeats)
 	game_params p = game_params_default(GAME_KIND_CONNECT4);
 	game_init(&g, &p);
 	game_play(&g, 3);
-	float pol1[GAME_MAX_ACTIONS], pol2[GAME_MAX_ACTIONS], v1, v2;
+	float pol1[GAME_MAX_ACTIONS], pol2[GAME_MAX_ACTIONS], pol3[GAME_MAX_ACTIONS], v1, v2, v3 = 5;
+	cr_assert_eq(eval_cached(ev, &g, pol3, &v3), 0, "not in the cache yet");
+	cr_assert_eq(v3, 5, "a miss writes nothing");
 	cr_assert_eq(eval_position(ev, &g, pol1, &v1), 0);
 	cr_assert_eq(eval_position(ev, &g, pol2, &v2), 0);
 	eval_stats st;
 	eval_get_stats(ev, &st);
+	cr_assert_eq(st.requests, 2, "a miss of eval_cached is not a request");
 	cr_assert_eq(st.cache_hits, 1);
 	cr_assert_eq(st.evals, 1);
 	cr_assert_eq(memcmp(pol1, pol2, sizeof(float) * 7), 0);
 	cr_assert_eq(v1, v2);
+	cr_assert_eq(eval_cached(ev, &g, pol3, &v3), 1, "in the cache now");
+	cr_assert_eq(memcmp(pol1, pol3, sizeof(float) * 7), 0);
+	cr_assert_eq(v1, v3);
+	eval_get_stats(ev, &st);
+	cr_assert_eq(st.cache_hits, 2);
+	cr_assert_eq(st.requests, 3);
 	eval_clear_cache(ev);
 	cr_assert_eq(eval_position(ev, &g, pol2, &v2), 0);
 	eval_get_stats(ev, &st);
@@ -314,6 +323,9 @@ Test(eval, uniform_without_network)
 	cr_assert_eq(eval_position(ev, &g, pol, &v), 0);
 	for (int a = 0; a < 7; a++)
 		cr_assert_float_eq(pol[a], 1.0f / 7, 1e-7);
+	cr_assert_eq(v, 0);
+	v = 5;
+	cr_assert_eq(eval_cached(ev, &g, pol, &v), 1, "the uniform answer needs no network");
 	cr_assert_eq(v, 0);
 	cr_assert(!eval_has_network(ev));
 	eval_free(ev);

@@ -567,3 +567,178 @@ Test(mcts, memory_for_holds_the_visits)
 	}
 	eval_free(ev);
 }
+
+/* What a search leaves behind: the root's children, its move and the
+ * principal variation of its best child. */
+typedef struct search_snapshot {
+	int n;
+	mcts_child_info ci[GAME_MAX_ACTIONS];
+	int move;
+	int pv[64], pv_len;
+	int root_visits;
+} search_snapshot;
+
+static void snapshot_take(mcts *m, search_snapshot *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->n = mcts_root_children(m, s->ci, GAME_MAX_ACTIONS);
+	s->move = mcts_choose_move(m, 1, false); /* drawn: the rng must agree too */
+	s->pv_len = mcts_pv(m, s->ci[0].move, s->pv, 64);
+	s->root_visits = mcts_root_visits(m);
+}
+
+static void snapshot_same(const search_snapshot *a, const search_snapshot *b, const char *what)
+{
+	cr_assert_gt(a->n, 0, "%s: no children", what);
+	cr_assert_eq(a->n, b->n, "%s", what);
+	cr_assert_eq(a->root_visits, b->root_visits, "%s", what);
+	for (int i = 0; i < a->n; i++) {
+		cr_assert_eq(a->ci[i].move, b->ci[i].move, "%s: child %d", what, i);
+		cr_assert_eq(a->ci[i].visits, b->ci[i].visits, "%s: child %d", what, i);
+		cr_assert_eq(memcmp(&a->ci[i].q, &b->ci[i].q, sizeof(float)), 0, "%s: bit for bit", what);
+		cr_assert_eq(memcmp(&a->ci[i].prior, &b->ci[i].prior, sizeof(float)), 0, "%s", what);
+	}
+	cr_assert_eq(a->move, b->move, "%s", what);
+	cr_assert_eq(a->pv_len, b->pv_len, "%s", what);
+	cr_assert_eq(memcmp(a->pv, b->pv, sizeof(int) * (size_t)a->pv_len), 0, "%s", what);
+}
+
+/* Runs the searches ms[0..n) (positions set) together through the round
+ * API, as a self-play worker does: each round takes every live search's
+ * leaves and evaluates them all as one batch. */
+static void search_together(evaluator *ev, mcts **ms, int n, int gather)
+{
+	eval_scratch *sc = eval_scratch_new(ev, n * gather);
+	cr_assert(sc);
+	const game *games[64];
+	float *policies[64];
+	float values[64];
+	bool live[16];
+	mcts_round r[16];
+	int n_leaves[16];
+	cr_assert(n <= 16 && n * gather <= 64);
+	for (int i = 0; i < n; i++)
+		live[i] = mcts_begin(ms[i]);
+	for (;;) {
+		int total = 0, n_live = 0;
+		for (int i = 0; i < n; i++) {
+			if (!live[i])
+				continue;
+			n_live++;
+			n_leaves[i] = mcts_gather(ms[i], &r[i]);
+			cr_assert_leq(n_leaves[i], gather);
+			for (int k = 0; k < n_leaves[i]; k++) {
+				games[total + k] = r[i].games[k];
+				policies[total + k] = r[i].policies[k];
+			}
+			total += n_leaves[i];
+		}
+		if (n_live == 0)
+			break;
+		if (total > 0)
+			cr_assert_eq(eval_batch(ev, sc, total, games, policies, values), 0);
+		total = 0;
+		for (int i = 0; i < n; i++) {
+			if (!live[i])
+				continue;
+			for (int k = 0; k < n_leaves[i]; k++)
+				r[i].values[k] = values[total + k];
+			total += n_leaves[i];
+			mcts_apply(ms[i], n_leaves[i]);
+			if (mcts_done(ms[i])) {
+				mcts_end(ms[i]);
+				live[i] = false;
+			}
+		}
+	}
+	eval_scratch_free(sc);
+}
+
+Test(mcts, round_api_gives_the_search_of_mcts_search)
+{
+	c4_position("44");
+	fake_net f;
+	fake_c4_init(&f, 8, 0);
+	nn_backend *be = &f.be;
+	eval_options eo = eval_options_default();
+	eo.seed = 9;
+	for (int gather = 1; gather <= 4; gather += 3) {
+		/* Two searches in a row, the second on the kept subtree, with
+		 * noise at the root: mcts_search, then the round API. */
+		search_snapshot s[2][2];
+		for (int run = 0; run < 2; run++) {
+			evaluator *ev = eval_new(&be, 1, NN_ENC_C4, &eo, NULL, 0);
+			mcts_options o = mcts_options_default();
+			o.threads = 1;
+			o.gather = gather;
+			o.max_visits = 300;
+			o.noise = true;
+			o.seed = 5;
+			o.max_memory = 16 << 20;
+			mcts *m = mcts_new(ev, &o, NULL, 0);
+			static game pos;
+			pos = g;
+			for (int step = 0; step < 2; step++) {
+				mcts_set_position(m, &pos);
+				if (run == 0)
+					mcts_search(m);
+				else
+					search_together(ev, &m, 1, gather);
+				snapshot_take(m, &s[run][step]);
+				cr_assert_eq(game_play(&pos, s[run][step].move), GAME_OK);
+			}
+			mcts_free(m);
+			eval_free(ev);
+		}
+		snapshot_same(&s[0][0], &s[1][0], gather == 1 ? "gather 1, first" : "gather 4, first");
+		snapshot_same(&s[0][1], &s[1][1], gather == 1 ? "gather 1, reused" : "gather 4, reused");
+	}
+}
+
+Test(mcts, round_api_drives_several_searches_as_one_batch)
+{
+	static const char *const positions[3] = { "44", "1", "3342" };
+	fake_net f;
+	fake_c4_init(&f, 16, 0);
+	nn_backend *be = &f.be;
+	eval_options eo = eval_options_default();
+	eo.max_batch = 16;
+	/* Each answer a function of its position alone, however the leaves
+	 * are grouped. */
+	eo.random_symmetry = 0;
+	search_snapshot alone[3], together[3];
+	mcts *ms[3];
+	static game pos[3];
+	evaluator *shared = eval_new(&be, 1, NN_ENC_C4, &eo, NULL, 0);
+	for (int i = 0; i < 3; i++) {
+		c4_position(positions[i]);
+		pos[i] = g;
+		mcts_options o = mcts_options_default();
+		o.threads = 1;
+		o.max_visits = 100 + 50 * i; /* they end at different rounds */
+		o.noise = true;
+		o.seed = (uint64_t)(11 + i);
+		o.max_memory = 16 << 20;
+		evaluator *ev = eval_new(&be, 1, NN_ENC_C4, &eo, NULL, 0);
+		mcts *m = mcts_new(ev, &o, NULL, 0);
+		mcts_set_position(m, &pos[i]);
+		mcts_search(m);
+		snapshot_take(m, &alone[i]);
+		mcts_free(m);
+		eval_free(ev);
+		ms[i] = mcts_new(shared, &o, NULL, 0);
+		mcts_set_position(ms[i], &pos[i]);
+	}
+	search_together(shared, ms, 3, 1);
+	for (int i = 0; i < 3; i++) {
+		snapshot_take(ms[i], &together[i]);
+		snapshot_same(&alone[i], &together[i], positions[i]);
+		mcts_free(ms[i]);
+	}
+	eval_stats es;
+	eval_get_stats(shared, &es);
+	cr_assert(es.batches > 0 && es.evals > es.batches * 2,
+		  "three searches on one thread share batches: %llu evals in %llu batches",
+		  (unsigned long long)es.evals, (unsigned long long)es.batches);
+	eval_free(shared);
+}

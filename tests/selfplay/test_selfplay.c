@@ -2,7 +2,9 @@
  * a model swap between games, stop flags. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "nn/cpu/peak.h"
 #include "selfplay/selfplay.h"
@@ -71,7 +73,9 @@ Test(selfplay, connect4_uniform_games_are_recorded)
 	selfplay_free(sp);
 }
 
-Test(selfplay, parallel_games_share_batches_and_swap_models)
+/* A small random Connect Four network, and options for 8 games at once
+ * of 24 visits with every move recorded, on one network thread. */
+static nn_net *small_c4_net(selfplay_options *o)
 {
 	game_params gp = game_params_default(GAME_KIND_CONNECT4);
 	char err[256];
@@ -79,14 +83,22 @@ Test(selfplay, parallel_games_share_batches_and_swap_models)
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
 	nn_net_init_random(net, 3);
-	selfplay_options o = selfplay_options_default(&gp);
-	o.parallel_games = 8;
-	o.batch = 8;
-	o.visits = 24;
-	o.cheap_visits = 0; /* every move recorded */
-	o.progress_seconds = 0;
-	o.quiet = true;
-	o.nn.threads = 1;
+	*o = selfplay_options_default(&gp);
+	o->parallel_games = 8;
+	o->batch = 8;
+	o->visits = 24;
+	o->cheap_visits = 0; /* every move recorded */
+	o->progress_seconds = 0;
+	o->quiet = true;
+	o->nn.threads = 1;
+	return net;
+}
+
+Test(selfplay, parallel_games_share_batches_and_swap_models)
+{
+	char err[256];
+	selfplay_options o;
+	nn_net *net = small_c4_net(&o);
 	/* No time limit on the fill wait (a minute stands for none): a short
 	 * batch then runs only when every game in a search is blocked on its
 	 * answer, so the batch sizes depend on how the games interleave, not
@@ -350,4 +362,108 @@ Test(selfplay, int8_by_default_where_the_cpu_has_vnni)
 		selfplay_free(sp);
 	}
 	nn_net_free(net);
+}
+
+/* Games of one worker thread: what on_game sees, plus the visit counts of
+ * every recorded move. */
+typedef struct visit_sums {
+	collected c;
+	int want;     /* the visits each recorded move's counts must sum to */
+	int bad_sums; /* recorded moves whose counts did not */
+	int full_moves;
+} visit_sums;
+
+static int on_game_sums(void *ctx, const game_record *r, int64_t model_id)
+{
+	visit_sums *v = ctx;
+	for (int i = 0; i < r->n_moves; i++) {
+		if (!r->full[i])
+			continue;
+		int sum = 0;
+		for (int k = r->visit_start[i]; k < r->visit_start[i + 1]; k++)
+			sum += r->visits[k].count;
+		v->full_moves++;
+		v->bad_sums += sum != v->want;
+	}
+	return on_game(&v->c, r, model_id);
+}
+
+Test(selfplay, one_thread_drives_several_games)
+{
+	char err[256];
+	selfplay_options o;
+	nn_net *net = small_c4_net(&o);
+	o.games_per_thread = 8; /* one worker thread plays them all */
+	o.cache_bytes = 0; /* every leaf reaches the network: batches are whole rounds */
+	selfplay *sp = selfplay_new(&o, err, sizeof(err));
+	cr_assert(sp, "%s", err);
+	cr_assert_eq(selfplay_set_model(sp, net, 3, err, sizeof(err)), 0, "%s", err);
+	visit_sums v = { .c = { .sp = sp, .swap_to = net }, .want = o.visits - 1 };
+	int64_t n = selfplay_run(sp, 24, 0, on_game_sums, &v, NULL);
+	cr_assert_eq(n, 24);
+	cr_assert_eq(v.c.games, 24);
+	cr_assert_eq(v.c.bad, 0, "%d records did not round-trip or replay", v.c.bad);
+	/* The root's own evaluation aside, the root's children hold every
+	 * visit of the search. */
+	cr_assert(v.full_moves > 0);
+	cr_assert_eq(v.bad_sums, 0, "%d of %d recorded moves' visits do not sum to %d", v.bad_sums,
+		     v.full_moves, v.want);
+	selfplay_stats st;
+	selfplay_get_stats(sp, &st);
+	cr_assert_eq(st.games, 24);
+	cr_assert_eq(st.positions, st.moves, "cheap searches off: every move is a position");
+	cr_assert_eq(st.wins[0] + st.wins[1] + st.wins[2], 24);
+	/* One thread, one client of the evaluator: batches above 1 come only
+	 * from the thread's own games evaluated together. */
+	double mean = st.batches ? (double)st.evals / (double)st.batches : 0.0;
+	cr_assert(mean > 4.0, "8 games on one thread must share batches: mean %.2f", mean);
+	int later = 0;
+	for (int i = 0; i < 24; i++)
+		later += v.c.model_ids[i] == 7;
+	cr_assert(later > 0, "games started after the swap use the new model");
+	cr_assert_eq(v.c.model_ids[0], 3);
+	selfplay_free(sp);
+	nn_net_free(net);
+}
+
+static void *raise_later(void *arg)
+{
+	volatile sig_atomic_t *stop = arg;
+	struct timespec ts = { 0, 300 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	*stop = 1;
+	return NULL;
+}
+
+Test(selfplay, several_games_per_thread_stop_promptly)
+{
+	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7 };
+	selfplay_options o = selfplay_options_default(&gp);
+	o.parallel_games = 6;
+	o.games_per_thread = 4; /* two workers: one of 4 games, one of 2 */
+	o.visits = 50;
+	o.progress_seconds = 0;
+	o.quiet = true;
+	char err[256];
+	selfplay *sp = selfplay_new(&o, err, sizeof(err));
+	cr_assert(sp, "%s", err);
+	volatile sig_atomic_t stop = 1;
+	collected c = { 0 };
+	cr_assert_eq(selfplay_run(sp, 0, 0, on_game, &c, &stop), 0, "stopped before any game");
+	stop = 0;
+	/* No game or time limit: only the flag, raised from another thread
+	 * (as a signal would) after 0.3 s, ends the run. */
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, raise_later, (void *)&stop), 0);
+	cr_assert_eq(selfplay_run(sp, 0, 0, on_game, &c, &stop) >= 0, 1);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	pthread_join(th, NULL);
+	double dt = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+	/* A game stops at the end of its search: 50 uniform visits take
+	 * milliseconds, so the run ends well under 5 s even under load. */
+	cr_assert(dt < 5.0, "a run stopped after 0.3 s took %.2f s", dt);
+	cr_assert_eq(c.bad, 0);
+	selfplay_free(sp);
 }
