@@ -154,7 +154,7 @@ int cli_run(int argc, char **argv)
 			     "again (policy target pruning); KataGo uses 2; 0: off"),
 		CLI_OPT_REAL("--value-q-weight", NULL, &o.value_q_weight, 0, 1, "L",
 			     "value target (1-L) z + L q: z the game's result, q the search's root "
-			     "value (CPU learner)"),
+			     "value recorded for the position; 0: the result alone"),
 		CLI_OPT_INT("--eval-visits", NULL, &o.eval_visits, 1, 100000, "V",
 			    "search visits when measuring strength"),
 		CLI_OPT_INT("--eval-positions", NULL, &o.eval_positions, 1, 100000, "N",

@@ -99,6 +99,9 @@ int cli_train(int argc, char **argv)
 			    .def = "the whole share when it fits in memory"),
 		CLI_OPT_REAL("--lr", NULL, &o.lr, 1e-6, 10, "X",
 			     "learning rate, SGD with Nesterov momentum"),
+		CLI_OPT_REAL("--value-q-weight", NULL, &o.value_q_weight, 0, 1, "L",
+			     "value target (1-L) z + L q: z the game's result, q the search's root "
+			     "value recorded for the position"),
 		CLI_OPT_INT("--window", NULL, &o.window, 100, 1000000000L, "N",
 			    "positions sampled from", .def = "C4 60000, Go 100000"),
 		CLI_OPT_INT("--export-steps", NULL, &o.export_steps, 1, 100000000L, "N",

@@ -100,6 +100,7 @@ loop_options loop_options_default(const game_params *g)
 	o.lr_gamma = t.lr_gamma;
 	o.lr_min = 0;
 	o.weight_decay = t.weight_decay;
+	o.value_q_weight = learner_options_default().value_q_weight;
 	o.bn_momentum = t.bn_momentum;
 	o.explore = selfplay_options_default(g).explore;
 	o.measure_every = 1;

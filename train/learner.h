@@ -37,8 +37,8 @@ typedef struct learner_options {
 	int64_t window;              /* positions sampled from: the most set_window allows */
 	double reuse_cap;            /* the CPU learner's reuse cap (replay_set_reuse_cap);
 				      * 0: none. The CUDA learner has none. */
-	float value_q_weight;        /* value target (1 - l) z + l q; 0: z alone
-				      * (the CPU learner; CUDA trains on z) */
+	float value_q_weight;        /* value target (1 - l) z + l q; 0: z alone;
+				      * default 0.5 (docs/LEARNING.md) */
 	int device;                  /* CUDA device */
 	nn_dtype precision;          /* CUDA arithmetic: fp32; fp16 (fp32 master
 				      * weights, dynamic loss scale) or bf16 (fp32

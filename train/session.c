@@ -21,6 +21,7 @@ train_session_options train_session_options_default(void)
 	o.steps = 1000;
 	o.batch = 256;
 	o.lr = 0.02;
+	o.value_q_weight = learner_options_default().value_q_weight;
 	o.export_steps = 100;
 	o.game = game_desc_by_name("connect4")->defaults;
 	o.blocks = 4;
@@ -183,6 +184,7 @@ static int session_start(session *s)
 	learner_options lo = learner_options_default();
 	lo.train.batch = s->share;
 	lo.train.lr = o->lr;
+	lo.value_q_weight = (float)o->value_q_weight;
 	lo.train.seed = o->seed;
 	lo.train.threads = o->threads;
 	lo.window = s->window = o->window > 0 ? o->window : game_run_defaults_of(&gp).window;

@@ -43,6 +43,7 @@ typedef struct train_session_options {
 	double minutes;                /* time limit; 0 none */
 	int batch;                     /* global batch, split evenly over the ranks */
 	double lr;                     /* SGD learning rate */
+	double value_q_weight;         /* value target (1 - l) z + l q (learner.h) */
 	int64_t window;                /* positions; 0: the game's default */
 	int export_steps;              /* steps between exports and refills */
 	int threads;                   /* oneDNN threads per rank; 0 the runtime's */

@@ -16,6 +16,8 @@
 #include "loop/loop.h"
 #include "train/replay.h"
 #include "tests/loop/loop_util.h"
+#include "train/learner.h"
+#include "train/session.h"
 
 /* A metric's last value at any step; NAN when it has none. */
 static int take_last(void *ctx, int64_t step, double t, double value)
@@ -371,4 +373,18 @@ Test(loop, growing_window_reuse_cap_and_bn_batches, .timeout = 240)
 		  "%s", config);
 	loop_close(r);
 	loop_test_rmdir(dir);
+}
+
+/* One default for the value target's mix, whichever command trains:
+ * `sente run` (either learner) and `sente train`; the run records it. */
+Test(loop, value_target_mix_has_one_default)
+{
+	game_params gp = game_params_default(GAME_KIND_CONNECT4);
+	loop_options o = loop_options_default(&gp);
+	cr_assert_float_eq(o.value_q_weight, 0.5, 1e-9);
+	cr_assert_float_eq(learner_options_default().value_q_weight, 0.5f, 1e-9);
+	cr_assert_float_eq(train_session_options_default().value_q_weight, 0.5, 1e-9);
+	char text[4096];
+	loop_config_text(&o, text, sizeof(text));
+	cr_assert(strstr(text, "value-q-weight 0.5\n"), "%s", text);
 }
