@@ -382,37 +382,6 @@ static void plain_prior(const game *g, const int *legal, int n_legal, float *pol
 		policy[legal[i]] = (float)(w[i] / sum);
 }
 
-/* Answers g without the network where it can: the uniform evaluator, no
- * legal move, or (when use_cache) a cache hit, counted. True when
- * answered; *key is the cache key otherwise. */
-static bool answer_at_once(evaluator *ev, const game *g, const int *legal, int n_legal,
-			   bool use_cache, float *policy, float *value, uint64_t *key)
-{
-	if (ev->n_servers == 0 || n_legal == 0) {
-		uniform(g, legal, n_legal, policy, value);
-		if (ev->opt.plain_prior && n_legal > 0)
-			plain_prior(g, legal, n_legal, policy);
-		return true;
-	}
-	*key = eval_key(g, ev->enc);
-	if (use_cache && cache_get(ev->cache, *key, policy, game_num_actions(g), value)) {
-		atomic_fetch_add(&ev->n_hits, 1);
-		return true;
-	}
-	return false;
-}
-
-int eval_cached(evaluator *ev, const game *g, float *policy, float *value)
-{
-	int legal[GAME_MAX_ACTIONS];
-	int n_legal = game_legal_moves(g, legal);
-	uint64_t key;
-	if (!answer_at_once(ev, g, legal, n_legal, ev->cache != NULL, policy, value, &key))
-		return 0;
-	atomic_fetch_add(&ev->n_requests, 1);
-	return 1;
-}
-
 /* Prepares the evaluation of g under symmetry `sym` (-1: random when the
  * options say so), through the cache when use_cache. Returns 0 when it was
  * answered at once (uniform evaluator, no legal move, cache hit), 1 when r
@@ -424,10 +393,18 @@ static int prepare(evaluator *ev, const game *g, int sym, bool use_cache, float 
 	int n_legal = game_legal_moves(g, legal);
 	int n_actions = game_num_actions(g);
 	atomic_fetch_add(&ev->n_requests, 1);
-	use_cache = use_cache && ev->cache;
-	uint64_t key;
-	if (answer_at_once(ev, g, legal, n_legal, use_cache, policy, value, &key))
+	if (ev->n_servers == 0 || n_legal == 0) {
+		uniform(g, legal, n_legal, policy, value);
+		if (ev->opt.plain_prior && n_legal > 0)
+			plain_prior(g, legal, n_legal, policy);
 		return 0;
+	}
+	uint64_t key = eval_key(g, ev->enc);
+	use_cache = use_cache && ev->cache;
+	if (use_cache && cache_get(ev->cache, key, policy, n_actions, value)) {
+		atomic_fetch_add(&ev->n_hits, 1);
+		return 0;
+	}
 	if (sym < 0) {
 		sym = 0;
 		if (ev->opt.random_symmetry) {
@@ -514,6 +491,7 @@ struct eval_scratch {
 	int *idx;                /* [cap][GAME_MAX_ACTIONS] */
 	eval_request *reqs;      /* [cap], their condition variables made once */
 	eval_request **posted;   /* [cap] the ones sent to the queue */
+	int staged;              /* requests waiting for eval_post */
 };
 
 eval_scratch *eval_scratch_new(evaluator *ev, int cap)
@@ -556,24 +534,33 @@ void eval_scratch_free(eval_scratch *s)
 	free(s);
 }
 
+int eval_stage(evaluator *ev, eval_scratch *s, const game *g, float *policy, float *value)
+{
+	int i = s->staged;
+	assert(i < s->cap);
+	eval_request *r = &s->reqs[i];
+	int rc = prepare(ev, g, -1, true, policy, value, s->planes + (size_t)i * (size_t)s->input_floats,
+			 s->legal + (size_t)i * GAME_MAX_ACTIONS, s->idx + (size_t)i * GAME_MAX_ACTIONS, r);
+	if (rc > 0)
+		s->posted[s->staged++] = r;
+	return rc;
+}
+
+int eval_post(evaluator *ev, eval_scratch *s)
+{
+	int n = s->staged;
+	s->staged = 0;
+	return n > 0 && post_and_wait(ev, s->posted, n) > 0 ? -1 : 0;
+}
+
 int eval_batch(evaluator *ev, eval_scratch *s, int n, const game *const *games, float *const *policies,
 	       float *values)
 {
-	int failed = 0, posted = 0;
+	int failed = 0;
 	assert(n <= s->cap);
-	for (int i = 0; i < n; i++) {
-		eval_request *r = &s->reqs[i];
-		int rc = prepare(ev, games[i], -1, true, policies[i], &values[i],
-				 s->planes + (size_t)i * (size_t)s->input_floats,
-				 s->legal + (size_t)i * GAME_MAX_ACTIONS,
-				 s->idx + (size_t)i * GAME_MAX_ACTIONS, r);
-		if (rc < 0)
-			failed++;
-		else if (rc > 0)
-			s->posted[posted++] = r;
-	}
-	if (posted)
-		failed += post_and_wait(ev, s->posted, posted);
+	for (int i = 0; i < n; i++)
+		failed += eval_stage(ev, s, games[i], policies[i], &values[i]) < 0;
+	failed += eval_post(ev, s) < 0;
 	return failed ? -1 : 0;
 }
 

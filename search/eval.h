@@ -61,14 +61,6 @@ void eval_free(evaluator *ev);
  * (policy uniform, value 0 then). The game must not be over. */
 int eval_position(evaluator *ev, const game *g, float *policy, float *value);
 
-/* Answers g as eval_position would when that needs no network (the
- * uniform evaluator, a game without legal moves, an NN cache hit): 1, the
- * answer in policy and *value and counted as a request; else 0, nothing
- * written or counted. Lets a thread that batches several searches' leaves
- * (self-play) go on with a search whose leaf the cache answers and fill
- * its batch with positions the network must see. */
-int eval_cached(evaluator *ev, const game *g, float *policy, float *value);
-
 /* Scratch for eval_batch: room for `cap` positions (encoded planes, legal
  * moves, requests), made once per search thread so that evaluating a batch
  * allocates nothing. NULL when memory is short. */
@@ -80,6 +72,17 @@ void eval_scratch_free(eval_scratch *s);
  * Same outputs per position as eval_position. 0, or -1 when any failed. */
 int eval_batch(evaluator *ev, eval_scratch *s, int n, const game *const *games,
 	       float *const *policies, float *values);
+/* eval_batch in two steps, for a thread that gathers the leaves of
+ * several searches (self-play) and goes on at once with one whose leaf
+ * needs no network. eval_stage: 0 when g was answered at once (the
+ * uniform evaluator, no legal move, an NN cache hit: policy and *value
+ * written), 1 when it waits in the scratch for the next eval_post (at most
+ * the scratch's cap), -1 when it failed (answered uniform). Each position
+ * is a request, encoded once. eval_post posts the waiting positions as one
+ * batch and returns when every answer is written: 0, or -1 when any
+ * failed. */
+int eval_stage(evaluator *ev, eval_scratch *s, const game *g, float *policy, float *value);
+int eval_post(evaluator *ev, eval_scratch *s);
 
 /* The network's own answer for g under symmetry `sym` (no cache, no random
  * symmetry): what GTP kata-raw-nn shows. Same outputs as eval_position. */

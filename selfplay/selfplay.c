@@ -345,19 +345,15 @@ typedef struct sp_game {
 	int n_wr[2];
 	int would_resign;        /* the player that would have resigned, or -1 */
 	mcts_round round;        /* the leaves of the round under way */
-	int n_leaves, first;     /* their count, and where they sit in the batch */
+	int n_leaves;            /* their count */
 } sp_game;
 
-/* The games of a worker that play with one model: their leaves go to its
- * evaluator as one batch per round. */
+/* The games of a worker that play with one model: their leaves are
+ * staged in its scratch and go to its evaluator as one batch per round. */
 typedef struct sp_slot {
 	sp_model *mdl;           /* NULL: free */
 	int users;               /* games using it */
 	eval_scratch *scratch;   /* room for every game's leaves */
-	const game **games;      /* [cap] */
-	float **policies;        /* [cap] */
-	float *values;           /* [cap] */
-	int n;                   /* leaves this round */
 } sp_slot;
 
 /* Takes the worker's slot for model `mdl` (a free one when no game plays
@@ -374,19 +370,9 @@ static int slot_take(sp_worker *w, sp_model *mdl)
 			free_i = i;
 	}
 	sp_slot *s = &w->slots[free_i];
-	int cap = w->n_games;
-	s->scratch = eval_scratch_new(mdl->ev, cap);
-	s->games = malloc(sizeof(*s->games) * (size_t)cap);
-	s->policies = malloc(sizeof(*s->policies) * (size_t)cap);
-	s->values = malloc(sizeof(*s->values) * (size_t)cap);
-	if (!s->scratch || !s->games || !s->policies || !s->values) {
-		eval_scratch_free(s->scratch);
-		free(s->games);
-		free(s->policies);
-		free(s->values);
-		memset(s, 0, sizeof(*s));
+	s->scratch = eval_scratch_new(mdl->ev, w->n_games);
+	if (!s->scratch)
 		return -1;
-	}
 	s->mdl = mdl;
 	s->users = 1;
 	/* One client of the evaluator per worker, however many games: the
@@ -402,9 +388,6 @@ static void slot_drop(sp_worker *w, int i)
 		return;
 	eval_client_leave(s->mdl->ev);
 	eval_scratch_free(s->scratch);
-	free(s->games);
-	free(s->policies);
-	free(s->values);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -634,21 +617,22 @@ static int game_step(selfplay *sp, sp_worker *w, sp_game *gm)
  * to the batch anyway. */
 #define SP_QUICK_ROUNDS 64
 
-/* Takes the game's leaves for the worker's batch. A round whose leaf the
- * cache answers, or that ended in finished games only, is applied at once
- * and the game goes on (its search may end, the game with it), so that
- * the batch holds positions the network must see: a cache hit would
- * otherwise take a place in it. 0, or -1 on error. */
+/* Stages the game's leaves in its model's scratch for the worker's
+ * batch. A round whose leaves the cache answers (eval_stage answers them
+ * at once), or that ended in finished games only, is applied at once and
+ * the game goes on (its search may end, the game with it), so that the
+ * batch holds positions the network must see: a cache hit would otherwise
+ * take a place in it. 0, or -1 on error. */
 static int game_gather(selfplay *sp, sp_worker *w, sp_game *gm)
 {
 	for (int quick = 0;; quick++) {
 		gm->n_leaves = mcts_gather(gm->m, &gm->round);
-		if (quick == SP_QUICK_ROUNDS)
-			return 0;
-		if (gm->n_leaves > 1 ||
-		    (gm->n_leaves == 1 &&
-		     !eval_cached(gm->mdl->ev, gm->round.games[0], gm->round.policies[0],
-				  &gm->round.values[0])))
+		eval_scratch *s = w->slots[gm->slot].scratch;
+		int staged = 0;
+		for (int k = 0; k < gm->n_leaves; k++)
+			staged += eval_stage(gm->mdl->ev, s, gm->round.games[k], gm->round.policies[k],
+					     &gm->round.values[k]) > 0;
+		if (staged > 0 || quick == SP_QUICK_ROUNDS)
 			return 0;
 		mcts_apply(gm->m, gm->n_leaves);
 		gm->n_leaves = 0;
@@ -685,30 +669,17 @@ static void *worker_main(void *arg)
 				err = 1;
 				break;
 			}
-			if (!gm->live)
-				continue;
-			sp_slot *s = &w->slots[gm->slot];
-			gm->first = s->n;
-			for (int k = 0; k < gm->n_leaves; k++) {
-				s->games[s->n] = gm->round.games[k];
-				s->policies[s->n++] = gm->round.policies[k];
-			}
 		}
 		if (err || live == 0)
 			break;
-		for (int i = 0; i < w->n_games; i++) {
-			sp_slot *s = &w->slots[i];
-			if (s->users > 0 && s->n > 0)
-				eval_batch(s->mdl->ev, s->scratch, s->n, s->games, s->policies,
-					   s->values);
-		}
+		/* The answers land in each search's own leaves. */
+		for (int i = 0; i < w->n_games; i++)
+			if (w->slots[i].users > 0)
+				eval_post(w->slots[i].mdl->ev, w->slots[i].scratch);
 		for (int i = 0; i < w->n_games; i++) {
 			sp_game *gm = &w->games[i];
 			if (!gm->live)
 				continue;
-			const sp_slot *s = &w->slots[gm->slot];
-			for (int k = 0; k < gm->n_leaves; k++)
-				gm->round.values[k] = s->values[gm->first + k];
 			mcts_apply(gm->m, gm->n_leaves);
 			if (game_step(sp, w, gm) != 0) {
 				err = 1;
@@ -717,8 +688,6 @@ static void *worker_main(void *arg)
 		}
 		if (err)
 			break;
-		for (int i = 0; i < w->n_games; i++)
-			w->slots[i].n = 0;
 	}
 	if (err)
 		atomic_store(&sp->stop, 1);

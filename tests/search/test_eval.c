@@ -286,28 +286,56 @@ Test(eval, cache_answers_repeats)
 	game_params p = game_params_default(GAME_KIND_CONNECT4);
 	game_init(&g, &p);
 	game_play(&g, 3);
-	float pol1[GAME_MAX_ACTIONS], pol2[GAME_MAX_ACTIONS], pol3[GAME_MAX_ACTIONS], v1, v2, v3 = 5;
-	cr_assert_eq(eval_cached(ev, &g, pol3, &v3), 0, "not in the cache yet");
-	cr_assert_eq(v3, 5, "a miss writes nothing");
+	float pol1[GAME_MAX_ACTIONS], pol2[GAME_MAX_ACTIONS], v1, v2;
 	cr_assert_eq(eval_position(ev, &g, pol1, &v1), 0);
 	cr_assert_eq(eval_position(ev, &g, pol2, &v2), 0);
 	eval_stats st;
 	eval_get_stats(ev, &st);
-	cr_assert_eq(st.requests, 2, "a miss of eval_cached is not a request");
 	cr_assert_eq(st.cache_hits, 1);
 	cr_assert_eq(st.evals, 1);
 	cr_assert_eq(memcmp(pol1, pol2, sizeof(float) * 7), 0);
 	cr_assert_eq(v1, v2);
-	cr_assert_eq(eval_cached(ev, &g, pol3, &v3), 1, "in the cache now");
-	cr_assert_eq(memcmp(pol1, pol3, sizeof(float) * 7), 0);
-	cr_assert_eq(v1, v3);
-	eval_get_stats(ev, &st);
-	cr_assert_eq(st.cache_hits, 2);
-	cr_assert_eq(st.requests, 3);
 	eval_clear_cache(ev);
 	cr_assert_eq(eval_position(ev, &g, pol2, &v2), 0);
 	eval_get_stats(ev, &st);
 	cr_assert_eq(st.evals, 2, "cleared cache: evaluated again");
+	eval_free(ev);
+}
+
+/* eval_batch in two steps: a miss waits in the scratch, written only by
+ * eval_post; a cache hit is answered at once; each position counts as
+ * one request. */
+Test(eval, stage_answers_hits_at_once_and_posts_misses)
+{
+	fake_net f;
+	fake_c4_init(&f, 8, 0);
+	nn_backend *be = &f.be;
+	eval_options o = eval_options_default();
+	o.cache_bytes = 1 << 20;
+	char err[128];
+	evaluator *ev = eval_new(&be, 1, NN_ENC_C4, &o, err, sizeof(err));
+	cr_assert(ev, "%s", err);
+	eval_scratch *s = eval_scratch_new(ev, 2);
+	cr_assert(s);
+	game g;
+	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	game_init(&g, &p);
+	game_play(&g, 3);
+	float pol1[GAME_MAX_ACTIONS], pol2[GAME_MAX_ACTIONS], v1 = 5, v2 = 5;
+	cr_assert_eq(eval_stage(ev, s, &g, pol1, &v1), 1, "not in the cache yet");
+	cr_assert_eq(v1, 5, "a staged miss is written by eval_post");
+	cr_assert_eq(eval_post(ev, s), 0);
+	cr_assert(v1 != 5);
+	cr_assert_eq(eval_stage(ev, s, &g, pol2, &v2), 0, "in the cache now");
+	cr_assert_eq(memcmp(pol1, pol2, sizeof(float) * 7), 0);
+	cr_assert_eq(v1, v2);
+	cr_assert_eq(eval_post(ev, s), 0, "nothing staged");
+	eval_stats st;
+	eval_get_stats(ev, &st);
+	cr_assert_eq(st.requests, 2);
+	cr_assert_eq(st.cache_hits, 1);
+	cr_assert_eq(st.evals, 1);
+	eval_scratch_free(s);
 	eval_free(ev);
 }
 
@@ -325,8 +353,11 @@ Test(eval, uniform_without_network)
 		cr_assert_float_eq(pol[a], 1.0f / 7, 1e-7);
 	cr_assert_eq(v, 0);
 	v = 5;
-	cr_assert_eq(eval_cached(ev, &g, pol, &v), 1, "the uniform answer needs no network");
+	eval_scratch *s = eval_scratch_new(ev, 1);
+	cr_assert(s);
+	cr_assert_eq(eval_stage(ev, s, &g, pol, &v), 0, "the uniform answer needs no network");
 	cr_assert_eq(v, 0);
+	eval_scratch_free(s);
 	cr_assert(!eval_has_network(ev));
 	eval_free(ev);
 }
