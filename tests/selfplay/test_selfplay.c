@@ -290,11 +290,14 @@ Test(selfplay, no_pass_while_behind)
 		     c.losing_passes, c.passes);
 }
 
-Test(selfplay, stop_flag_ends_the_run)
+/* Self-play of 9x9 Go without a network, 50 visits, silent, whose first
+ * run, with the stop flag already raised, plays no game. */
+static selfplay *stopped_go9(int parallel_games, int games_per_thread, collected *c)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7 };
 	selfplay_options o = selfplay_options_default(&gp);
-	o.parallel_games = 2;
+	o.parallel_games = parallel_games;
+	o.games_per_thread = games_per_thread;
 	o.visits = 50;
 	o.progress_seconds = 0;
 	o.quiet = true;
@@ -302,8 +305,15 @@ Test(selfplay, stop_flag_ends_the_run)
 	selfplay *sp = selfplay_new(&o, err, sizeof(err));
 	cr_assert(sp, "%s", err);
 	volatile sig_atomic_t stop = 1;
+	cr_assert_eq(selfplay_run(sp, 0, 0, on_game, c, &stop), 0, "stopped before any game");
+	return sp;
+}
+
+Test(selfplay, stop_flag_ends_the_run)
+{
 	collected c = { 0 };
-	cr_assert_eq(selfplay_run(sp, 0, 0, on_game, &c, &stop), 0, "stopped before any game");
+	selfplay *sp = stopped_go9(2, 1, &c);
+	volatile sig_atomic_t stop;
 	stop = 0;
 	cr_assert_eq(selfplay_run(sp, 0, 0.3, on_game, &c, &stop) >= 0, 1);
 	cr_assert_eq(c.bad, 0);
@@ -437,19 +447,10 @@ static void *raise_later(void *arg)
 
 Test(selfplay, several_games_per_thread_stop_promptly)
 {
-	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7 };
-	selfplay_options o = selfplay_options_default(&gp);
-	o.parallel_games = 6;
-	o.games_per_thread = 4; /* two workers: one of 4 games, one of 2 */
-	o.visits = 50;
-	o.progress_seconds = 0;
-	o.quiet = true;
-	char err[256];
-	selfplay *sp = selfplay_new(&o, err, sizeof(err));
-	cr_assert(sp, "%s", err);
-	volatile sig_atomic_t stop = 1;
 	collected c = { 0 };
-	cr_assert_eq(selfplay_run(sp, 0, 0, on_game, &c, &stop), 0, "stopped before any game");
+	/* two workers: one of 4 games, one of 2 */
+	selfplay *sp = stopped_go9(6, 4, &c);
+	volatile sig_atomic_t stop;
 	stop = 0;
 	/* No game or time limit: only the flag, raised from another thread
 	 * (as a signal would) after 0.3 s, ends the run. */
