@@ -272,20 +272,28 @@ Test(eval, symmetry_maps_policy_back)
 	cr_assert_eq(w.errors, 0, "%d answers were not mapped back", w.errors);
 }
 
-Test(eval, cache_answers_repeats)
+/* An evaluator over the fake Connect Four network with a 1 MB cache, and
+ * the position after the first move in the middle column. */
+static evaluator *cached_c4(fake_net *f, game *g)
 {
-	fake_net f;
-	fake_c4_init(&f, 8, 0);
-	nn_backend *be = &f.be;
+	fake_c4_init(f, 8, 0);
+	nn_backend *be = &f->be;
 	eval_options o = eval_options_default();
 	o.cache_bytes = 1 << 20;
 	char err[128];
 	evaluator *ev = eval_new(&be, 1, NN_ENC_C4, &o, err, sizeof(err));
 	cr_assert(ev, "%s", err);
-	game g;
 	game_params p = game_params_default(GAME_KIND_CONNECT4);
-	game_init(&g, &p);
-	game_play(&g, 3);
+	game_init(g, &p);
+	game_play(g, 3);
+	return ev;
+}
+
+Test(eval, cache_answers_repeats)
+{
+	fake_net f;
+	game g;
+	evaluator *ev = cached_c4(&f, &g);
 	float pol1[GAME_MAX_ACTIONS], pol2[GAME_MAX_ACTIONS], v1, v2;
 	cr_assert_eq(eval_position(ev, &g, pol1, &v1), 0);
 	cr_assert_eq(eval_position(ev, &g, pol2, &v2), 0);
@@ -308,19 +316,10 @@ Test(eval, cache_answers_repeats)
 Test(eval, stage_answers_hits_at_once_and_posts_misses)
 {
 	fake_net f;
-	fake_c4_init(&f, 8, 0);
-	nn_backend *be = &f.be;
-	eval_options o = eval_options_default();
-	o.cache_bytes = 1 << 20;
-	char err[128];
-	evaluator *ev = eval_new(&be, 1, NN_ENC_C4, &o, err, sizeof(err));
-	cr_assert(ev, "%s", err);
+	game g;
+	evaluator *ev = cached_c4(&f, &g);
 	eval_scratch *s = eval_scratch_new(ev, 2);
 	cr_assert(s);
-	game g;
-	game_params p = game_params_default(GAME_KIND_CONNECT4);
-	game_init(&g, &p);
-	game_play(&g, 3);
 	float pol1[GAME_MAX_ACTIONS], pol2[GAME_MAX_ACTIONS], v1 = 5, v2 = 5;
 	cr_assert_eq(eval_stage(ev, s, &g, pol1, &v1), 1, "not in the cache yet");
 	cr_assert_eq(v1, 5, "a staged miss is written by eval_post");
