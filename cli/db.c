@@ -400,7 +400,10 @@ static char *db_go_sgf(const store_game_info *g, const game_record *r)
 			 r->full[i] ? "full" : "fast");
 		if (visits) {
 			size_t m = strlen(comment);
-			snprintf(comment + m, sizeof(comment) - m, ", %ld visits", visits);
+			if (r->target == RECORD_TARGET_IMPROVED)
+				snprintf(comment + m, sizeof(comment) - m, ", Gumbel improved policy");
+			else
+				snprintf(comment + m, sizeof(comment) - m, ", %ld visits", visits);
 		}
 		if (sgf_record_add_move(&sr, i % 2 ? GO_WHITE : GO_BLACK, r->moves[i], comment))
 			goto out;

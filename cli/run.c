@@ -152,6 +152,12 @@ int cli_run(int argc, char **argv)
 			     "KataGo's forced playouts in full searches: a root child of prior P "
 			     "gets at least sqrt(K P N) of N visits, taken out of the policy target "
 			     "again (policy target pruning); KataGo uses 2; 0: off"),
+		CLI_OPT_FLAG("--gumbel", NULL, &o.explore.gumbel,
+			     "Gumbel root search in self-play (sequential halving over --gumbel-m "
+			     "sampled moves; the improved policy as the target) instead of Dirichlet "
+			     "noise and the temperature"),
+		CLI_OPT_INT("--gumbel-m", NULL, &o.explore.gumbel_m, 1, 362, "M",
+			    "moves the Gumbel root considers"),
 		CLI_OPT_REAL("--value-q-weight", NULL, &o.value_q_weight, 0, 1, "L",
 			     "value target (1-L) z + L q: z the game's result, q the search's root "
 			     "value recorded for the position; 0: the result alone"),

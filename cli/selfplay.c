@@ -70,6 +70,12 @@ int cli_selfplay(int argc, char **argv)
 		CLI_OPT_INT("--temperature-moves", NULL, &o->explore.temperature_moves, 0, 10000, "N",
 			    "opening moves played at temperature 1",
 			    .def = "8 for Connect Four, the board size for Go"),
+		CLI_OPT_FLAG("--gumbel", NULL, &o->explore.gumbel,
+			     "Gumbel root search (sequential halving over --gumbel-m sampled moves; "
+			     "the improved policy as the target) instead of Dirichlet noise and the "
+			     "temperature"),
+		CLI_OPT_INT("--gumbel-m", NULL, &o->explore.gumbel_m, 1, 362, "M",
+			    "moves the Gumbel root considers"),
 		CLI_OPT_REAL("--resign", NULL, &o->resign_pct, 0, 100, "PCT",
 			     "resign below at most PCT% winrate; 0 never. The threshold in use is the "
 			     "one that would have resigned at most 5% of the latest no-resign games "

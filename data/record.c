@@ -223,6 +223,7 @@ int record_copy(game_record *dst, const game_record *src)
 	dst->result = src->result;
 	dst->score = src->score;
 	dst->resigned = src->resigned;
+	dst->target = src->target;
 	return 0;
 }
 
@@ -331,7 +332,8 @@ int record_encode(const game_record *r, uint8_t **blob, size_t *len)
 	double komi2 = p->komi * 2;
 	if (p->size < 0 || p->size > 255 ||
 	    komi2 != floor(komi2) || fabs(komi2) > 1e6 || r->result < -1 || r->result > 1 ||
-	    r->resigned < -1 || r->resigned > 1 || r->n_moves < 0 || r->n_moves > RECORD_MAX_MOVES)
+	    r->resigned < -1 || r->resigned > 1 || r->n_moves < 0 || r->n_moves > RECORD_MAX_MOVES ||
+	    (r->target != RECORD_TARGET_VISITS && r->target != RECORD_TARGET_IMPROVED))
 		return -1;
 	record_buf b = { 0 };
 	buf_put(&b, RECORD_MAGIC, 4);
@@ -342,6 +344,7 @@ int record_encode(const game_record *r, uint8_t **blob, size_t *len)
 	buf_u8(&b, (unsigned)(r->result + 1));
 	buf_u8(&b, (unsigned)(r->resigned + 1));
 	buf_f64le(&b, r->score);
+	buf_u8(&b, (unsigned)r->target);
 	buf_varint(&b, (uint32_t)r->n_moves);
 	for (int i = 0; i < r->n_moves; i++)
 		buf_varint(&b, (uint32_t)r->moves[i]);
@@ -465,7 +468,8 @@ int record_decode(const uint8_t *blob, size_t len, game_record *out, char *err, 
 		record_err(err, errlen, "bad magic (not a sente game record)");
 		goto out;
 	}
-	if (blob[4] != RECORD_VERSION) {
+	unsigned version = blob[4];
+	if (version != RECORD_VERSION && version != 1) {
 		if (blob[4] > RECORD_VERSION)
 			record_err(err, errlen, "version %u is newer than this sente reads (%d); upgrade sente",
 				   blob[4], RECORD_VERSION);
@@ -520,6 +524,16 @@ int record_decode(const uint8_t *blob, size_t len, game_record *out, char *err, 
 	}
 	out->result = (int)res - 1;
 	out->resigned = (int)resg - 1;
+	out->target = RECORD_TARGET_VISITS;
+	if (version >= 2) {
+		unsigned target;
+		RD(rd_u8(&rd, &target), "target kind");
+		if (target > RECORD_TARGET_IMPROVED) {
+			record_err(err, errlen, "unknown policy target kind %u", target);
+			goto out;
+		}
+		out->target = (record_target)target;
+	}
 
 	uint32_t n;
 	RD(rd_varint(&rd, &n), "move count");

@@ -7,13 +7,15 @@
  * them, and the result. Input planes are not stored: the learner rebuilds
  * positions by replaying the moves (record_replay).
  *
- * Blob, version 1 (varint = unsigned LEB128, at most 5 bytes):
+ * Blob, version 2 (varint = unsigned LEB128, at most 5 bytes):
  *   "SREC"         magic
  *   u8             version (RECORD_VERSION)
  *   u8 kind, u8 size
  *   varint         zigzag(komi * 2)
  *   u8 result + 1, u8 resigned + 1
  *   f64            score (little-endian IEEE 754)
+ *   u8             target (record_target; absent in version 1, which
+ *                  still decodes, as visits)
  *   varint         n_moves
  *   varint[n]      moves
  *   u8[(n+7)/8]    full flags, bit i of byte i/8
@@ -34,7 +36,14 @@
 #include "engine/game.h"
 
 #define RECORD_MAGIC "SREC"
-#define RECORD_VERSION 1
+#define RECORD_VERSION 2
+
+/* What the per-move counts of a record are. */
+typedef enum record_target {
+	RECORD_TARGET_VISITS = 0,   /* the search's visits (PUCT) */
+	RECORD_TARGET_IMPROVED = 1, /* Gumbel search's improved policy, in
+				     * thousandths (mcts_policy_target) */
+} record_target;
 
 /* One child of a searched root: the action and its visit count. */
 typedef struct record_visit {
@@ -62,6 +71,8 @@ typedef struct game_record {
 	int result;            /* +1 first player/Black won, -1 lost, 0 draw */
 	double score;          /* Go: final area score B-W-komi (0 when resigned); C4: result */
 	int resigned;          /* -1, or the player who resigned */
+	record_target target;  /* what the counts are (both are policy
+				* targets once normalised) */
 	int capacity_moves;    /* allocated length of moves, full, root_value (visit_start: + 1) */
 	int capacity_visits;   /* allocated length of visits[] */
 } game_record;

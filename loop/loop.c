@@ -145,7 +145,8 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 "gate-visits %d\nminutes %g\noptimizer %s\nlr-schedule %s\nlr-warmup %lld\n"
 		 "lr-total-steps %lld\nlr-gamma %g\nlr-min %g\nweight-decay %g\n"
 		 "bn-momentum %g\nlr-drops %s\nwindow-min %lld\nwindow-alpha %g\n"
-		 "window-beta %g\nreuse-cap %g\nbn-batches %d\nforced-playouts %g\n",
+		 "window-beta %g\nreuse-cap %g\nbn-batches %d\nforced-playouts %g\n"
+		 "gumbel %d\ngumbel-m %d\n",
 		 game_desc_from_params(&o->game)->name, o->blocks, o->channels, o->parallel_games,
 		 o->visits, o->cheap_visits, (long long)o->positions_per_iter, (long long)o->window,
 		 o->batch, o->sample_ratio, o->lr, x->temperature, x->temperature_moves,
@@ -159,7 +160,8 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 							     : "constant",
 		 (long long)o->lr_warmup, (long long)o->lr_total_steps, o->lr_gamma, o->lr_min,
 		 o->weight_decay, o->bn_momentum, drops, (long long)o->window_min, o->window_alpha,
-		 o->window_beta, o->reuse_cap, o->bn_batches, x->forced_k);
+		 o->window_beta, o->reuse_cap, o->bn_batches, x->forced_k,
+		 (int)x->gumbel, x->gumbel_m);
 }
 
 static void say(loop *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

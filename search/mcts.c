@@ -24,7 +24,9 @@ typedef struct mcts_node {
 	_Atomic uint64_t wsum;        /* double bits: sum of values, mover's view */
 	_Atomic uint64_t w2sum;       /* double bits: sum of squared values */
 	float prior;                  /* policy prior of the move into the node */
-	float terminal_value;         /* mover's view, when NODE_TERMINAL */
+	float value;                  /* mover's view: the game's value when
+				       * NODE_TERMINAL, else the network's value
+				       * once evaluated (Gumbel's mixed value) */
 	uint32_t first_child;         /* pool index of the first child */
 	uint16_t n_children;          /* children, contiguous from first_child */
 	int16_t move;                 /* the move into the node */
@@ -59,6 +61,20 @@ typedef struct mcts_thread {
 	int round_collisions;         /* round_gather: descents that collided */
 } mcts_thread;
 
+/* Gumbel root search: the considered moves and the phase of sequential
+ * halving the search is in. Set up once the root is expanded (by the
+ * caller's thread), read and advanced by descents under `mu`. */
+typedef struct mcts_gumbel {
+	bool ready;                       /* set up for this search */
+	float score[GAME_MAX_ACTIONS];    /* per root child: Gumbel noise + log prior */
+	uint16_t rem[GAME_MAX_ACTIONS];   /* root children still considered (child index) */
+	int n_rem;                        /* their count */
+	int phases;                       /* ceil(log2(moves considered at first)), >= 1 */
+	int64_t sims;                     /* the search's playouts when set up */
+	int target;                       /* visits each considered child reaches this phase */
+	pthread_mutex_t mu;
+} mcts_gumbel;
+
 struct mcts {
 	evaluator *ev;                /* leaf evaluation (not owned) */
 	mcts_options opt;             /* limits and parameters */
@@ -84,6 +100,7 @@ struct mcts {
 	pthread_mutex_t expand_mu;    /* with `expanded`: */
 	pthread_cond_t expanded;      /* signalled when a round's leaves are expanded */
 	mcts_avoid *avoid;            /* banned moves, NULL when none */
+	mcts_gumbel gumbel;           /* the root's sequential halving */
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -152,7 +169,7 @@ static void node_reset(mcts_node *n, int move, float prior)
 	store_d(&n->wsum, 0);
 	store_d(&n->w2sum, 0);
 	n->prior = prior;
-	n->terminal_value = 0;
+	n->value = 0;
 	n->first_child = 0;
 	n->n_children = 0;
 	n->move = (int16_t)move;
@@ -189,6 +206,7 @@ mcts_options mcts_options_default(void)
 		.noise = false,
 		.noise_alpha_sum = 10.83f,
 		.noise_eps = 0.25f,
+		.gumbel_m = 16,
 		.max_memory = (size_t)512 << 20,
 		.seed = 1,
 	};
@@ -257,6 +275,7 @@ mcts *mcts_new(evaluator *ev, const mcts_options *opt, char *err, size_t errlen)
 	m->ev = ev;
 	m->opt = opt ? *opt : mcts_options_default();
 	pthread_mutex_init(&m->expand_mu, NULL);
+	pthread_mutex_init(&m->gumbel.mu, NULL);
 	clock_cond_init(&m->expanded); /* waits use clock_deadline */
 	if (m->opt.threads < 1)
 		m->opt.threads = 1;
@@ -302,6 +321,7 @@ void mcts_free(mcts *m)
 	free(m->avoid);
 	pthread_cond_destroy(&m->expanded);
 	pthread_mutex_destroy(&m->expand_mu);
+	pthread_mutex_destroy(&m->gumbel.mu);
 	free(m);
 }
 
@@ -331,6 +351,7 @@ void mcts_clear(mcts *m)
 	atomic_store(&m->interrupted, 0);
 	m->root = MCTS_NONE;
 	m->root_noised = false;
+	m->gumbel.ready = false;
 }
 
 void mcts_interrupt(mcts *m)
@@ -412,6 +433,7 @@ void mcts_set_position(mcts *m, const game *g)
 	m->root_game = *g;
 	m->have_root_game = true;
 	m->root_noised = false;
+	m->gumbel.ready = false;
 	atomic_store(&m->pool_full, 0);
 	if (keep != MCTS_NONE && keep != m->root) {
 		keep_subtree(m, keep);
@@ -494,6 +516,184 @@ static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root, const u
 	return best_i;
 }
 
+/* ---- Gumbel root search --------------------------------------------------- */
+
+/* sigma(q) of the paper, for q in [-1, 1]: (c_visit + the largest child
+ * visits) * c_scale * q mapped to [0, 1], with its c_visit 50 and
+ * c_scale 1. */
+#define GUMBEL_C_VISIT 50.0
+#define GUMBEL_C_SCALE 1.0
+
+static double gumbel_sigma(double q, int max_visits)
+{
+	return (GUMBEL_C_VISIT + max_visits) * GUMBEL_C_SCALE * (q + 1) / 2;
+}
+
+static double log_prior(float p)
+{
+	return log(p > 1e-12f ? p : 1e-12f);
+}
+
+/* Completed Q of every root child, for the player to move at the root,
+ * into cq[]: a visited child's mean value, an unvisited one the root's
+ * mixed value (the paper's appendix D): the network's value of the root
+ * averaged with the prior-weighted Q of the visited children, weighted by
+ * their visits. Returns the largest child visits. */
+static int gumbel_completed_q(mcts *m, double *cq)
+{
+	mcts_node *r = node_at(m, m->root);
+	int max_n = 0;
+	bool visited[GAME_MAX_ACTIONS];
+	double sum_n = 0, sum_p = 0, sum_pq = 0;
+	for (uint32_t c = 0; c < r->n_children; c++) {
+		mcts_node *ch = node_at(m, r->first_child + c);
+		int v = atomic_load_explicit(&ch->visits, memory_order_relaxed);
+		visited[c] = v > 0;
+		cq[c] = v > 0 ? load_d(&ch->wsum) / v : 0;
+		if (v > 0) {
+			sum_n += v;
+			sum_p += ch->prior;
+			sum_pq += ch->prior * cq[c];
+		}
+		if (v > max_n)
+			max_n = v;
+	}
+	double raw = -r->value; /* the root's own network value, its mover's view */
+	double mixed = sum_p > 0 ? (raw + sum_n * sum_pq / sum_p) / (1 + sum_n) : raw;
+	for (uint32_t c = 0; c < r->n_children; c++)
+		if (!visited[c])
+			cq[c] = mixed;
+	return max_n;
+}
+
+/* The improved policy over the root's children: softmax(log prior +
+ * sigma(completed Q)) into pi[] (by child index); returns its expected
+ * completed Q. */
+static double gumbel_improved(mcts *m, double *pi)
+{
+	mcts_node *r = node_at(m, m->root);
+	double cq[GAME_MAX_ACTIONS];
+	int max_n = gumbel_completed_q(m, cq);
+	double top = -1e300, sum = 0, value = 0;
+	for (uint32_t c = 0; c < r->n_children; c++) {
+		pi[c] = log_prior(node_at(m, r->first_child + c)->prior) + gumbel_sigma(cq[c], max_n);
+		if (pi[c] > top)
+			top = pi[c];
+	}
+	for (uint32_t c = 0; c < r->n_children; c++)
+		sum += pi[c] = exp(pi[c] - top);
+	for (uint32_t c = 0; c < r->n_children; c++) {
+		pi[c] /= sum;
+		value += pi[c] * cq[c];
+	}
+	return value;
+}
+
+/* Orders the considered children best first by Gumbel + log prior +
+ * sigma(completed Q) (insertion sort: at most gumbel_m of them). */
+static void gumbel_rank(mcts *m)
+{
+	mcts_gumbel *gb = &m->gumbel;
+	double cq[GAME_MAX_ACTIONS], key[GAME_MAX_ACTIONS];
+	int max_n = gumbel_completed_q(m, cq);
+	for (int i = 0; i < gb->n_rem; i++)
+		key[gb->rem[i]] = gb->score[gb->rem[i]] + gumbel_sigma(cq[gb->rem[i]], max_n);
+	for (int i = 1; i < gb->n_rem; i++) {
+		uint16_t x = gb->rem[i];
+		int j = i;
+		for (; j > 0 && key[gb->rem[j - 1]] < key[x]; j--)
+			gb->rem[j] = gb->rem[j - 1];
+		gb->rem[j] = x;
+	}
+}
+
+/* Visits each considered child gets in a phase that considers r. */
+static int gumbel_phase_visits(const mcts_gumbel *gb, int r)
+{
+	int64_t k = gb->sims / ((int64_t)gb->phases * r);
+	return k < 1 ? 1 : k > INT32_MAX / 4 ? INT32_MAX / 4 : (int)k;
+}
+
+/* Sets the search's sequential halving up at an expanded root: Gumbel
+ * noise per child, the gumbel_m best of noise + log prior considered
+ * (Gumbel-top-k: a sample without replacement from the priors), and the
+ * first phase's visits. */
+static void gumbel_init(mcts *m)
+{
+	mcts_gumbel *gb = &m->gumbel;
+	mcts_node *r = node_at(m, m->root);
+	int n = r->n_children;
+	if (n < 1)
+		return;
+	for (int c = 0; c < n; c++) {
+		double u = rng_uniform(&m->rng);
+		if (u < 1e-300)
+			u = 1e-300;
+		gb->score[c] = (float)(-log(-log(u)) +
+				       log_prior(node_at(m, r->first_child + (uint32_t)c)->prior));
+		gb->rem[c] = (uint16_t)c;
+	}
+	int k = m->opt.gumbel_m < 1 ? 1 : m->opt.gumbel_m > n ? n : m->opt.gumbel_m;
+	/* The k best of noise + log prior, in order (a partial selection
+	 * sort: k and n are small). */
+	for (int i = 0; i < k; i++) {
+		int best = i;
+		for (int j = i + 1; j < n; j++)
+			if (gb->score[gb->rem[j]] > gb->score[gb->rem[best]])
+				best = j;
+		uint16_t t = gb->rem[i];
+		gb->rem[i] = gb->rem[best];
+		gb->rem[best] = t;
+	}
+	gb->n_rem = k;
+	gb->phases = 1;
+	while ((1 << gb->phases) < k)
+		gb->phases++;
+	/* A search without a playout budget gets the schedule of the
+	 * default's 800. */
+	int64_t left = m->budget - atomic_load(&m->started);
+	gb->sims = m->budget == INT64_MAX || left < 1 ? 800 : left;
+	gb->target = gumbel_phase_visits(gb, k);
+	gb->ready = true;
+}
+
+/* The root child a descent takes: the considered one furthest from this
+ * phase's visits (in flight counted); when every one has them, the phase
+ * ends: the better half by noise + log prior + sigma(completed Q) goes on
+ * (at least two), and the next phase's visits are added. */
+static uint32_t gumbel_select(mcts *m)
+{
+	mcts_gumbel *gb = &m->gumbel;
+	mcts_node *r = node_at(m, m->root);
+	pthread_mutex_lock(&gb->mu);
+	uint32_t pick;
+	for (;;) {
+		int best = -1, best_n = INT32_MAX;
+		for (int i = 0; i < gb->n_rem; i++) {
+			mcts_node *ch = node_at(m, r->first_child + gb->rem[i]);
+			int n_eff = atomic_load_explicit(&ch->visits, memory_order_relaxed) +
+				    atomic_load_explicit(&ch->vloss, memory_order_relaxed);
+			if (n_eff < best_n) {
+				best_n = n_eff;
+				best = i;
+			}
+		}
+		if (best_n < gb->target) {
+			pick = r->first_child + gb->rem[best];
+			break;
+		}
+		if (gb->n_rem > 2) {
+			gumbel_rank(m);
+			gb->n_rem = (gb->n_rem + 1) / 2;
+			if (gb->n_rem < 2)
+				gb->n_rem = 2;
+		}
+		gb->target += gumbel_phase_visits(gb, gb->n_rem);
+	}
+	pthread_mutex_unlock(&gb->mu);
+	return pick;
+}
+
 /* Creates the children of node `idx` at position g from the network's
  * policy, and publishes them. Without room in the pool the node stays a
  * leaf (its value still counts). */
@@ -555,7 +755,7 @@ static int descend(mcts *m, mcts_leaf *leaf, float *v)
 		mcts_node *n = node_at(m, idx);
 		uint8_t st = atomic_load_explicit(&n->state, memory_order_acquire);
 		if (st == NODE_TERMINAL) {
-			*v = n->terminal_value;
+			*v = n->value;
 			leaf->depth = depth;
 			return DESCENT_TERMINAL;
 		}
@@ -573,8 +773,11 @@ static int descend(mcts *m, mcts_leaf *leaf, float *v)
 							  memory_order_relaxed);
 			return DESCENT_COLLISION;
 		}
-		uint32_t c = select_child(m, idx, depth == 1,
-					  m->avoid ? m->avoid->until_ply[game_to_move(g)] : NULL, depth);
+		uint32_t c = depth == 1 && m->gumbel.ready
+				     ? gumbel_select(m)
+				     : select_child(m, idx, depth == 1,
+						    m->avoid ? m->avoid->until_ply[game_to_move(g)] : NULL,
+						    depth);
 		mcts_node *ch = node_at(m, c);
 		game_play(g, ch->move);
 		if (game_is_over(g) &&
@@ -584,7 +787,7 @@ static int descend(mcts *m, mcts_leaf *leaf, float *v)
 			/* Only the thread that wins the exchange writes the value;
 			 * others read it after seeing NODE_TERMINAL. */
 			if (atomic_compare_exchange_strong(&ch->state, &expect, NODE_EXPANDING)) {
-				ch->terminal_value = tv;
+				ch->value = tv;
 				atomic_store_explicit(&ch->state, NODE_TERMINAL, memory_order_release);
 			}
 		}
@@ -648,6 +851,7 @@ static int round_apply(mcts *m, mcts_thread *t, int n_leaves)
 	if (n_leaves > 0) {
 		for (int i = 0; i < n_leaves; i++) {
 			mcts_leaf *leaf = &t->leaves[i];
+			node_at(m, leaf->path[leaf->depth - 1])->value = -t->values[i];
 			expand(m, leaf->path[leaf->depth - 1], &leaf->game, leaf->policy);
 			backup(m, leaf->path, leaf->depth, -t->values[i]);
 		}
@@ -714,13 +918,18 @@ static void add_noise(mcts *m)
 	m->root_noised = true;
 }
 
-/* Mixes the noise in once the root is expanded, when the search asks
- * for it. */
-static void noise_if_due(mcts *m)
+/* Once the root is expanded: sets Gumbel search up, or mixes the noise
+ * in, when the search asks for it. */
+static void root_ready(mcts *m)
 {
-	if (m->opt.noise && !m->root_noised &&
-	    atomic_load(&node_at(m, m->root)->state) == NODE_EXPANDED)
+	if (atomic_load(&node_at(m, m->root)->state) != NODE_EXPANDED)
+		return;
+	if (m->opt.gumbel && !m->avoid) {
+		if (!m->gumbel.ready)
+			gumbel_init(m);
+	} else if (m->opt.noise && !m->root_noised) {
 		add_noise(m);
+	}
 }
 
 /* Sets a search up: root node, limits, and noise when the root is
@@ -753,7 +962,8 @@ static bool setup(mcts *m)
 			budget = left > 0 ? left : 0;
 	}
 	m->budget = budget;
-	noise_if_due(m);
+	m->gumbel.ready = false; /* fresh noise each search */
+	root_ready(m);
 	return true;
 }
 
@@ -766,7 +976,7 @@ static bool prepare(mcts *m)
 	mcts_node *r = node_at(m, m->root);
 	if (atomic_load(&r->state) != NODE_EXPANDED && m->budget > 0) {
 		atomic_fetch_add(&m->completed, (uint64_t)search_round(m, &m->threads[0], 1));
-		noise_if_due(m);
+		root_ready(m);
 	}
 	return true;
 }
@@ -802,7 +1012,7 @@ void mcts_apply(mcts *m, int n_leaves)
 {
 	int done = round_apply(m, &m->threads[0], n_leaves);
 	atomic_fetch_add(&m->completed, (uint64_t)done);
-	noise_if_due(m);
+	root_ready(m);
 	stop_at_limits(m);
 }
 
@@ -945,8 +1155,43 @@ double mcts_forced_playouts(float k, float prior, int total)
 	return x > 0 ? sqrt(x) : 0;
 }
 
+/* True after a Gumbel search of the root now held. */
+static bool gumbel_done(mcts *m)
+{
+	return m->opt.gumbel && m->gumbel.ready && m->root != MCTS_NONE &&
+	       atomic_load(&node_at(m, m->root)->state) == NODE_EXPANDED;
+}
+
+/* mcts_policy_target after a Gumbel search: the improved policy in
+ * 1/MCTS_GUMBEL_TARGET_SCALE. */
+static int gumbel_target(mcts *m, mcts_child_info *out, int max)
+{
+	mcts_node *r = node_at(m, m->root);
+	double pi[GAME_MAX_ACTIONS];
+	gumbel_improved(m, pi);
+	int n = mcts_root_children(m, out, max);
+	for (int i = 0; i < n; i++)
+		for (uint32_t c = 0; c < r->n_children; c++)
+			if (node_at(m, r->first_child + c)->move == out[i].move) {
+				out[i].visits = (int)lround(pi[c] * MCTS_GUMBEL_TARGET_SCALE);
+				break;
+			}
+	qsort(out, (size_t)n, sizeof(*out), cmp_info);
+	return n;
+}
+
+float mcts_search_value(mcts *m)
+{
+	if (!gumbel_done(m))
+		return mcts_root_value(m);
+	double pi[GAME_MAX_ACTIONS];
+	return (float)gumbel_improved(m, pi);
+}
+
 int mcts_policy_target(mcts *m, mcts_child_info *out, int max)
 {
+	if (gumbel_done(m))
+		return gumbel_target(m, out, max);
 	int n = mcts_root_children(m, out, max);
 	if (n < 2 || !m->opt.noise || !(m->opt.forced_k > 0) || out[0].visits == 0)
 		return n;
@@ -1034,8 +1279,21 @@ int mcts_pv_visits(mcts *m, int move, int *pv, int *visits, int max)
 	return len;
 }
 
+/* The considered child best by noise + log prior + sigma(completed Q). */
+static int gumbel_move(mcts *m)
+{
+	mcts_gumbel *gb = &m->gumbel;
+	pthread_mutex_lock(&gb->mu);
+	gumbel_rank(m);
+	int move = node_at(m, node_at(m, m->root)->first_child + gb->rem[0])->move;
+	pthread_mutex_unlock(&gb->mu);
+	return move;
+}
+
 int mcts_choose_move(mcts *m, float temperature, bool use_lcb)
 {
+	if (gumbel_done(m))
+		return gumbel_move(m);
 	mcts_child_info ci[GAME_MAX_ACTIONS];
 	int n = mcts_root_children(m, ci, GAME_MAX_ACTIONS);
 	if (n == 0)

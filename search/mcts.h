@@ -49,6 +49,19 @@ typedef struct mcts_options {
 				 * sqrt(forced_k * P * N) of the root's N playouts
 				 * (KataGo: 2); mcts_policy_target takes them out
 				 * again. 0 (the default): none */
+	bool gumbel;            /* Gumbel root search (Danihelka et al. 2022,
+				 * "Policy improvement by planning with Gumbel"):
+				 * the root samples gumbel_m moves without
+				 * replacement (Gumbel-top-k on the priors) and
+				 * shares the visits among them by sequential
+				 * halving; the move is the one left, the policy
+				 * target the improved policy (see
+				 * mcts_policy_target). PUCT below the root. For
+				 * self-play with few visits; `noise` is not
+				 * used with it. A search with moves banned
+				 * (mcts_set_avoid) uses PUCT */
+	int gumbel_m;           /* moves the root considers (mctx and the
+				 * paper: 16) */
 	size_t max_memory;      /* bytes for the node pool (twice when reusing trees) */
 	uint64_t seed;          /* noise and move choice */
 } mcts_options;
@@ -173,13 +186,23 @@ bool mcts_running(const mcts *m);
 /* Root children sorted best first (by visits, then prior); returns the count. */
 int mcts_root_children(mcts *m, mcts_child_info *out, int max);
 /* The root's children as a policy target: mcts_root_children, except
- * after a search with forced playouts (forced_k > 0 under noise), where
+ * after a Gumbel search, where each child's `visits` is its share of the
+ * improved policy softmax(log prior + sigma(completed Q)) in units of
+ * 1/MCTS_GUMBEL_TARGET_SCALE (the paper's section 4: a visited child's
+ * Q, an unvisited one the root's mixed value; sigma(q) = (50 + the
+ * largest child visits) * (q + 1) / 2), and after a search with forced playouts (forced_k > 0 under noise), where
  * KataGo's policy target pruning applies (its paper, section 3.1): the
  * most visited child keeps its visits; every other child loses up to its
  * forced count sqrt(forced_k * P * N), N the children's visits, as long as
  * its PUCT value with the visits left stays below the best child's; a
  * child left with at most one visit is pruned to 0. Best first. */
 int mcts_policy_target(mcts *m, mcts_child_info *out, int max);
+#define MCTS_GUMBEL_TARGET_SCALE 1000
+/* The value the search stands for, for the player to move at the root:
+ * the root's mean value, or after a Gumbel search the improved policy's
+ * expectation of the completed Q (the root's mean would count the visits
+ * sequential halving gives every considered move, good or bad). */
+float mcts_search_value(mcts *m);
 /* The forced playouts of a child of prior `prior` when the root's children
  * have `total` visits: sqrt(k * prior * total). */
 double mcts_forced_playouts(float k, float prior, int total);
@@ -197,7 +220,9 @@ float mcts_root_value(mcts *m);
 /* The move to play: with temperature > 0, drawn with probability
  * proportional to visits^(1/temperature); else the most visited child, or
  * with use_lcb the best lower confidence bound among children with at least
- * 10% of the top visits. GAME_MOVE_NONE when the root has no child. */
+ * 10% of the top visits. After a Gumbel search, the move sequential
+ * halving kept (the Gumbel noise is the exploration: temperature and
+ * use_lcb do not apply). GAME_MOVE_NONE when the root has no child. */
 int mcts_choose_move(mcts *m, float temperature, bool use_lcb);
 
 void mcts_get_stats(const mcts *m, mcts_stats *out);

@@ -97,6 +97,7 @@ selfplay_options selfplay_options_default(const game_params *g)
 		.fpu_root_noise = mo.fpu_root_noise,
 		.noise_alpha_sum = mo.noise_alpha_sum,
 		.noise_eps = mo.noise_eps,
+		.gumbel_m = mo.gumbel_m,
 	};
 	o.resign_pct = 5;
 	o.resign_after_moves = n.resign_after;
@@ -413,6 +414,8 @@ static int game_begin(selfplay *sp, sp_worker *w, sp_game *gm, sp_model *mdl)
 	mo.noise_alpha_sum = (float)x->noise_alpha_sum;
 	mo.noise_eps = (float)x->noise_eps;
 	mo.forced_k = (float)x->forced_k;
+	mo.gumbel = x->gumbel;
+	mo.gumbel_m = x->gumbel_m;
 	/* Enough nodes for a full search with reuse, with room to spare. */
 	size_t per = (size_t)o->visits * (size_t)game_numbers_of(&o->game).actions;
 	mo.max_memory = per * 64 * 4 + ((size_t)8 << 20);
@@ -426,6 +429,8 @@ static int game_begin(selfplay *sp, sp_worker *w, sp_game *gm, sp_model *mdl)
 	gm->live = true;
 	game_init(&gm->g, &o->game);
 	record_init(&gm->rec, &o->game);
+	if (o->explore.gumbel)
+		gm->rec.target = RECORD_TARGET_IMPROVED;
 	gm->no_resign = o->resign_pct <= 0 || rng_uniform(&w->rng) < o->no_resign_fraction;
 	pthread_mutex_lock(&sp->mu);
 	gm->resign_at = resign_threshold_locked(sp);
@@ -446,7 +451,7 @@ static int game_search(selfplay *sp, sp_worker *w, sp_game *gm)
 		return 2;
 	gm->full = o->cheap_visits <= 0 || rng_uniform(&w->rng) < o->full_fraction;
 	gm->mo.max_visits = gm->full ? o->visits : o->cheap_visits;
-	gm->mo.noise = gm->full;
+	gm->mo.noise = gm->full && !o->explore.gumbel;
 	mcts_set_options(gm->m, &gm->mo);
 	mcts_set_position(gm->m, &gm->g);
 	return mcts_begin(gm->m) ? 0 : -1;
@@ -463,7 +468,7 @@ static int game_move(selfplay *sp, sp_game *gm)
 	mcts_child_info ci[GAME_MAX_ACTIONS];
 	record_visit visits[GAME_MAX_ACTIONS];
 	mcts_end(m);
-	float v = mcts_root_value(m);
+	float v = mcts_search_value(m);
 	int mover = game_to_move(g);
 	/* A player resigns when its last SP_RESIGN_CONSEC searches (of
 	 * 20 visits or more, past the opening) all stood below the
@@ -495,7 +500,8 @@ static int game_move(selfplay *sp, sp_game *gm)
 	mv = apply_pass_rule(m, g, mv);
 	int nv = 0;
 	if (gm->full) {
-		/* The target: the visits, forced playouts pruned. */
+		/* The target: the visits, forced playouts pruned (or
+		 * Gumbel's improved policy). */
 		int n = mcts_policy_target(m, ci, GAME_MAX_ACTIONS);
 		for (int i = 0; i < n; i++)
 			if (ci[i].visits > 0) {

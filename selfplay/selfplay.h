@@ -45,6 +45,12 @@ typedef struct selfplay_explore {
 				   * full searches (mcts_options.forced_k; KataGo
 				   * 2); 0: off. Moves are still chosen from the
 				   * raw visits */
+	bool gumbel;              /* Gumbel root search (mcts_options.gumbel) in
+				   * every search instead of Dirichlet noise and
+				   * the temperature: the move is the one
+				   * sequential halving kept, the target the
+				   * improved policy */
+	int gumbel_m;             /* moves its root considers (16) */
 } selfplay_explore;
 
 typedef struct selfplay_options {

@@ -1,6 +1,7 @@
 /* Search: tactics found by the uniform-policy search, exact visit limits,
  * determinism, virtual loss spreading threads, tree reuse. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -741,4 +742,144 @@ Test(mcts, round_api_drives_several_searches_as_one_batch)
 		  "three searches on one thread share batches: %llu evals in %llu batches",
 		  (unsigned long long)es.evals, (unsigned long long)es.batches);
 	eval_free(shared);
+}
+
+/* A Gumbel search (mcts_options.gumbel) of `visits` playouts on one
+ * thread from the position in g, considering gumbel_m moves. */
+static mcts *gumbel_search_threads(evaluator *ev, int threads, int visits, int gumbel_m,
+				   uint64_t seed)
+{
+	mcts_options o = one_thread_options(visits);
+	o.threads = threads;
+	o.gumbel = true;
+	o.gumbel_m = gumbel_m;
+	o.seed = seed;
+	char err[128];
+	mcts *m = mcts_new(ev, &o, err, sizeof(err));
+	cr_assert(m, "%s", err);
+	mcts_set_position(m, &g);
+	mcts_search(m);
+	cr_assert_eq(mcts_root_visits(m), visits);
+	return m;
+}
+
+static mcts *gumbel_search(evaluator *ev, int visits, int gumbel_m, uint64_t seed)
+{
+	return gumbel_search_threads(ev, 1, visits, gumbel_m, seed);
+}
+
+/* Sequential halving on an empty 9x9 board (82 moves, uniform priors,
+ * neutral values): 16 moves sampled, then 8, 4 and 2, each phase a
+ * quarter of the 199 playouts left after the root's: 3 visits each to
+ * 16, 6 more to 8 (9), 12 more to 4 (21), 24 more to 2 (45), and the 7
+ * left to the last two. The seed decides which moves are sampled. */
+Test(mcts, gumbel_visits_follow_sequential_halving)
+{
+	game_params p = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	game_init(&g, &p);
+	evaluator *ev = eval_new(NULL, 0, NN_ENC_LZ18, NULL, NULL, 0);
+	bool sampled[2][GAME_MAX_ACTIONS] = { { false } };
+	for (int run = 0; run < 2; run++) {
+		mcts *m = gumbel_search(ev, 200, 16, 11 + (uint64_t)run);
+		mcts_child_info ci[GAME_MAX_ACTIONS];
+		int n = mcts_root_children(m, ci, GAME_MAX_ACTIONS);
+		cr_assert_eq(n, 82);
+		int by_visits[4] = { 0 }, top = 0, visited = 0;
+		for (int i = 0; i < n; i++) {
+			int v = ci[i].visits;
+			visited += v > 0;
+			sampled[run][ci[i].move] = v > 0;
+			by_visits[0] += v == 3;
+			by_visits[1] += v == 9;
+			by_visits[2] += v == 21;
+			by_visits[3] += v >= 45;
+			top += v >= 45 ? v : 0;
+		}
+		cr_assert_eq(visited, 16, "16 moves considered, not %d", visited);
+		cr_assert_eq(by_visits[0], 8);
+		cr_assert_eq(by_visits[1], 4);
+		cr_assert_eq(by_visits[2], 2);
+		cr_assert_eq(by_visits[3], 2);
+		cr_assert_eq(top, 199 - 8 * 3 - 4 * 9 - 2 * 21);
+		/* The move is one of the last two. */
+		int mv = mcts_choose_move(m, 1, false);
+		cr_assert(mv == ci[0].move || mv == ci[1].move);
+		mcts_free(m);
+	}
+	cr_assert_neq(memcmp(sampled[0], sampled[1], sizeof(sampled[0])), 0,
+		      "another seed samples other moves");
+	eval_free(ev);
+}
+
+/* With 32 playouts and uniform priors, the winning column of Connect
+ * Four is kept to the end and chosen, and the improved policy puts most
+ * of its mass there; the search's value is that of the win. */
+Test(mcts, gumbel_takes_the_win)
+{
+	c4_position("121212"); /* X to move; column 1 wins at once */
+	evaluator *ev = eval_new(NULL, 0, NN_ENC_C4, NULL, NULL, 0);
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		/* Seeds 3 and 4 on three threads: the halving is shared. */
+		mcts *m = gumbel_search_threads(ev, seed <= 2 ? 1 : 3, 32, 16, seed);
+		cr_assert_eq(mcts_choose_move(m, 0, false), 0, "seed %d", (int)seed);
+		mcts_child_info t[8];
+		int n = mcts_policy_target(m, t, 8), sum = 0;
+		for (int i = 0; i < n; i++)
+			sum += t[i].visits;
+		cr_assert(sum >= MCTS_GUMBEL_TARGET_SCALE - 7 && sum <= MCTS_GUMBEL_TARGET_SCALE + 7,
+			  "the target sums to %d", sum);
+		cr_assert_eq(t[0].move, 0);
+		cr_assert_gt(t[0].visits, 900);
+		cr_assert_gt(mcts_search_value(m), 0.9f);
+		cr_assert_lt(mcts_root_value(m), mcts_search_value(m),
+			     "the root's mean counts the considered losing moves");
+		mcts_free(m);
+	}
+	eval_free(ev);
+}
+
+/* The target is softmax(log prior + sigma(completed Q)), recomputed here
+ * from the children the search reports and the network's value of the
+ * root (an unvisited child's completed Q is the mixed value). */
+Test(mcts, gumbel_target_is_the_improved_policy)
+{
+	c4_position("4455");
+	fake_net f;
+	evaluator *ev = fake_c4_evaluator(&f);
+	mcts *m = gumbel_search(ev, 12, 4, 5);
+	mcts_child_info ci[8], t[8];
+	int n = mcts_root_children(m, ci, 8);
+	cr_assert_eq(mcts_policy_target(m, t, 8), n);
+	float logits[7], raw;
+	fake_c4_expect(&g, logits, &raw);
+	double sum_n = 0, sum_p = 0, sum_pq = 0;
+	int max_n = 0, unvisited = 0;
+	for (int i = 0; i < n; i++) {
+		if (ci[i].visits > 0) {
+			sum_n += ci[i].visits;
+			sum_p += ci[i].prior;
+			sum_pq += ci[i].prior * ci[i].q;
+		}
+		unvisited += ci[i].visits == 0;
+		max_n = ci[i].visits > max_n ? ci[i].visits : max_n;
+	}
+	cr_assert_eq(unvisited, 3, "4 of 7 moves considered");
+	double mixed = (raw + sum_n * sum_pq / sum_p) / (1 + sum_n);
+	double w[8], total = 0;
+	for (int i = 0; i < n; i++) {
+		double q = ci[i].visits > 0 ? ci[i].q : mixed;
+		w[i] = ci[i].prior * exp((50.0 + max_n) * (q + 1) / 2);
+		total += w[i];
+	}
+	for (int i = 0; i < n; i++) {
+		int want = (int)lround(w[i] / total * MCTS_GUMBEL_TARGET_SCALE);
+		int got = -1;
+		for (int k = 0; k < n; k++)
+			if (t[k].move == ci[i].move)
+				got = t[k].visits;
+		cr_assert(abs(got - want) <= 2, "column %d: target %d, improved policy %d",
+			  ci[i].move + 1, got, want);
+	}
+	mcts_free(m);
+	eval_free(ev);
 }

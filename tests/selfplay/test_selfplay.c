@@ -45,18 +45,27 @@ static int on_game(void *ctx, const game_record *r, int64_t model_id)
 	return 0;
 }
 
-Test(selfplay, connect4_uniform_games_are_recorded)
+/* Quiet self-play of Connect Four without a network: 4 games at once,
+ * 30 full and 8 cheap visits, with Gumbel root search when asked. */
+static selfplay *uniform_c4(bool gumbel)
 {
 	game_params gp = game_params_default(GAME_KIND_CONNECT4);
 	selfplay_options o = selfplay_options_default(&gp);
 	o.parallel_games = 4;
 	o.visits = 30;
 	o.cheap_visits = 8;
+	o.explore.gumbel = gumbel;
 	o.progress_seconds = 0;
 	o.quiet = true;
 	char err[256];
 	selfplay *sp = selfplay_new(&o, err, sizeof(err));
 	cr_assert(sp, "%s", err);
+	return sp;
+}
+
+Test(selfplay, connect4_uniform_games_are_recorded)
+{
+	selfplay *sp = uniform_c4(false);
 	collected c = { 0 };
 	int64_t n = selfplay_run(sp, 10, 0, on_game, &c, NULL);
 	cr_assert_eq(n, 10);
@@ -383,15 +392,22 @@ typedef struct visit_sums {
 	int full_moves;
 } visit_sums;
 
+/* The counts of move i's target, summed. */
+static int target_sum(const game_record *r, int i)
+{
+	int sum = 0;
+	for (int k = r->visit_start[i]; k < r->visit_start[i + 1]; k++)
+		sum += r->visits[k].count;
+	return sum;
+}
+
 static int on_game_sums(void *ctx, const game_record *r, int64_t model_id)
 {
 	visit_sums *v = ctx;
 	for (int i = 0; i < r->n_moves; i++) {
 		if (!r->full[i])
 			continue;
-		int sum = 0;
-		for (int k = r->visit_start[i]; k < r->visit_start[i + 1]; k++)
-			sum += r->visits[k].count;
+		int sum = target_sum(r, i);
 		v->full_moves++;
 		v->bad_sums += sum != v->want;
 	}
@@ -466,5 +482,45 @@ Test(selfplay, several_games_per_thread_stop_promptly)
 	 * milliseconds, so the run ends well under 5 s even under load. */
 	cr_assert(dt < 5.0, "a run stopped after 0.3 s took %.2f s", dt);
 	cr_assert_eq(c.bad, 0);
+	selfplay_free(sp);
+}
+
+typedef struct gumbel_seen {
+	int games, targets, bad_sums;
+	bool first_moves[7];
+} gumbel_seen;
+
+static int on_game_gumbel(void *ctx, const game_record *r, int64_t model_id)
+{
+	(void)model_id;
+	gumbel_seen *s = ctx;
+	s->games++;
+	s->first_moves[r->moves[0]] = true;
+	s->bad_sums += r->target != RECORD_TARGET_IMPROVED;
+	for (int i = 0; i < r->n_moves; i++) {
+		if (!r->full[i])
+			continue;
+		int sum = target_sum(r, i);
+		s->targets++;
+		s->bad_sums += sum < 990 || sum > 1010;
+	}
+	return 0;
+}
+
+/* Self-play with Gumbel root search: every full search records the
+ * improved policy (thousandths that sum to 1,000, not 30 visits), and the
+ * Gumbel noise alone, without Dirichlet noise or a temperature, varies
+ * the games' openings. */
+Test(selfplay, gumbel_games_record_the_improved_policy)
+{
+	selfplay *sp = uniform_c4(true);
+	gumbel_seen s = { 0 };
+	cr_assert_eq(selfplay_run(sp, 12, 0, on_game_gumbel, &s, NULL), 12);
+	cr_assert_gt(s.targets, 0);
+	cr_assert_eq(s.bad_sums, 0, "%d of %d targets do not sum to 1000", s.bad_sums, s.targets);
+	int openings = 0;
+	for (int c = 0; c < 7; c++)
+		openings += s.first_moves[c];
+	cr_assert_geq(openings, 3, "12 games opened in %d columns", openings);
 	selfplay_free(sp);
 }
