@@ -306,7 +306,7 @@ Test(gtp_gui, allowed_moves_alone_show)
 {
 	static char out[1 << 20];
 	char cmd[4096];
-	const char *script = "boardsize 9\nlz-analyze b 5 allow b C3,G7 1\n#sleep 0.6\nquit\n";
+	const char *script = "boardsize 9\nlz-analyze b 5 allow b C3,G7 1\n#sleep 1.5\nquit\n";
 	session_cmd(script, "--noponder -v 300", cmd, sizeof(cmd));
 	cr_assert_eq(cli_test_shell(cmd, out, sizeof(out)), 0);
 	int infos = 0, seen[2] = { 0, 0 };
