@@ -185,19 +185,20 @@ bool mcts_running(const mcts *m);
 
 /* Root children sorted best first (by visits, then prior); returns the count. */
 int mcts_root_children(mcts *m, mcts_child_info *out, int max);
+#define MCTS_GUMBEL_TARGET_SCALE 1000
 /* The root's children as a policy target: mcts_root_children, except
  * after a Gumbel search, where each child's `visits` is its share of the
  * improved policy softmax(log prior + sigma(completed Q)) in units of
  * 1/MCTS_GUMBEL_TARGET_SCALE (the paper's section 4: a visited child's
  * Q, an unvisited one the root's mixed value; sigma(q) = (50 + the
- * largest child visits) * (q + 1) / 2), and after a search with forced playouts (forced_k > 0 under noise), where
- * KataGo's policy target pruning applies (its paper, section 3.1): the
+ * largest child visits) * (q + 1) / 2), and after a search with forced
+ * playouts (forced_k > 0 under noise), where KataGo's policy target
+ * pruning applies (its paper, section 3.1): the
  * most visited child keeps its visits; every other child loses up to its
  * forced count sqrt(forced_k * P * N), N the children's visits, as long as
  * its PUCT value with the visits left stays below the best child's; a
  * child left with at most one visit is pruned to 0. Best first. */
 int mcts_policy_target(mcts *m, mcts_child_info *out, int max);
-#define MCTS_GUMBEL_TARGET_SCALE 1000
 /* The value the search stands for, for the player to move at the root:
  * the root's mean value, or after a Gumbel search the improved policy's
  * expectation of the completed Q (the root's mean would count the visits
