@@ -470,11 +470,11 @@ int record_decode(const uint8_t *blob, size_t len, game_record *out, char *err, 
 	}
 	unsigned version = blob[4];
 	if (version != RECORD_VERSION && version != 1) {
-		if (blob[4] > RECORD_VERSION)
+		if (version > RECORD_VERSION)
 			record_err(err, errlen, "version %u is newer than this sente reads (%d); upgrade sente",
-				   blob[4], RECORD_VERSION);
+				   version, RECORD_VERSION);
 		else
-			record_err(err, errlen, "unknown version %u", blob[4]);
+			record_err(err, errlen, "unknown version %u", version);
 		goto out;
 	}
 	size_t body = len - 4;

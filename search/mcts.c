@@ -1167,15 +1167,13 @@ static bool gumbel_done(mcts *m)
 static int gumbel_target(mcts *m, mcts_child_info *out, int max)
 {
 	mcts_node *r = node_at(m, m->root);
-	double pi[GAME_MAX_ACTIONS];
+	double pi[GAME_MAX_ACTIONS], by_move[GAME_MAX_ACTIONS];
 	gumbel_improved(m, pi);
+	for (uint32_t c = 0; c < r->n_children; c++)
+		by_move[node_at(m, r->first_child + c)->move] = pi[c];
 	int n = mcts_root_children(m, out, max);
 	for (int i = 0; i < n; i++)
-		for (uint32_t c = 0; c < r->n_children; c++)
-			if (node_at(m, r->first_child + c)->move == out[i].move) {
-				out[i].visits = (int)lround(pi[c] * MCTS_GUMBEL_TARGET_SCALE);
-				break;
-			}
+		out[i].visits = (int)lround(by_move[out[i].move] * MCTS_GUMBEL_TARGET_SCALE);
 	qsort(out, (size_t)n, sizeof(*out), cmp_info);
 	return n;
 }
