@@ -17,6 +17,18 @@
 #             without API-error reports), our own kernels under
 #             racecheck, with cuDNN's error log on
 #   all       the whole suite
+#   curves    fp16 and bf16 training against fp32 on the same data: 1,000
+#             steps of `sente train --backend cuda` (4x48 and 10x128, seed
+#             1, so the same cuRAND batches) on the games of SENTE_GPU_DB
+#             (a run's sente.db, carried; SENTE_GPU_DB_ARGS its game, default
+#             "--game go --size 9"); JSON lines OUTDIR/curves-NET-P.jsonl
+#             and a row per precision: mean loss of steps 901-1000 and
+#             the largest gap to fp32 over windows of 100 steps
+#   duel      `sente run --backend cuda` and `--backend cpu` at once, each
+#             on half the cores (taskset), for SENTE_GPU_RUN_MINUTES
+#             (default 10) minutes from zero (SENTE_GPU_RUN_ARGS, default
+#             "--game go --size 9"); their folders come back in
+#             OUTDIR/duel.tgz for `sente match` on any machine
 #   bench     inference 6x64/10x128/20x256 at batches 1..1024 in fp16 and
 #             fp32, search, training 10x128 and 20x256 in fp16/bf16/fp32
 #             (with MFU), and a 30-second `sente run --backend cuda`: JSON
@@ -37,7 +49,10 @@
 #   SENTE_GPU_TESTS=cuda  the old spelling of "skip the whole suite"
 #   SENTE_GPU_BENCH=0     likewise for the benchmarks
 #
-# Stages run in the order build, probe, cuda, bench, sanitize, all. On a
+# Stages run in the order build, probe, cuda, bench, curves, duel,
+# sanitize, all; the default leaves out curves and duel (they need
+# data and minutes). OUTDIR/env.sh gets the LD_LIBRARY_PATH sente's
+# processes ran with, for commands by hand on the same machine. On a
 # lent H100 (2026-11-27, 16 cores) the build took 9 s, the CUDA suites
 # about 4 minutes at 4 jobs and the benchmarks 3: one 10-minute call covers
 # build, probe, cuda and bench; then, on the same warm machine, the second
@@ -184,6 +199,7 @@ for f in "$CUDNN_SO" "$NCCL_SO" "$CUBLAS_SO"; do [ -n "$f" ] && libp="$libp:$(di
 export CPATH="$inc${CPATH:+:$CPATH}"
 export LIBRARY_PATH="$libp${LIBRARY_PATH:+:$LIBRARY_PATH}"
 RUNLIB="$libp${CUDA_LIBDIR:+:$CUDA_LIBDIR}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+echo "export LD_LIBRARY_PATH='$RUNLIB'" >"$OUTD/env.sh"
 # sente SECONDS CMD...: runs one of sente's processes, bounded, with the
 # carried libraries; a device test that would skip fails instead.
 sente() {
@@ -360,6 +376,83 @@ if want bench && enough 60 bench; then
 		result bench FAIL "$nb commands, $lines JSON lines in $J; $miss error line(s) in bench.err;$fails"
 	fi
 	cut -c1-240 "$J"
+fi
+
+if want curves && enough 60 curves; then
+	db=${SENTE_GPU_DB:-}
+	if [ -z "$db" ] || [ ! -f "$db" ]; then
+		result curves FAIL "no games: SENTE_GPU_DB names no file (${db:-unset}); carry a run's sente.db"
+	else
+		R=$(mktemp -d)
+		for net in 4x48 10x128; do
+			for p in fp32 fp16 bf16; do
+				if [ "$(left)" -lt 25 ]; then
+					result "curves" FAIL "$net $p: no time left"
+					continue
+				fi
+				mkdir -p "$R/$net-$p"
+				cp "$db" "$R/$net-$p/sente.db"
+				c=$OUTD/curves-$net-$p.jsonl
+				# shellcheck disable=SC2086
+				sente "$(bound 60)" "$S" train --dir "$R/$net-$p" ${SENTE_GPU_DB_ARGS:---game go --size 9} \
+					--backend cuda --precision "$p" --blocks "${net%x*}" --channels "${net#*x}" \
+					--steps 1000 --export-steps 1000 --seed 1 --json >"$c" 2>"$OUTD/curves-$net-$p.err"
+				rc=$?
+				n=$(grep -c '"step"' "$c")
+				if [ $rc -ne 0 ] || [ "$n" -lt 1000 ]; then
+					result curves FAIL "$net $p: exit $rc, $n of 1000 steps (curves-$net-$p.err)"
+					continue
+				fi
+				# Mean loss over each 100 steps; the gap to fp32's window.
+				awk -F'"loss":' '/"step"/ { split($2, a, ","); w = int((NR - 1) / 100); m[w] += a[1] / 100 }
+					END { for (i = 0; i < 10; i++) printf "%.5f\n", m[i] }' "$c" >"$R/$net-$p.win"
+				last=$(tail -n 1 "$R/$net-$p.win")
+				sk=$(tail -n 1 "$c" | sed -n 's/.*"skipped_steps":\([0-9]*\).*/\1/p')
+				if [ "$p" = fp32 ]; then
+					result curves PASS "$net fp32: loss $last over steps 901-1000"
+				else
+					gap=$(paste "$R/$net-fp32.win" "$R/$net-$p.win" 2>/dev/null |
+						awk '{ d = $2 - $1; if (d < 0) d = -d; if (d > g) g = d } END { printf "%.4f", g }')
+					result curves PASS "$net $p: loss $last over steps 901-1000, largest gap to fp32 over 100 steps $gap, ${sk:-?} steps skipped"
+				fi
+			done
+		done
+		rm -rf "$R"
+	fi
+fi
+
+if want duel && enough 90 duel; then
+	m=${SENTE_GPU_RUN_MINUTES:-10}
+	n=$(nproc)
+	h=$((n / 2))
+	rm -rf "$OUTD/duel"
+	mkdir -p "$OUTD/duel"
+	for bk in cuda cpu; do
+		if command -v taskset >/dev/null 2>&1; then
+			[ $bk = cuda ] && cores=0-$((h - 1)) || cores=$h-$((n - 1))
+			set -- taskset -c "$cores"
+		else
+			set --
+		fi
+		cap=$(echo "$m" | awk '{ printf "%d", $1 * 60 + 90 }')
+		# shellcheck disable=SC2086
+		sente "$(bound "$cap")" "$@" "$S" run \
+			${SENTE_GPU_RUN_ARGS:---game go --size 9} --backend $bk --minutes "$m" \
+			--dir "$OUTD/duel/$bk" >"$OUTD/duel/$bk.log" 2>&1 &
+		eval "pid_$bk=\$!"
+	done
+	# shellcheck disable=SC2154
+	wait "$pid_cuda"
+	rc_cuda=$?
+	# shellcheck disable=SC2154
+	wait "$pid_cpu"
+	rc_cpu=$?
+	(cd "$OUTD" && tar czf duel.tgz --exclude=run.lock duel && rm -rf duel)
+	if [ $rc_cuda -eq 0 ] && [ $rc_cpu -eq 0 ]; then
+		result duel PASS "$m minutes on $h cores each, cuda and cpu: exit 0 (duel.tgz)"
+	else
+		result duel FAIL "cuda exit $rc_cuda, cpu exit $rc_cpu (duel.tgz)"
+	fi
 fi
 
 if want sanitize && enough 60 sanitize; then
