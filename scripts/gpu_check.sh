@@ -27,8 +27,9 @@
 #   duel      `sente run --backend cuda` and `--backend cpu` at once, each
 #             on half the cores (taskset), for SENTE_GPU_RUN_MINUTES
 #             (default 10) minutes from zero (SENTE_GPU_RUN_ARGS, default
-#             "--game go --size 9"); their folders come back in
-#             OUTDIR/duel.tgz for `sente match` on any machine
+#             "--game go --size 9"); their folders (database, log,
+#             report and newest model) come back in OUTDIR/duel.tgz for
+#             `sente match` on any machine
 #   bench     inference 6x64/10x128/20x256 at batches 1..1024 in fp16 and
 #             fp32, search, training 10x128 and 20x256 in fp16/bf16/fp32
 #             (with MFU), and a 30-second `sente run --backend cuda`: JSON
@@ -42,22 +43,27 @@
 #
 # usage: SENTE_COMMIT=$(git rev-parse --short HEAD) scripts/gpu_check.sh [OUTDIR]
 #   OUTDIR              default $OUT (the device tool's) or /tmp/sente-gpu
-#   SENTE_GPU_STAGES    comma-separated subset of build,probe,cuda,sanitize,
-#                       all,bench (default all of them; "build" alone needs
-#                       no device)
+#   SENTE_GPU_STAGES    comma-separated subset of build,probe,cuda,bench,
+#                       curves,duel,sanitize,all (default all but curves
+#                       and duel; "build" alone needs no device)
 #   SENTE_GPU_BUDGET    seconds for the whole script (default 560)
+#   SENTE_GPU_DB, SENTE_GPU_DB_ARGS      the curves stage's games (above)
+#   SENTE_GPU_RUN_MINUTES, SENTE_GPU_RUN_ARGS  the duel stage's runs
 #   SENTE_GPU_TESTS=cuda  the old spelling of "skip the whole suite"
 #   SENTE_GPU_BENCH=0     likewise for the benchmarks
 #
 # Stages run in the order build, probe, cuda, bench, curves, duel,
-# sanitize, all; the default leaves out curves and duel (they need
-# data and minutes). OUTDIR/env.sh gets the LD_LIBRARY_PATH sente's
-# processes ran with, for commands by hand on the same machine. On a
-# lent H100 (2026-11-27, 16 cores) the build took 9 s, the CUDA suites
-# about 4 minutes at 4 jobs and the benchmarks 3: one 10-minute call covers
-# build, probe, cuda and bench; then, on the same warm machine, the second
-# call reusing build-gpu/:
-#   SENTE_GPU_STAGES=build,probe,cuda,bench scripts/gpu_check.sh
+# sanitize, all. OUTDIR/env.sh gets the LD_LIBRARY_PATH sente's processes
+# ran with, for commands by hand on the same machine. On a lent H100
+# (2026-11-27, 16 cores) the build took 8 s, the CUDA suites 4.6 minutes
+# at 16 jobs, the benchmarks and the curves 4 together: one 10-minute call
+# covers build, probe, cuda, bench and curves (a 4 MB database of 9x9
+# games, carried xz-compressed, fits beside .gpu in the 64 MiB the tool
+# sends); a second call on the same warm machine, reusing build-gpu/,
+# the duel or the sanitizers:
+#   SENTE_GPU_DB=/tmp/go9.db SENTE_GPU_STAGES=build,probe,cuda,bench,curves \
+#       SENTE_GPU_BUDGET=560 scripts/gpu_check.sh
+#   SENTE_GPU_STAGES=duel SENTE_GPU_RUN_MINUTES=5 scripts/gpu_check.sh
 #   SENTE_GPU_STAGES=sanitize,all scripts/gpu_check.sh
 # Under the device tool (OUTDIR is $OUT, which returns at most 8 files) the
 # logs are packed into OUTDIR/logs.tgz beside summary.txt and bench.jsonl.
@@ -297,7 +303,9 @@ gpu_replay/* gpu_train/* gpu_layers/* grad_reducer/* launch/* comm/* nn_cuda/* g
 if want cuda && enough 60 cuda; then
 	set -f
 	# shellcheck disable=SC2086
-	run_suites cuda "$OUTD/tests.log" 220 120 "" $CUDA_SUITES
+	# 300 s: on an H100 (2026-11-27) the suites before gpu_learner took
+	# 220 s at 16 jobs and gpu_learner's whole-run test 57 s more.
+	run_suites cuda "$OUTD/tests.log" 300 120 "" $CUDA_SUITES
 	set +f
 fi
 
@@ -447,6 +455,13 @@ if want duel && enough 90 duel; then
 	# shellcheck disable=SC2154
 	wait "$pid_cpu"
 	rc_cpu=$?
+	# The newest model of each, not every one: the device tool returns
+	# files of at most 16 MiB (a 3.5-minute 9x9 pair with all its models
+	# and checkpoints came to more).
+	for bk in cuda cpu; do
+		ls "$OUTD/duel/$bk/models/"*.sente 2>/dev/null | sed '$d' | while read -r f; do rm -f "$f"; done
+		rm -rf "$OUTD/duel/$bk/checkpoints"
+	done
 	(cd "$OUTD" && tar czf duel.tgz --exclude=run.lock duel && rm -rf duel)
 	if [ $rc_cuda -eq 0 ] && [ $rc_cpu -eq 0 ]; then
 		result duel PASS "$m minutes on $h cores each, cuda and cpu: exit 0 (duel.tgz)"
