@@ -103,6 +103,10 @@ int cli_run(int argc, char **argv)
 			    "measure strength every N iterations (the search every third time), "
 			    "at the start and at the end; 0: never (it takes part of --minutes, not of "
 			    "the compute the run records)"),
+		CLI_OPT_REAL("--measure-share", NULL, &o.measure_share, 0, 1, "F",
+			     "skip a due measurement while measuring has taken more than F of the "
+			     "session's time so far (the first and the closing one always run); 1: "
+			     "never skip"),
 		CLI_OPT_CHOICE("--optimizer", NULL, &o.optimizer, optimizers, "O",
 			       "sgd (Nesterov momentum 0.9, L2) or adamw", .def = "sgd"),
 		CLI_OPT_CHOICE("--lr-schedule", NULL, &o.lr_schedule, schedules, "S",

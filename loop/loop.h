@@ -99,6 +99,9 @@ typedef struct loop_options {
 	double value_q_weight;     /* value target (1 - l) z + l q (0: z alone) */
 	int measure_every;         /* strength measured every N iterations (the search every
 				    * third time), at the start and the end; 0: never */
+	double measure_share;      /* a due in-run measurement is skipped while measuring has
+				    * taken more than this share of the session so far (the
+				    * first and the closing one are not); 1: never skipped */
 	int eval_visits;           /* search visits when measuring strength */
 	int eval_positions;        /* positions per set for the search measurement */
 	uint64_t seed;             /* the first network's, and the trainer's */

@@ -19,6 +19,7 @@ loop_options loop_test_options(const char *dir)
 	o.batch = 32;
 	o.eval_visits = 8;
 	o.eval_positions = 3;
+	o.measure_share = 1; /* every due measurement, whatever it costs */
 	o.nn.kind = NN_BACKEND_CPU;
 	o.quiet = true;
 	return o;

@@ -111,6 +111,62 @@ Test(loop, phases_one_by_one_then_resume, .timeout = 240)
 	loop_test_rmdir(dir);
 }
 
+/* Whether metric `name` has a row at `step`. */
+struct at_step {
+	int64_t step;
+	bool seen;
+};
+
+static int take_at(void *ctx, int64_t step, double t, double value)
+{
+	struct at_step *a = ctx;
+	a->seen |= step == a->step;
+	return 0;
+}
+
+static bool metric_at(const char *dir, const char *name, int64_t step)
+{
+	char path[512], err[256];
+	snprintf(path, sizeof(path), "%s/sente.db", dir);
+	store *db = store_open(path, err, sizeof(err));
+	cr_assert(db, "%s", err);
+	struct at_step a = { step, false };
+	store_metrics(db, name, take_at, &a);
+	store_close(db);
+	return a.seen;
+}
+
+/* --measure-share: a due measurement is skipped while measuring has taken
+ * more than that share of the session; 1 never skips. The first
+ * measurement (step 0) counts, so with a share of 0 the next one is
+ * skipped, and the closing one still runs. */
+Test(loop, measuring_keeps_to_its_share_of_the_time, .timeout = 240)
+{
+	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	loop_options o = loop_test_options(dir);
+	o.measure_share = 0;
+	loop *r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	cr_assert(metric_at(dir, "c4_error_net", 0), "the first measurement runs");
+	loop_iteration it;
+	iterate(r, &it);
+	loop_measure(r, &it);
+	cr_assert(!metric_at(dir, "c4_error_net", it.step), "skipped: over its share");
+	int64_t closing = loop_step(r);
+	loop_close(r);
+	cr_assert(metric_at(dir, "c4_error_net", closing), "the closing measurement runs");
+
+	o.measure_share = 1;
+	r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	iterate(r, &it);
+	loop_measure(r, &it);
+	cr_assert(metric_at(dir, "c4_error_net", it.step), "a share of 1 never skips");
+	loop_close(r);
+	loop_test_rmdir(dir);
+}
+
 Test(loop, gating_plays_a_match_and_records_it, .timeout = 240)
 {
 	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
@@ -294,6 +350,7 @@ Test(loop, stores_and_reports_its_configuration, .timeout = 120)
 	cr_assert(strstr(config, "temperature-floor 0.3\n"), "%s", config);
 	cr_assert(strstr(config, "value-q-weight 0.25\n"), "%s", config);
 	cr_assert(strstr(config, "fpu-root-noise 0.125\n"), "%s", config);
+	cr_assert(strstr(config, "measure-share 1\n"), "%s", config);
 	snprintf(path, sizeof(path), "%s/report.html", dir);
 	FILE *f = fopen(path, "r");
 	cr_assert(f);
