@@ -12,7 +12,7 @@
  * uniform over the window (chi-square) and over the symmetries, depend only
  * on (seed, counter), two ranks' shares reassemble the whole batch, the
  * device ring matches the host one, and appends from another thread while
- * sampling never yield a torn record. These have not yet run on a device. */
+ * sampling never yield a torn record. They passed on an H100 (2026-11-27). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>

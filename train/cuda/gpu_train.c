@@ -10,8 +10,10 @@
  * and overflow reduction, the fused optimizer over the fp32 master weights,
  * the running statistics, and the recast of the compute weights.
  *
- * STATUS: written and compiled without a GPU; the comparisons with the CPU
- * trainer in tests/train_cuda skip themselves until a device is present.
+ * STATUS: run on an H100 (2026-11-27, bench/results/gpu-2026-11-27-*.md):
+ * the comparisons with the CPU trainer in tests/train_cuda pass there, and
+ * fp16/bf16 loss curves follow fp32's over 1,000 steps; they skip
+ * themselves where no device is present.
  */
 #include "train/cuda/gpu_train.h"
 
