@@ -25,11 +25,12 @@
 #             and a row per precision: mean loss of steps 901-1000 and
 #             the largest gap to fp32 over windows of 100 steps
 #   duel      `sente run --backend cuda` and `--backend cpu` at once, each
-#             on half the cores (taskset), for SENTE_GPU_RUN_MINUTES
-#             (default 10) minutes from zero (SENTE_GPU_RUN_ARGS, default
-#             "--game go --size 9"); their folders (database, log,
-#             report and newest model) come back in OUTDIR/duel.tgz for
-#             `sente match` on any machine
+#             on half the cores (taskset), from zero, for
+#             SENTE_GPU_RUN_MINUTES (default 10, cut to what the budget
+#             leaves: a device call of 10 minutes allows about 8);
+#             SENTE_GPU_RUN_ARGS the game (default "--game go --size 9");
+#             their folders (database, log, report and newest model) come
+#             back in OUTDIR/duel.tgz for `sente match` on any machine
 #   bench     inference 6x64/10x128/20x256 at batches 1..1024 in fp16 and
 #             fp32, search, training 10x128 and 20x256 in fp16/bf16/fp32
 #             (with MFU), and a 30-second `sente run --backend cuda`: JSON
@@ -430,7 +431,13 @@ if want curves && enough 60 curves; then
 fi
 
 if want duel && enough 90 duel; then
-	m=${SENTE_GPU_RUN_MINUTES:-10}
+	# The runs' minutes: as asked (default 10), at most what the budget
+	# leaves after 75 s for start-up, the closing work and packing.
+	want_m=${SENTE_GPU_RUN_MINUTES:-10}
+	fit=$(echo "$(left)" | awk '{ m = ($1 - 75) / 60; printf "%.1f", m < 0.5 ? 0.5 : m }')
+	m=$(echo "$want_m $fit" | awk '{ print ($1 < $2 ? $1 : $2) + 0 }')
+	clamp=""
+	[ "$m" != "$want_m" ] && clamp=" (asked $want_m; the budget's $(left) s leave $fit)"
 	n=$(nproc)
 	h=$((n / 2))
 	rm -rf "$OUTD/duel"
@@ -464,9 +471,9 @@ if want duel && enough 90 duel; then
 	done
 	(cd "$OUTD" && tar czf duel.tgz --exclude=run.lock duel && rm -rf duel)
 	if [ $rc_cuda -eq 0 ] && [ $rc_cpu -eq 0 ]; then
-		result duel PASS "$m minutes on $h cores each, cuda and cpu: exit 0 (duel.tgz)"
+		result duel PASS "$m minutes$clamp on $h cores each, cuda and cpu: exit 0 (duel.tgz)"
 	else
-		result duel FAIL "cuda exit $rc_cuda, cpu exit $rc_cpu (duel.tgz)"
+		result duel FAIL "$m minutes$clamp: cuda exit $rc_cuda, cpu exit $rc_cpu (duel.tgz)"
 	fi
 fi
 
