@@ -858,6 +858,8 @@ void loop_measure(loop *r, const loop_iteration *it)
 	 * the time left (the closing one measures the last network). */
 	bool third = (it->number / every) % 3 == 0;
 	double left = loop_seconds_left(r);
+	/* Over its share of the session's time so far: skipped (the closing
+	 * measurement still runs). */
 	double elapsed = clock_now() - (r->t_end - r->o.minutes * 60);
 	if (r->o.measure_share < 1 && r->measure_total_s > r->o.measure_share * elapsed)
 		return;
