@@ -82,7 +82,7 @@ int cli_run(int argc, char **argv)
 			    "new recorded positions per iteration"),
 		CLI_OPT_INT("--window", NULL, &o.window, 100, 1000000000, "N",
 			    "positions the learner samples from", .given = &window_given,
-			    .def = "C4 60000, Go 100000"),
+			    .def = "C4 150000, Go 100000"),
 		CLI_OPT_INT("--window-min", NULL, &o.window_min, 0, 1000000000, "N",
 			    "growing window (KataGo's): N positions until the run has seen N, then "
 			    "N + beta N ((seen/N)^alpha - 1) / alpha, at most --window; 0: always "

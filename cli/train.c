@@ -103,7 +103,7 @@ int cli_train(int argc, char **argv)
 			     "value target (1-L) z + L q: z the game's result, q the search's root "
 			     "value recorded for the position"),
 		CLI_OPT_INT("--window", NULL, &o.window, 100, 1000000000L, "N",
-			    "positions sampled from", .def = "C4 60000, Go 100000"),
+			    "positions sampled from", .def = "C4 150000, Go 100000"),
 		CLI_OPT_INT("--export-steps", NULL, &o.export_steps, 1, 100000000L, "N",
 			    "model, checkpoint, metrics and window refill every N steps"),
 		CLI_OPT_INT("--threads", NULL, &o.threads, 1, 1024, "N", "oneDNN threads per rank",

@@ -136,7 +136,7 @@ static void c4_run_defaults(const game_params *p, game_run_defaults *out)
 	out->visits = 200;
 	out->cheap_visits = 40;
 	out->parallel_games = 32;
-	out->window = 60000;
+	out->window = 150000; /* docs/LEARNING.md, "A larger window" */
 	out->positions_per_game = 0.25 * 22;
 }
 

@@ -115,7 +115,7 @@ Test(game_desc, numbers_kept)
 	cr_assert(n.opening_moves == 2 && n.max_moves == 42 && n.typical_length == 22);
 	game_run_defaults r = game_run_defaults_of(&c4);
 	cr_assert(r.blocks == 4 && r.channels == 48 && r.visits == 200 && r.cheap_visits == 40);
-	cr_assert(r.parallel_games == 32 && r.window == 60000 && r.positions_per_game == 5.5);
+	cr_assert(r.parallel_games == 32 && r.window == 150000 && r.positions_per_game == 5.5);
 	cr_assert(!game_connect4.has_size && !game_connect4.has_komi && !game_connect4.has_pass);
 	cr_assert(!strcmp(game_connect4.encoding, "c4") && game_connect4.value_outputs == 3);
 
