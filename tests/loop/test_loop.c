@@ -26,15 +26,22 @@ static int take_last(void *ctx, int64_t step, double t, double value)
 	return 0;
 }
 
-static double last_metric(const char *dir, const char *name)
+/* Every row of metric `name` in the run in `dir` through fn. */
+static void each_metric(const char *dir, const char *name,
+			store_metric_fn fn, void *ctx)
 {
 	char path[512], err[256];
 	snprintf(path, sizeof(path), "%s/sente.db", dir);
 	store *db = store_open(path, err, sizeof(err));
 	cr_assert(db, "%s", err);
-	double v = NAN;
-	store_metrics(db, name, take_last, &v);
+	store_metrics(db, name, fn, ctx);
 	store_close(db);
+}
+
+static double last_metric(const char *dir, const char *name)
+{
+	double v = NAN;
+	each_metric(dir, name, take_last, &v);
 	return v;
 }
 
@@ -126,13 +133,8 @@ static int take_at(void *ctx, int64_t step, double t, double value)
 
 static bool metric_at(const char *dir, const char *name, int64_t step)
 {
-	char path[512], err[256];
-	snprintf(path, sizeof(path), "%s/sente.db", dir);
-	store *db = store_open(path, err, sizeof(err));
-	cr_assert(db, "%s", err);
 	struct at_step a = { step, false };
-	store_metrics(db, name, take_at, &a);
-	store_close(db);
+	each_metric(dir, name, take_at, &a);
 	return a.seen;
 }
 
