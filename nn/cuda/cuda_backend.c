@@ -64,6 +64,12 @@ _Static_assert((int)CUDNN_STATUS_BAD_PARAM == NN_CUDNN_STATUS_BAD_PARAM &&
 		       (int)CUDNN_STATUS_INTERNAL_ERROR == NN_CUDNN_STATUS_INTERNAL_ERROR &&
 		       (int)CUDNN_STATUS_EXECUTION_FAILED == NN_CUDNN_STATUS_EXECUTION_FAILED,
 	       "cudnn_status.h's codes are cuDNN 9's");
+_Static_assert((int)CUDNN_DEFAULT_MATH == NN_CUDNN_DEFAULT_MATH &&
+		       (int)CUDNN_TENSOR_OP_MATH == NN_CUDNN_TENSOR_OP_MATH &&
+		       (int)CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ==
+			       NN_CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
+		       (int)CUDNN_FMA_MATH == NN_CUDNN_FMA_MATH,
+	       "cudnn_status.h's math types are cuDNN 9's");
 
 #define CB_MAX_BUCKETS 16
 #define CB_WS_LIMIT ((size_t)256 << 20)   /* largest cuDNN workspace we accept */
@@ -282,15 +288,6 @@ static void cb_conv_free(cb_conv *l)
 static cudnnMathType_t cb_plain_math(const cb_ctx *c)
 {
 	return c->dt == NN_DTYPE_FP16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
-}
-
-/* Whether an algorithm cuDNN timed with math type m may serve this
- * context: fp32 refuses tensor-op results (TF32), and whatever it takes
- * runs with FMA math (cb_run_math), never the default math that permits
- * TF32 on Ampere and later. */
-static int cb_math_ok(const cb_ctx *c, cudnnMathType_t m)
-{
-	return c->dt == NN_DTYPE_FP16 || m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH;
 }
 
 /* The math type a chosen algorithm runs with: cuDNN's for fp16, FMA for
@@ -541,15 +538,18 @@ static int cb_choose_algos(cb_ctx *c, size_t *need, char *err, size_t errlen)
 			if (got == 0)
 				CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(c->dnn, xd, l->wd, l->cd, yd,
 										   8, &got, perf));
-			for (int i = 0; i < got && !found; i++)
-				if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= CB_WS_LIMIT &&
-				    cb_math_ok(c, perf[i].mathType)) {
-					c->algo[sh][bi] = perf[i].algo;
-					c->math[sh][bi] = cb_run_math(c, perf[i].mathType);
-					if (perf[i].memory > *need)
-						*need = perf[i].memory;
-					found = 1;
-				}
+			nn_cudnn_algo_perf cand[8];
+			for (int i = 0; i < got; i++)
+				cand[i] = (nn_cudnn_algo_perf){ (int)perf[i].status, (int)perf[i].mathType,
+								perf[i].memory };
+			int i = nn_cudnn_pick_algo(cand, got, c->dt == NN_DTYPE_FP16, CB_WS_LIMIT);
+			if (i >= 0) {
+				c->algo[sh][bi] = perf[i].algo;
+				c->math[sh][bi] = cb_run_math(c, perf[i].mathType);
+				if (perf[i].memory > *need)
+					*need = perf[i].memory;
+				found = 1;
+			}
 			if (!found) {
 				snprintf(err, errlen, "cuDNN has no algorithm for a %dx%d conv %d->%d at batch %d%s",
 					 l->k, l->k, l->cin, l->cout, c->bucket[bi],

@@ -20,3 +20,24 @@ int nn_cudnn_fused_declines(int status)
 		return 1;
 	}
 }
+
+int nn_cudnn_pick_algo(const nn_cudnn_algo_perf *perf, int n, int half, size_t ws_limit)
+{
+	int any = -1;
+	for (int i = 0; i < n; i++) {
+		if (perf[i].status != NN_CUDNN_STATUS_SUCCESS || perf[i].memory > ws_limit)
+			continue;
+		int tensor = perf[i].math == NN_CUDNN_TENSOR_OP_MATH ||
+			     perf[i].math == NN_CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+		if (!half) {
+			if (perf[i].math == NN_CUDNN_FMA_MATH || perf[i].math == NN_CUDNN_DEFAULT_MATH)
+				return i;
+			continue;
+		}
+		if (tensor)
+			return i;
+		if (any < 0)
+			any = i;
+	}
+	return any;
+}

@@ -333,7 +333,6 @@ static int gt_algos(gpu_trainer *t, char *err, size_t errlen)
 {
 	int rc = 0;
 	int fp32 = t->dt == NN_DTYPE_FP32;
-	cudnnMathType_t want = fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
 	t->ws_bytes = 0;
 	for (int s = 0; s < N_SHAPES; s++) {
 		gt_layer *y = NULL;
@@ -407,7 +406,6 @@ static int gt_algos(gpu_trainer *t, char *err, size_t errlen)
 		if (need > t->ws_bytes)
 			t->ws_bytes = need;
 	}
-	(void)want;
 out:
 	return rc;
 }
