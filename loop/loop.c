@@ -117,12 +117,22 @@ loop_options loop_options_default(const game_params *g)
 	return o;
 }
 
+/* The self-play evaluator's largest batch: --eval-batch, or the parallel
+ * games up to LOOP_EVAL_BATCH_AUTO_MAX. */
+static int selfplay_batch(const loop_options *o)
+{
+	if (o->eval_batch > 0)
+		return o->eval_batch;
+	return o->parallel_games < LOOP_EVAL_BATCH_AUTO_MAX ? o->parallel_games
+							    : LOOP_EVAL_BATCH_AUTO_MAX;
+}
+
 selfplay_options loop_selfplay_options(const loop_options *o)
 {
 	selfplay_options so = selfplay_options_default(&o->game);
 	so.parallel_games = o->parallel_games;
 	so.games_per_thread = o->games_per_thread;
-	so.batch = o->parallel_games < 64 ? o->parallel_games : 64;
+	so.batch = selfplay_batch(o);
 	so.visits = o->visits;
 	so.cheap_visits = o->cheap_visits;
 	so.nn = o->nn;
@@ -140,8 +150,8 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		at += snprintf(drops + at, sizeof(drops) - (size_t)at, "%s%d", k ? "," : "",
 			       o->lr_drops[k]);
 	snprintf(buf, len,
-		 "game %s\nblocks %d\nchannels %d\nparallel-games %d\nvisits %d\n"
-		 "cheap-visits %d\npositions %lld\nwindow %lld\nbatch %d\nsample-ratio %g\n"
+		 "game %s\nblocks %d\nchannels %d\nparallel-games %d\ngames-per-thread %d\n"
+		 "eval-batch %d\nvisits %d\ncheap-visits %d\npositions %lld\nwindow %lld\nbatch %d\nsample-ratio %g\n"
 		 "lr %g\ntemperature %g\ntemperature-moves %d\ntemperature-end %d\n"
 		 "temperature-floor %g\ncpuct %g\nfpu %g\nfpu-root %g\nfpu-root-noise %g\n"
 		 "noise-alpha %g\nnoise-eps %g\nvalue-q-weight %g\neval-visits %d\n"
@@ -152,7 +162,8 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 "window-beta %g\nreuse-cap %g\nbn-batches %d\nforced-playouts %g\n"
 		 "gumbel %d\ngumbel-m %d\nmeasure-every %d\nmeasure-share %g\n",
 		 game_desc_from_params(&o->game)->name, o->blocks, o->channels, o->parallel_games,
-		 o->visits, o->cheap_visits, (long long)o->positions_per_iter, (long long)o->window,
+		 o->games_per_thread, selfplay_batch(o), o->visits, o->cheap_visits,
+		 (long long)o->positions_per_iter, (long long)o->window,
 		 o->batch, o->sample_ratio, o->lr, x->temperature, x->temperature_moves,
 		 x->temperature_end, x->temperature_floor, x->cpuct, x->fpu_reduction, x->fpu_root,
 		 x->fpu_root_noise, x->noise_alpha_sum, x->noise_eps, o->value_q_weight,

@@ -60,6 +60,10 @@ typedef struct loop_game_source {
 	void *ctx; /* the first argument of both */
 } loop_game_source;
 
+/* The self-play evaluator's largest batch when --eval-batch is not given:
+ * the parallel games, at most this (sized for the CPU). */
+#define LOOP_EVAL_BATCH_AUTO_MAX 64
+
 typedef struct loop_options {
 	game_params game;          /* what to learn */
 	char dir[4096];            /* the run's folder */
@@ -69,6 +73,8 @@ typedef struct loop_options {
 	int parallel_games;        /* self-play games at once */
 	int games_per_thread;      /* of them, played by one worker thread
 				    * (selfplay_options.games_per_thread) */
+	int eval_batch;            /* the self-play evaluator's largest batch; 0: the
+				    * parallel games, at most LOOP_EVAL_BATCH_AUTO_MAX */
 	int visits, cheap_visits;  /* full and cheap search visits */
 	int64_t positions_per_iter; /* new recorded positions per iteration */
 	int64_t window;            /* positions the learner samples from (with a growing

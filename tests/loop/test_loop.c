@@ -447,3 +447,37 @@ Test(loop, value_target_mix_has_one_default)
 	loop_config_text(&o, text, sizeof(text));
 	cr_assert(strstr(text, "value-q-weight 0.5\n"), "%s", text);
 }
+
+/* --eval-batch reaches the self-play evaluator: 8 games on two threads,
+ * each submitting its 4 games' leaves at once, batch at most 2 when asked
+ * and more than 2 without it (the parallel games, at most 64); the run's
+ * config records the batch in force. */
+Test(loop, eval_batch_caps_the_self_play_batch, .timeout = 240)
+{
+	double mean[2];
+	for (int k = 0; k < 2; k++) {
+		char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
+		cr_assert(mkdtemp(dir));
+		loop_options o = loop_test_options(dir);
+		o.games_per_thread = 4;
+		o.eval_batch = k ? 2 : 0;
+		cr_assert_eq(loop_selfplay_options(&o).batch, k ? 2 : 8);
+		char config[4096];
+		loop_config_text(&o, config, sizeof(config));
+		cr_assert(strstr(config, k ? "\neval-batch 2\n" : "\neval-batch 8\n"), "%s", config);
+		cr_assert(strstr(config, "\ngames-per-thread 4\n"), "%s", config);
+		loop *r = loop_open(&o, err, sizeof(err));
+		cr_assert(r, "%s", err);
+		loop_iteration it;
+		cr_assert_eq(loop_selfplay(r, &it, err, sizeof(err)), 0, "%s", err);
+		mean[k] = it.mean_batch;
+		loop_close(r);
+		loop_test_rmdir(dir);
+	}
+	cr_expect_gt(mean[0], 2.5, "without --eval-batch: mean batch %g", mean[0]);
+	cr_expect(mean[1] > 0 && mean[1] <= 2, "--eval-batch 2: mean batch %g", mean[1]);
+	game_params g = game_params_default(GAME_KIND_GO);
+	loop_options big = loop_options_default(&g);
+	big.parallel_games = 256;
+	cr_expect_eq(loop_selfplay_options(&big).batch, LOOP_EVAL_BATCH_AUTO_MAX);
+}
