@@ -125,6 +125,9 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_INT("--lr-total-steps", NULL, &o.lr_total_steps, 1, 1000000000L, "N",
 			    "length of the cosine schedule"),
 		CLI_OPT_REAL("--lr-min", NULL, &o.lr_min, 0, 10, "X", "the cosine's final rate"),
+		CLI_OPT_REAL("--opp-weight", NULL, &o.opp_weight, 0, 10, "W",
+			     "weight of the opponent-reply loss (KataGo's auxiliary policy head, "
+			     "0.15 there); W > 0 gives a new network the head (CPU learner)"),
 		CLI_OPT_REAL("--weight-decay", NULL, &o.weight_decay, 0, 1, "W",
 			     "L2 coefficient (sgd) or decoupled decay rate (adamw)"),
 		CLI_OPT_REAL("--bn-momentum", NULL, &o.bn_momentum, 1e-6, 1, "M",

@@ -99,6 +99,9 @@ int cli_train(int argc, char **argv)
 			    .def = "the whole share when it fits in memory"),
 		CLI_OPT_REAL("--lr", NULL, &o.lr, 1e-6, 10, "X",
 			     "learning rate, SGD with Nesterov momentum"),
+		CLI_OPT_REAL("--opp-weight", NULL, &o.opp_weight, 0, 10, "W",
+			     "weight of the opponent-reply loss; W > 0 gives a new network the "
+			     "opponent-reply head (CPU learner; sente run's --opp-weight)"),
 		CLI_OPT_REAL("--value-q-weight", NULL, &o.value_q_weight, 0, 1, "L",
 			     "value target (1-L) z + L q: z the game's result, q the search's root "
 			     "value recorded for the position"),

@@ -73,6 +73,9 @@ typedef struct loop_options {
 	int parallel_games;        /* self-play games at once */
 	int games_per_thread;      /* of them, played by one worker thread
 				    * (selfplay_options.games_per_thread) */
+	double opp_weight;         /* the opponent-reply loss's weight; > 0: a new
+				    * network has the head (a network that has it
+				    * trains it with this weight, 0: not at all) */
 	int eval_batch;            /* the self-play evaluator's largest batch; 0: the
 				    * parallel games, at most LOOP_EVAL_BATCH_AUTO_MAX */
 	int visits, cheap_visits;  /* full and cheap search visits */
@@ -158,6 +161,7 @@ typedef struct loop_iteration {
 	bool used_up;             /* the reuse cap cut training short */
 	double train_seconds;     /* training phase */
 	double loss, policy_loss, value_loss, grad_norm, lr; /* means over the steps */
+	double opp_loss;           /* the opponent-reply loss's mean; NaN without the head */
 	int64_t step;             /* the learner's step after training */
 	int64_t model_id;         /* the model exported */
 	bool promoted;            /* it plays self-play from now on */

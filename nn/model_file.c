@@ -20,6 +20,7 @@
 /* Fixed part of the header: u32 fields, step, time, parent, name. */
 #define MF_FIXED (MF_N_U32 * 4 + 8 + 8 + 2 * NN_ID_LEN)
 #define MF_FLAG_FOLDED 1u
+#define MF_FLAG_OPP 2u /* version 2 */
 
 /* A growing byte buffer for the header. */
 typedef struct mf_buf {
@@ -57,7 +58,7 @@ static int mf_header(const nn_net *net, mf_buf *b)
 		(uint32_t)a->channels, (uint32_t)a->se_channels, (uint32_t)a->policy_channels,
 		(uint32_t)a->policy_outputs, (uint32_t)a->value_channels,
 		(uint32_t)a->value_hidden, (uint32_t)a->value_outputs,
-		net->bn_folded ? MF_FLAG_FOLDED : 0u,
+		(net->bn_folded ? MF_FLAG_FOLDED : 0u) | (a->opp_policy ? MF_FLAG_OPP : 0u),
 	};
 	char id[NN_ID_LEN];
 	int rc = 0;
@@ -95,7 +96,8 @@ int nn_net_save(const nn_net *net, const char *path, char *err, size_t errlen)
 		free(hdr.p);
 		return -1;
 	}
-	uint32_t version = NN_FILE_VERSION, hlen = (uint32_t)hdr.n;
+	/* Version 1 unless the net has what only version 2 can say. */
+	uint32_t version = net->arch.opp_policy ? NN_FILE_VERSION : 1u, hlen = (uint32_t)hdr.n;
 	uint64_t count = net->n_floats;
 	fileio_put(&w, MF_MAGIC, MF_MAGIC_LEN);
 	fileio_put(&w, &version, 4);
@@ -135,11 +137,10 @@ nn_net *nn_net_load_mem(const void *vbuf, size_t len, const nn_expect *expect, c
 		goto fail;
 	}
 	uint32_t version = fileio_u32(p + 8), hlen = fileio_u32(p + 12);
-	if (version != NN_FILE_VERSION) {
-		snprintf(err, errlen, "model file version %u, this build reads version %u: %s",
+	if (version < 1 || version > NN_FILE_VERSION) {
+		snprintf(err, errlen, "model file version %u, this build reads versions 1 to %u: %s",
 			 version, NN_FILE_VERSION,
-			 version > NN_FILE_VERSION ? "update sente" :
-						     "re-export it with the sente that wrote it");
+			 version > NN_FILE_VERSION ? "update sente" : "corrupt or not written by sente");
 		goto fail;
 	}
 	size_t off = MF_MAGIC_LEN + 8;
@@ -178,6 +179,13 @@ nn_net *nn_net_load_mem(const void *vbuf, size_t len, const nn_expect *expect, c
 	a.value_hidden = (int)f[11];
 	a.value_outputs = (int)f[12];
 	uint32_t flags = f[13];
+	uint32_t known = MF_FLAG_FOLDED | (version >= 2 ? MF_FLAG_OPP : 0u);
+	if (flags & ~known) {
+		snprintf(err, errlen, "corrupt model: version %u header has unknown flags 0x%x",
+			 version, flags & ~known);
+		goto fail;
+	}
+	a.opp_policy = (flags & MF_FLAG_OPP) != 0;
 	if (a.blocks > NN_MAX_BLOCKS || hlen != MF_FIXED + (uint32_t)a.blocks) {
 		snprintf(err, errlen, "corrupt model: %d blocks do not match header length %u",
 			 a.blocks, hlen);

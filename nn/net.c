@@ -115,6 +115,8 @@ int nn_arch_check(const nn_arch *a, char *err, size_t errlen)
 	if (a->value_outputs != 1 && a->value_outputs != 3)
 		ARCH_FAIL("value head has %d outputs: must be 1 (tanh) or 3 (WDL)",
 			  a->value_outputs);
+	if (a->opp_policy != 0 && a->opp_policy != 1)
+		ARCH_FAIL("opponent-reply head flag %d: must be 0 or 1", a->opp_policy);
 	return 0;
 }
 
@@ -168,6 +170,10 @@ static size_t net_carve(nn_net *net, float *base)
 	CONV(net->value_conv, a->channels, a->value_channels, 1);
 	FC(net->value_fc1, a->value_channels * hw, a->value_hidden);
 	FC(net->value_fc2, a->value_hidden, a->value_outputs);
+	if (a->opp_policy)
+		FC(net->opp_fc, a->policy_channels * hw, a->policy_outputs);
+	else
+		memset(&net->opp_fc, 0, sizeof(net->opp_fc));
 #undef TAKE
 #undef CONV
 #undef FC
@@ -301,6 +307,8 @@ void nn_net_init_random(nn_net *net, uint64_t seed)
 	rng_conv(&s, &net->value_conv);
 	rng_fc(&s, &net->value_fc1);
 	rng_fc(&s, &net->value_fc2);
+	if (net->opp_fc.w)
+		rng_fc(&s, &net->opp_fc);
 	net->bn_folded = 0;
 }
 
@@ -342,6 +350,7 @@ void nn_net_fold_bn(nn_net *net)
 
 double nn_net_flops(const nn_net *net)
 {
+	/* Inference's: the opponent-reply head is never computed there. */
 	const nn_arch *a = &net->arch;
 	double hw = (double)a->board_w * a->board_h, macs = 0;
 	macs += hw * 9.0 * a->in_planes * a->channels;
@@ -361,8 +370,9 @@ const char *nn_arch_describe(const nn_arch *a, char *buf, size_t len)
 	int se = 0;
 	for (int i = 0; i < a->blocks; i++)
 		se += a->block_kind[i] == NN_BLOCK_SE;
-	snprintf(buf, len, "%s %dx%d %s %dx%d (se blocks %d, value outputs %d)",
+	snprintf(buf, len, "%s %dx%d %s %dx%d (se blocks %d, value outputs %d%s)",
 		 game_kind_name(a->game), a->board_w, a->board_h, nn_encoding_name(a->encoding),
-		 a->blocks, a->channels, se, a->value_outputs);
+		 a->blocks, a->channels, se, a->value_outputs,
+		 a->opp_policy ? ", opponent-reply head" : "");
 	return buf;
 }

@@ -13,6 +13,11 @@
  * BN is y = gamma * (x - mean) / sqrt(var + NN_BN_EPS) + beta, applied to the
  * conv output including its bias. Flattening for an FC is NCHW order
  * (channel-major), as Leela Zero does.
+ *   opponent-reply head (optional, arch.opp_policy; KataGo's auxiliary
+ *       policy): FC (policy_channels * H * W -> policy_outputs) on the
+ *       policy conv's output = logits of the opponent's reply to the move
+ *       about to be played. A training aid: inference computes no such
+ *       thing, and the search never reads it.
  * SE block (Leela Chess Zero's form): after the second BN, s = mean over the
  * board of each channel, h = ReLU(FC1(s)) (channels -> se_channels),
  * z = FC2(h) (se_channels -> 2 * channels); out = ReLU(sigmoid(z[0..C)) * x
@@ -22,19 +27,24 @@
  * [out][in][k][k], bias[out], bn mean, bn var, bn gamma, bn beta [out]; for
  * every FC, weights [out][in], bias [out]. Input conv; each block: conv1,
  * conv2, then for an SE block se_fc1, se_fc2; policy conv, policy fc; value
- * conv, value fc1, value fc2. All in one allocation (nn_net.data).
+ * conv, value fc1, value fc2; the opponent-reply fc when there is one. All
+ * in one allocation (nn_net.data).
  *
  * Model file (.sente), all integers little-endian:
  *   "SENTENET" (8 bytes), u32 version (NN_FILE_VERSION), u32 header length L
  *   header (L bytes): u32 game kind, board w, board h, encoding, in_planes,
  *     blocks, channels, se_channels, policy_channels, policy_outputs,
  *     value_channels, value_hidden, value_outputs, flags (bit 0: BN already
- *     folded into the convs); u64 training step, u64 creation time (Unix
+ *     folded into the convs; bit 1, version 2 only: the opponent-reply
+ *     head); u64 training step, u64 creation time (Unix
  *     seconds); char[64] parent model id, char[64] name (NUL-padded);
  *     u8 block kind [blocks]
  *   u64 float count N, then N fp32 tensors in the order above
  *   u32 CRC-32 (zlib's) of every byte before it.
- * Files are written to PATH.tmp, flushed, fsync'd and renamed.
+ * Files are written to PATH.tmp, flushed, fsync'd and renamed. A net
+ * without the opponent-reply head is written as version 1, which every
+ * sente reads; one with it as version 2, which a sente from before the
+ * head refuses by its version instead of misreading it.
  */
 #ifndef SENTE_NN_NET_H
 #define SENTE_NN_NET_H
@@ -48,7 +58,7 @@
 #define NN_MAX_BLOCKS 80
 #define NN_MAX_CHANNELS 1024
 #define NN_BN_EPS 1e-5f
-#define NN_FILE_VERSION 1u
+#define NN_FILE_VERSION 2u /* the newest version read and written */
 #define NN_ID_LEN 64 /* parent id and name, NUL included */
 
 typedef enum nn_block_kind {
@@ -73,6 +83,7 @@ typedef struct nn_arch {
 	int value_channels;     /* value head conv width (LZ: 1) */
 	int value_hidden;       /* value FC1 width (LZ: 256) */
 	int value_outputs;      /* 1: tanh value; 3: win/draw/loss logits */
+	int opp_policy;         /* 1: the opponent-reply head (training only) */
 } nn_arch;
 
 typedef struct nn_conv {
@@ -113,6 +124,7 @@ typedef struct nn_net {
 	nn_fc policy_fc;
 	nn_conv value_conv;            /* value head */
 	nn_fc value_fc1, value_fc2;
+	nn_fc opp_fc;                  /* opponent-reply head; w == NULL without one */
 	float *data;        /* every tensor, carved in file order */
 	size_t n_floats;    /* length of data */
 } nn_net;

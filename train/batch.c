@@ -22,7 +22,10 @@ train_batch *train_batch_new(const nn_arch *a, int cap, int wdl)
 	b->value = calloc((size_t)cap, sizeof(float));
 	if (wdl)
 		b->wdl = calloc((size_t)cap * 3, sizeof(float));
-	if (!b->planes || !b->policy || !b->value || (wdl && !b->wdl)) {
+	if (a->opp_policy)
+		b->opp = calloc((size_t)cap * b->n_actions, sizeof(float));
+	if (!b->planes || !b->policy || !b->value || (wdl && !b->wdl) ||
+	    (a->opp_policy && !b->opp)) {
 		train_batch_free(b);
 		return NULL;
 	}
@@ -37,7 +40,33 @@ void train_batch_free(train_batch *b)
 	free(b->policy);
 	free(b->value);
 	free(b->wdl);
+	free(b->opp);
 	free(b);
+}
+
+/* The sum of n counts, or -1 when a move is outside the game's na
+ * actions. */
+static int64_t count_total(const int16_t *moves, const uint16_t *counts, int n, int na)
+{
+	int64_t total = 0;
+	for (int i = 0; i < n; i++) {
+		if (moves[i] < 0 || moves[i] >= na)
+			return -1;
+		total += counts[i];
+	}
+	return total;
+}
+
+/* Row `row` (na actions) set to the counts normalised by total, each move
+ * where symmetry sym of g takes it: the planes of the transformed
+ * position put point a at game_symmetry_move(g, sym, a), and the target
+ * goes along. */
+static void put_distribution(const game *g, int sym, const int16_t *moves, const uint16_t *counts,
+			     int n, int64_t total, float *row, int na)
+{
+	memset(row, 0, sizeof(float) * (size_t)na);
+	for (int i = 0; total > 0 && i < n; i++)
+		row[game_symmetry_move(g, sym, moves[i])] += (float)((double)counts[i] / total);
 }
 
 int train_batch_from_position(const game *g, nn_encoding enc, int sym, const int16_t *visit_moves,
@@ -49,22 +78,13 @@ int train_batch_from_position(const game *g, nn_encoding enc, int sym, const int
 	if (slot < 0 || slot >= b->cap || na != b->n_actions || in_size != b->in_size ||
 	    sym < 0 || sym >= game_num_symmetries(g) || nn_encoding_game(enc) != g->params.kind)
 		return -1;
-	uint64_t total = 0;
-	for (int i = 0; i < n_visits; i++) {
-		if (visit_moves[i] < 0 || visit_moves[i] >= na)
-			return -1;
-		total += visit_counts[i];
-	}
-	if (total == 0)
+	int64_t total = count_total(visit_moves, visit_counts, n_visits, na);
+	if (total <= 0)
 		return -1;
 	if (nn_encode_sym(g, enc, sym, b->planes + (size_t)slot * b->in_size) < 0)
 		return -1;
-	float *p = b->policy + (size_t)slot * na;
-	memset(p, 0, sizeof(float) * (size_t)na);
-	/* The planes of the transformed position put point a at
-	 * game_symmetry_move(g, sym, a): the target goes along. */
-	for (int i = 0; i < n_visits; i++)
-		p[game_symmetry_move(g, sym, visit_moves[i])] += (float)((double)visit_counts[i] / total);
+	put_distribution(g, sym, visit_moves, visit_counts, n_visits, total,
+			 b->policy + (size_t)slot * na, na);
 	b->value[slot] = value_target;
 	if (b->wdl) {
 		float *w = b->wdl + 3 * (size_t)slot, z = value_target;
@@ -72,5 +92,20 @@ int train_batch_from_position(const game *g, nn_encoding enc, int sym, const int
 		w[2] = z < 0 ? -z : 0.0f;
 		w[1] = 1.0f - (z < 0 ? -z : z);
 	}
+	return 0;
+}
+
+int train_batch_opp_target(const game *g, int sym, const int16_t *moves, const uint16_t *counts,
+			   int n, train_batch *b, int slot)
+{
+	int na = game_num_actions(g);
+	if (!b->opp || slot < 0 || slot >= b->cap || na != b->n_actions || n < 0 || sym < 0 ||
+	    sym >= game_num_symmetries(g))
+		return -1;
+	int64_t total = count_total(moves, counts, n, na);
+	if (total < 0)
+		return -1;
+	/* No reply (total 0): the row stays 0, which the loss skips. */
+	put_distribution(g, sym, moves, counts, n, total, b->opp + (size_t)slot * na, na);
 	return 0;
 }

@@ -630,7 +630,8 @@ typedef struct tr_fc {
 } tr_fc;
 
 enum { TR_ROLE_BUFFER = 0, TR_ROLE_PARAM = 1, TR_ROLE_DECAY = 2 };
-/* Floats after the gradient: loss, policy loss, value loss, spare. */
+/* Floats after the gradient: loss, policy loss, value loss, opponent-reply
+ * loss. */
 enum { TR_GRAD_EXTRA = 4 };
 
 struct trainer {
@@ -651,6 +652,9 @@ struct trainer {
 	tr_layer *layer;          /* 0 input, 1..2B the tower, 2B+1 policy, 2B+2 value */
 	int n_layer;              /* 2 * blocks + 3 */
 	tr_fc fc_pol, fc_v1, fc_v2; /* policy FC, value FC1 and FC2 */
+	tr_fc fc_opp;             /* opponent-reply FC (ip_pol's shape); ip NULL without */
+	dnnl_memory_t dopp;       /* its logits' gradient */
+	dnnl_memory_t gopp;       /* the policy head's gradient from it (ip_pol.src) */
 	dnnl_memory_t in_user;    /* input planes, NCHW */
 	dnnl_memory_t in;         /* the same in the input conv's layout (or in_user) */
 	tr_op in_reorder;         /* in_user -> in; prim NULL when the same */
@@ -687,6 +691,7 @@ train_options train_options_default(void)
 	o.adam_beta2 = 0.999;
 	o.adam_eps = 1e-8;
 	o.value_weight = 1.0;
+	o.opp_weight = 0.15;
 	o.bn_momentum = 0.01;
 	o.lr_schedule = TRAIN_LR_SCHEDULE_CONSTANT;
 	o.lr_gamma = 0.1;
@@ -712,8 +717,9 @@ int train_options_check(const train_options *o, char *err, size_t errlen)
 	if (!(o->adam_beta1 >= 0 && o->adam_beta1 < 1) || !(o->adam_beta2 >= 0 && o->adam_beta2 < 1) ||
 	    !(o->adam_eps > 0))
 		OPT_FAIL("Adam betas must be in [0, 1) and eps > 0");
-	if (!(o->value_weight >= 0) || !(o->bn_momentum >= 0 && o->bn_momentum <= 1))
-		OPT_FAIL("value weight must be >= 0 and BN momentum in [0, 1]");
+	if (!(o->value_weight >= 0) || !(o->opp_weight >= 0) ||
+	    !(o->bn_momentum >= 0 && o->bn_momentum <= 1))
+		OPT_FAIL("value and opponent-reply weights must be >= 0 and BN momentum in [0, 1]");
 	if ((unsigned)o->layout > TRAIN_LAYOUT_NHWC)
 		OPT_FAIL("unknown layout %d", (int)o->layout);
 	if ((unsigned)o->lr_schedule > TRAIN_LR_SCHEDULE_COSINE)
@@ -741,8 +747,8 @@ static void tr_roles(trainer *t)
 		memset(r + (cv->bn_mean - n->data), TR_ROLE_BUFFER, (size_t)cv->c_out);
 		memset(r + (cv->bn_var - n->data), TR_ROLE_BUFFER, (size_t)cv->c_out);
 	}
-	const nn_fc *fcs[3] = { &n->policy_fc, &n->value_fc1, &n->value_fc2 };
-	for (int f = 0; f < 3; f++)
+	const nn_fc *fcs[4] = { &n->policy_fc, &n->value_fc1, &n->value_fc2, &n->opp_fc };
+	for (int f = 0; f < (n->opp_fc.w ? 4 : 3); f++)
 		memset(r + (fcs[f]->w - n->data), TR_ROLE_DECAY, (size_t)fcs[f]->n_in * fcs[f]->n_out);
 }
 
@@ -900,6 +906,11 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 	    tr_fc_bind(t, &t->fc_v1, &n->value_fc1, &t->ip_v1, err, errlen) < 0 ||
 	    tr_fc_bind(t, &t->fc_v2, &n->value_fc2, &t->ip_v2, err, errlen) < 0 ||
 	    tr_buf(c, &t->cp_in.src, &t->in, err, errlen) < 0)
+		goto fail;
+	if (a->opp_policy &&
+	    (tr_fc_bind(t, &t->fc_opp, &n->opp_fc, &t->ip_pol, err, errlen) < 0 ||
+	     tr_buf(c, &t->ip_pol.dst, &t->dopp, err, errlen) < 0 ||
+	     tr_buf(c, &t->ip_pol.src, &t->gopp, err, errlen) < 0))
 		goto fail;
 	t->in_user = t->in;
 	dnnl_memory_desc_t umd;
@@ -1187,6 +1198,10 @@ static int tr_pass(trainer *t, const train_batch *b, int training, int grad, tra
 			    { DNNL_ARG_TO, t->head_plain[h] });
 	RUN(&t->ip_pol.fwd, { DNNL_ARG_SRC, t->head_plain[0] }, { DNNL_ARG_WEIGHTS, t->fc_pol.w },
 	    { DNNL_ARG_BIAS, t->fc_pol.b }, { DNNL_ARG_DST, t->fc_pol.y });
+	if (t->fc_opp.ip)
+		RUN(&t->ip_pol.fwd, { DNNL_ARG_SRC, t->head_plain[0] },
+		    { DNNL_ARG_WEIGHTS, t->fc_opp.w }, { DNNL_ARG_BIAS, t->fc_opp.b },
+		    { DNNL_ARG_DST, t->fc_opp.y });
 	RUN(&t->ip_v1.fwd, { DNNL_ARG_SRC, t->head_plain[1] }, { DNNL_ARG_WEIGHTS, t->fc_v1.w },
 	    { DNNL_ARG_BIAS, t->fc_v1.b }, { DNNL_ARG_DST, t->fc_v1.y });
 	RUN(&t->rp_hid.fwd, { DNNL_ARG_SRC, t->fc_v1.y }, { DNNL_ARG_DST, t->fc_v1.y });
@@ -1197,6 +1212,21 @@ static int tr_pass(trainer *t, const train_batch *b, int training, int grad, tra
 	float *dlog = grad ? tr_ptr(t->dlogits) : NULL, *dv = grad ? tr_ptr(t->dvout) : NULL;
 	double pl = train_loss_policy(nb, a->policy_outputs, tr_ptr(t->fc_pol.y), b->policy, dlog);
 	double vl = train_loss_value(nb, a->value_outputs, tr_ptr(t->fc_v2.y), b->value, b->wdl, dv);
+	double ol = 0;
+	if (t->fc_opp.ip) {
+		if (!b->opp) {
+			snprintf(err, errlen, "the net has an opponent-reply head and the batch no "
+				 "targets for it");
+			return -1;
+		}
+		float *dop = grad ? tr_ptr(t->dopp) : NULL;
+		ol = train_loss_policy(nb, a->policy_outputs, tr_ptr(t->fc_opp.y), b->opp, dop);
+		if (dop) {
+			float w = (float)t->opt.opp_weight;
+			for (int i = 0; i < nb * a->policy_outputs; i++)
+				dop[i] *= w;
+		}
+	}
 	double l2 = 0;
 	for (size_t i = 0; i < n->n_floats; i++)
 		if (t->role[i] == TR_ROLE_DECAY)
@@ -1207,8 +1237,9 @@ static int tr_pass(trainer *t, const train_batch *b, int training, int grad, tra
 		st->loss_scale = 1;
 		st->policy_loss = pl;
 		st->value_loss = vl;
+		st->opp_loss = ol;
 		st->l2 = l2;
-		st->loss = pl + t->opt.value_weight * vl +
+		st->loss = pl + t->opt.value_weight * vl + t->opt.opp_weight * ol +
 			   (t->opt.optimizer == TRAIN_OPTIMIZER_SGD ? l2 : 0.0);
 		st->step = t->step;
 	}
@@ -1224,6 +1255,12 @@ static int tr_pass(trainer *t, const train_batch *b, int training, int grad, tra
 	dnnl_memory_t vg = t->head_to_plain[1].prim ? t->head_gplain[1] : t->gv[0];
 	if (tr_fc_bwd(t, &t->fc_pol, t->head_plain[0], t->dlogits, pg) < 0)
 		return -1;
+	if (t->fc_opp.ip) {
+		if (tr_fc_bwd(t, &t->fc_opp, t->head_plain[0], t->dopp, t->gopp) < 0)
+			return -1;
+		DNNL_CHECK(dnnl_stream_wait(c->stream));
+		tr_add(pg, t->gopp);
+	}
 	if (t->head_from_plain[0].prim)
 		RUN(&t->head_from_plain[0], { DNNL_ARG_FROM, pg }, { DNNL_ARG_TO, t->gp[0] });
 	if (tr_layer_bwd(t, Lp, top, t->gp[0], t->gp[1], t->gp[2], t->g[0]) < 0 ||
@@ -1384,7 +1421,7 @@ int trainer_step(trainer *t, const train_batch *b, train_stats *st)
 		x[0] = (float)t->last.loss;
 		x[1] = (float)t->last.policy_loss;
 		x[2] = (float)t->last.value_loss;
-		x[3] = 0;
+		x[3] = (float)t->last.opp_loss;
 		if (comm_allreduce(t->comm, t->grad, t->net->n_floats + TR_GRAD_EXTRA, COMM_OP_AVG) != 0) {
 			snprintf(t->err, sizeof(t->err), "gradient all-reduce: %s", comm_error(t->comm));
 			return -1;
@@ -1392,6 +1429,7 @@ int trainer_step(trainer *t, const train_batch *b, train_stats *st)
 		t->last.loss = x[0];
 		t->last.policy_loss = x[1];
 		t->last.value_loss = x[2];
+		t->last.opp_loss = x[3];
 	}
 	tr_update(t, t->grad, st);
 	if (st && t->comm)

@@ -183,6 +183,27 @@ int replay_sample_uncounted(replay_buffer *rb, uint64_t *rng, nn_encoding enc, i
 	return sample(rb, rng, enc, n, 0, n, false, b);
 }
 
+/* The opponent-reply target of the position before move i (g, encoded
+ * under sym into slot): the search's visits of move i + 1 where it kept
+ * them, else the move played; none after the last move. */
+static int opp_target(const game_record *r, int i, const game *g, int sym, train_batch *b,
+		      int slot)
+{
+	int16_t moves[GAME_MAX_ACTIONS];
+	uint16_t counts[GAME_MAX_ACTIONS];
+	int n = 0;
+	if (i + 1 < r->n_moves) {
+		float unused;
+		n = record_position_targets(r, i + 1, game_to_move(g), moves, counts, &unused);
+		if (n == 0) {
+			moves[0] = r->moves[i + 1];
+			counts[0] = 1;
+			n = 1;
+		}
+	}
+	return train_batch_opp_target(g, sym, moves, counts, n, b, slot);
+}
+
 /* The draws of replay_sample_share; `counted`: they count toward the reuse
  * cap (retiring games first where the cap asks). */
 static int sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, int first, int count,
@@ -237,6 +258,8 @@ static int sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, int 
 		value = record_value_target(r, move_index, game_to_move(&g), rb->value_q_weight);
 		int sym = (int)(rng_next(rng) % (uint64_t)replay_symmetries(r));
 		if (train_batch_from_position(&g, enc, sym, moves, counts, nv, value, b, k - first) != 0)
+			return -1;
+		if (b->opp && opp_target(r, move_index, &g, sym, b, k - first) != 0)
 			return -1;
 	}
 	b->n = count;

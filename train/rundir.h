@@ -44,10 +44,11 @@ rundir *rundir_open(const char *dir, char *err, size_t errlen);
 void rundir_close(rundir *r);
 
 /* The network to train: the one in the checkpoint when there is one
- * (*resumed true), else a new one of game g, blocks x channels, randomly
- * initialised from seed. NULL with a message. */
+ * (*resumed true), else a new one of game g, blocks x channels, with the
+ * opponent-reply head when opp_policy is set, randomly initialised from
+ * seed. NULL with a message. */
 nn_net *rundir_learner_net(const rundir *r, const game_params *g, int blocks, int channels,
-			   uint64_t seed, bool *resumed, char *err, size_t errlen);
+			   int opp_policy, uint64_t seed, bool *resumed, char *err, size_t errlen);
 
 /* Saves the learner: its checkpoint, then its weights (BN folded) as a new
  * model file DIR/models/model-STEP.sente (model-STEP-K.sente when that

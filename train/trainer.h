@@ -12,7 +12,10 @@
  *       to move; 3-output (WDL) nets: cross-entropy of softmax(logits)
  *       against the WDL target (given, or derived from z: W = max(z, 0),
  *       L = max(-z, 0), D = 1 - |z|);
- *   total = policy + value_weight * value (+ l2 for SGD, below).
+ *   opponent reply (nets with the head): the policy's cross-entropy
+ *       against the reply's target (batch.opp; rows of zeros count 0);
+ *   total = policy + value_weight * value + opp_weight * opponent reply
+ *       (+ l2 for SGD, below).
  * Weight decay, on conv and FC weights only (never biases or BN):
  *   SGD: L2 in the loss, l2 = weight_decay * sum w^2 (gradient 2 c w);
  *   AdamW: decoupled, w -= lr * weight_decay * w each step; l2 is then
@@ -79,6 +82,8 @@ typedef struct train_options {
 	double adam_eps;           /* AdamW denominator guard */
 	double clip_norm;          /* global gradient-norm clip; <= 0: none */
 	double value_weight;       /* weight of the value loss in the total */
+	double opp_weight;         /* weight of the opponent-reply loss (nets with
+				    * the head; KataGo's is 0.15) */
 	double bn_momentum;        /* running-stat update rate (PyTorch's momentum) */
 	train_lr_schedule lr_schedule; /* how lr moves with the step */
 	int64_t lr_steps[TRAIN_MAX_LR_STEPS]; /* STEP: steps at which lr drops */
@@ -102,12 +107,17 @@ typedef struct train_batch {
 	float *value;   /* [cap] result in [-1, 1] from the side to move */
 	float *wdl;     /* [cap][3] win/draw/loss target, or NULL (then derived
 			 * from value) */
+	float *opp;     /* [cap][n_actions] the opponent's reply (nets with the
+			 * opponent-reply head), or NULL; a row of zeros: none
+			 * (the game ended), which the loss skips */
 } train_batch;
 
 typedef struct train_stats {
 	double loss;        /* total that was minimised */
 	double policy_loss; /* policy cross-entropy */
 	double value_loss;  /* value MSE or WDL cross-entropy (unweighted) */
+	double opp_loss;    /* opponent-reply cross-entropy (unweighted; 0 without
+			     * the head) */
 	double l2;          /* weight_decay * sum w^2 (before the step) */
 	double grad_norm;   /* global gradient norm before clipping (step only) */
 	double lr;          /* learning rate used (step only) */
@@ -126,7 +136,8 @@ typedef struct train_stats {
 typedef struct trainer trainer;
 
 /* Defaults: batch 64, threads 0, SGD, lr 0.02, momentum 0.9, weight decay
- * 1e-4, Adam 0.9/0.999/1e-8, no clipping, value weight 1, BN momentum 0.01,
+ * 1e-4, Adam 0.9/0.999/1e-8, no clipping, value weight 1, opponent-reply
+ * weight 0.15, BN momentum 0.01,
  * constant lr, gamma 0.1, seed 1, layout auto. */
 train_options train_options_default(void);
 
@@ -209,7 +220,8 @@ const char *trainer_error(const trainer *t);
  * version, header and CRC-32, written to PATH.tmp, fsync'd and renamed.
  * Format (little-endian):
  *   "SENTECKP", u32 version, u32 header length L, header (L bytes):
- *     u32 arch fields x 13 (as the model file), u32 bn_folded, u8 block kind
+ *     u32 arch fields x 13 (as the model file), u32 flags (bit 0 BN folded, bit 1 the
+ *     opponent-reply head), u8 block kind
  *     [blocks], u64 meta train_step, u64 meta created, char[64] parent,
  *     char[64] name, u32 optimizer, u32 moment arrays K, u64 step,
  *     u64 rng state, u64 float count N, u64 blob length B,
@@ -244,5 +256,13 @@ void train_batch_free(train_batch *b);
 int train_batch_from_position(const game *g, nn_encoding enc, int sym, const int16_t *visit_moves,
 			      const uint16_t *visit_counts, int n_visits, float value_target,
 			      train_batch *b, int slot);
+/* The opponent-reply target of slot `slot`, whose position is g (before
+ * the move the slot's policy target is about): the reply's distribution
+ * (n moves with counts, normalised; moves in g's frame, permuted by sym as
+ * train_batch_from_position permutes the policy), or, with n 0 or no
+ * counts, a row of zeros (no reply: the loss skips it). 0, or -1 when b
+ * has no such targets or an argument is out of range. */
+int train_batch_opp_target(const game *g, int sym, const int16_t *moves, const uint16_t *counts,
+			   int n, train_batch *b, int slot);
 
 #endif

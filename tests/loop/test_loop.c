@@ -481,3 +481,50 @@ Test(loop, eval_batch_caps_the_self_play_batch, .timeout = 240)
 	big.parallel_games = 256;
 	cr_expect_eq(loop_selfplay_options(&big).batch, LOOP_EVAL_BATCH_AUTO_MAX);
 }
+
+/* --opp-weight: a new run's network has the opponent-reply head, trains
+ * it (its loss a metric beside the others, in the config too), exports it
+ * in the model file and keeps it when the run resumes; without the weight
+ * the head is absent and so is the metric. */
+Test(loop, opponent_reply_head_trains_and_resumes, .timeout = 240)
+{
+	for (int k = 0; k < 2; k++) {
+		char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
+		cr_assert(mkdtemp(dir));
+		loop_options o = loop_test_options(dir);
+		o.opp_weight = k ? 0.15 : 0;
+		o.measure_every = 0;
+		char config[4096];
+		loop_config_text(&o, config, sizeof(config));
+		cr_assert(strstr(config, k ? "\nopp-weight 0.15\n" : "\nopp-weight 0\n"), "%s", config);
+		loop *r = loop_open(&o, err, sizeof(err));
+		cr_assert(r, "%s", err);
+		loop_iteration it;
+		iterate(r, &it);
+		cr_assert_gt(it.steps, 0);
+		if (k) {
+			/* Connect Four's 7 actions: a reply loss of a sensible size. */
+			cr_assert(it.opp_loss > 0.1 && it.opp_loss < 4, "reply loss %g", it.opp_loss);
+			cr_assert_float_eq(last_metric(dir, "opp_loss"), it.opp_loss, 1e-6);
+		} else {
+			cr_assert(isnan(it.opp_loss));
+			cr_assert(isnan(last_metric(dir, "opp_loss")));
+		}
+		char model[600];
+		snprintf(model, sizeof(model), "%s/models/model-%08lld.sente", dir, (long long)it.step);
+		nn_net *net = nn_net_load(model, NULL, err, sizeof(err));
+		cr_assert(net, "%s", err);
+		cr_assert_eq(net->arch.opp_policy, k);
+		nn_net_free(net);
+		loop_close(r);
+		/* Resumed without the weight, the network keeps its head. */
+		o.opp_weight = 0;
+		r = loop_open(&o, err, sizeof(err));
+		cr_assert(r, "%s", err);
+		cr_assert(loop_resumed(r));
+		iterate(r, &it);
+		cr_assert(k ? isfinite(it.opp_loss) : isnan(it.opp_loss), "%g", it.opp_loss);
+		loop_close(r);
+		loop_test_rmdir(dir);
+	}
+}

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "nn/backend.h"
 #include "nn/net.h"
 #include "tests/mem_limit.h"
 
@@ -264,4 +265,124 @@ Test(nn_file, a_header_is_checked_against_the_float_count_before_allocating)
 	int rc = mem_limit_run(huge_header_child, b, (size_t)256 << 20);
 	cr_assert_eq(rc, 0, "the header's architecture was allocated before its count was "
 		     "checked (%d)", rc);
+}
+
+/* The version field of a model file's bytes. */
+static uint32_t file_version(const uint8_t *b)
+{
+	uint32_t v;
+	memcpy(&v, b + 8, 4);
+	return v;
+}
+
+/* Rewrites the u32 at `at` of a model file in memory and its checksum,
+ * then loads it: the message, or NULL when it loaded. */
+static const char *load_patched(const uint8_t *b, size_t len, size_t at, uint32_t v, char *err,
+				size_t errlen)
+{
+	uint8_t *c = malloc(len);
+	cr_assert(c);
+	memcpy(c, b, len);
+	memcpy(c + at, &v, 4);
+	put_crc(c, len);
+	nn_net *n = nn_net_load_mem(c, len, NULL, err, errlen);
+	free(c);
+	if (n) {
+		nn_net_free(n);
+		return NULL;
+	}
+	return err;
+}
+
+/* A net with the opponent-reply head is written as version 2 and comes
+ * back exactly, folded or not; one without stays version 1, which a sente
+ * from before the head reads. The flag is refused in a version 1 header,
+ * unknown flags and newer versions too. The CPU backend ignores the head:
+ * the same outputs as the net without it, to rounding. */
+Test(nn_file, opponent_reply_head_is_version_2_and_round_trips)
+{
+	char path[128], err[512];
+	game_params p = game_params_default(GAME_KIND_GO);
+	p.size = 7;
+	nn_arch a = nn_arch_default(&p, 1, 8);
+	a.opp_policy = 1;
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 41);
+	cr_assert(net->opp_fc.w && net->opp_fc.n_out == a.policy_outputs &&
+		  net->opp_fc.n_in == a.policy_channels * 49);
+	a.opp_policy = 0;
+	cr_assert_eq(net->n_floats, nn_arch_floats(&a) + (size_t)(a.policy_channels * 49 + 1) *
+							      (size_t)a.policy_outputs);
+	for (int folded = 0; folded < 2; folded++) {
+		if (folded)
+			nn_net_fold_bn(net);
+		snprintf(path, sizeof(path), "%s/opp%d.sente", mf_dir, folded);
+		cr_assert_eq(nn_net_save(net, path, err, sizeof(err)), 0, "%s", err);
+		size_t len;
+		uint8_t *b = slurp(path, &len);
+		cr_assert_eq(file_version(b), 2);
+		nn_net *back = nn_net_load(path, NULL, err, sizeof(err));
+		cr_assert(back, "%s", err);
+		cr_assert(memcmp(&back->arch, &net->arch, sizeof(net->arch)) == 0);
+		cr_assert(back->arch.opp_policy && back->opp_fc.w);
+		cr_assert(memcmp(back->data, net->data, net->n_floats * sizeof(float)) == 0);
+		cr_assert_eq(back->bn_folded, folded);
+		nn_net_free(back);
+		/* The flags word: the 14th u32 of the header, after magic,
+		 * version and length. */
+		size_t flags_at = 16 + 13 * 4;
+		uint32_t flags;
+		memcpy(&flags, b + flags_at, 4);
+		cr_assert_eq(flags, (uint32_t)(2 | folded));
+		const char *e = load_patched(b, len, 8, 1, err, sizeof(err));
+		cr_assert(e && strstr(e, "unknown flags"), "version 1 with the head's flag: %s",
+			  e ? e : "loaded");
+		e = load_patched(b, len, flags_at, flags | 4, err, sizeof(err));
+		cr_assert(e && strstr(e, "unknown flags"), "%s", e ? e : "loaded");
+		e = load_patched(b, len, 8, 3, err, sizeof(err));
+		cr_assert(e && strstr(e, "update sente"), "%s", e ? e : "loaded");
+		e = load_patched(b, len, flags_at, flags & ~2u, err, sizeof(err));
+		cr_assert(e && strstr(e, "floats"), "the head's floats without its flag: %s",
+			  e ? e : "loaded");
+		free(b);
+	}
+	/* Without the head: version 1. */
+	nn_net *plain = nn_net_new(&a, err, sizeof(err));
+	cr_assert(plain, "%s", err);
+	memcpy(plain->data, net->data, plain->n_floats * sizeof(float));
+	plain->bn_folded = net->bn_folded;
+	snprintf(path, sizeof(path), "%s/plain.sente", mf_dir);
+	cr_assert_eq(nn_net_save(plain, path, err, sizeof(err)), 0, "%s", err);
+	size_t len;
+	uint8_t *b = slurp(path, &len);
+	cr_assert_eq(file_version(b), 1);
+	free(b);
+	/* The CPU backend runs both alike (the head comes last in the data,
+	 * so the plain net's floats are the same weights). */
+	nn_backend_options o = nn_backend_options_default();
+	o.threads = 1;
+	nn_backend *with = nn_backend_new(&nn_backend_cpu, net, 2, &o, err, sizeof(err));
+	cr_assert(with, "%s", err);
+	nn_backend *without = nn_backend_new(&nn_backend_cpu, plain, 2, &o, err, sizeof(err));
+	cr_assert(without, "%s", err);
+	size_t in = (size_t)a.in_planes * 49;
+	float *planes = malloc(sizeof(float) * 2 * in), pol[2][2 * 50], val[2][2];
+	cr_assert(planes && a.policy_outputs == 50);
+	for (size_t i = 0; i < 2 * in; i++)
+		planes[i] = (float)((i * 7) % 3 == 0);
+	cr_assert_eq(nn_backend_forward(with, 2, planes, pol[0], val[0], NULL), 0);
+	cr_assert_eq(nn_backend_forward(without, 2, planes, pol[1], val[1], NULL), 0);
+	/* To rounding: oneDNN's kernels may sum in another order for
+	 * buffers at other alignments. */
+	for (int i = 0; i < 2 * 50; i++)
+		cr_assert_float_eq(pol[0][i], pol[1][i], 1e-5, "policy %d: %g, %g", i, pol[0][i],
+				   pol[1][i]);
+	for (int i = 0; i < 2; i++)
+		cr_assert_float_eq(val[0][i], val[1][i], 1e-5);
+	free(planes);
+	nn_backend_free(with);
+	nn_backend_free(without);
+	nn_net_free(plain);
+	nn_net_free(net);
 }

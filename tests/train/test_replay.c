@@ -165,3 +165,79 @@ Test(replay, first_games_are_not_overused_under_the_cap)
 	record_free(&r);
 	train_batch_free(b);
 }
+
+/* The opponent-reply target of a sampled position: the next move's
+ * search visits where it kept them, else the move played, none after the
+ * last move; permuted by the position's symmetry like the policy. */
+Test(replay, opponent_reply_targets)
+{
+	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	nn_arch a = nn_arch_default(&p, 1, 8);
+	a.opp_policy = 1;
+	train_batch *b = train_batch_new(&a, 128, 0);
+	cr_assert(b && b->opp);
+	/* Columns 2,3,2,3,2,3,2: the first player wins at ply 6. Each
+	 * searched position's visits name it: position i has i visits on
+	 * column 0 beside its move (0 for position 0). Position 5 is a fast
+	 * search without visits. */
+	game_record r;
+	record_init(&r, &p);
+	game g;
+	game_init(&g, &p);
+	for (int i = 0; i < 7; i++) {
+		int c = i % 2 ? 3 : 2;
+		record_visit v[2] = { { 0, (uint16_t)i }, { (int16_t)c, 10 } };
+		int nv = i == 5 ? 0 : i == 0 ? 1 : 2;
+		cr_assert_eq(record_add_move(&r, c, i != 5, NAN, i == 0 ? v + 1 : v, nv), 0);
+		cr_assert_eq(game_play(&g, c), GAME_OK);
+	}
+	record_set_outcome(&r, &g);
+	replay_buffer *rb = replay_new(1000);
+	cr_assert_eq(replay_add_game(rb, &r), 0);
+	uint64_t rng = 11;
+	cr_assert_eq(replay_sample(rb, &rng, a.encoding, 128, b), 0);
+	int seen[7] = { 0 }, mirrored = 0;
+	for (int k = 0; k < 128; k++) {
+		float pol[7], opp[7];
+		const float *pk = b->policy + 7 * k, *ok = b->opp + 7 * k;
+		/* Undo the mirror (column c <-> 6 - c) where it was drawn: the
+		 * moves are in columns 2 and 3 and the naming visits in 0, so
+		 * mass in 4 or 6 means a mirror. */
+		int mir = pk[4] > 0 || pk[6] > 0;
+		mirrored += mir;
+		for (int c = 0; c < 7; c++) {
+			pol[c] = pk[mir ? 6 - c : c];
+			opp[c] = ok[mir ? 6 - c : c];
+		}
+		/* Which position: column 0's share of its visits (i / (i + 10)). */
+		int i = (int)lround(10 * pol[0] / (1 - pol[0]));
+		cr_assert(i >= 0 && i <= 6 && i != 5, "slot %d: no position has %g", k, pol[0]);
+		seen[i]++;
+		float want[7] = { 0 };
+		if (i == 4) {
+			want[3] = 1; /* move 5 kept no visits: the move played */
+		} else if (i < 6) {
+			int n = i + 1, c = n % 2 ? 3 : 2; /* move i + 1's visits */
+			want[0] = (float)n / (n + 10);
+			want[c] = 10.0f / (n + 10);
+		} /* i == 6: the last move, no reply */
+		for (int c = 0; c < 7; c++)
+			cr_assert_float_eq(opp[c], want[c], 1e-6, "position %d, column %d: %g, not %g",
+					   i, c, opp[c], want[c]);
+	}
+	for (int i = 0; i < 7; i++)
+		cr_assert(i == 5 ? seen[i] == 0 : seen[i] > 0, "position %d drawn %d times", i,
+			  seen[i]);
+	cr_assert(mirrored > 0 && mirrored < 128);
+	/* A batch without the head's targets takes the same draws. */
+	train_batch *plain = train_batch_new(&(nn_arch){ .game = a.game, .board_w = a.board_w,
+							 .board_h = a.board_h, .in_planes = a.in_planes,
+							 .policy_outputs = a.policy_outputs },
+					     4, 0);
+	cr_assert(plain && !plain->opp);
+	cr_assert_eq(replay_sample(rb, &rng, a.encoding, 4, plain), 0);
+	train_batch_free(plain);
+	record_free(&r);
+	replay_free(rb);
+	train_batch_free(b);
+}

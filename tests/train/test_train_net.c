@@ -61,17 +61,19 @@ static int net_tensors(const nn_net *net, tensor_ref *t)
 	k = add_conv(t, k, net, &net->value_conv, "value_conv");
 	k = add_fc(t, k, net, &net->value_fc1, "value_fc1");
 	k = add_fc(t, k, net, &net->value_fc2, "value_fc2");
+	if (net->opp_fc.w)
+		k = add_fc(t, k, net, &net->opp_fc, "opp_fc");
 	return k;
 }
 
 /* Gradient of the trainer against FD of the reference, `samples` entries
  * of every tensor (all of a tensor when it is smaller; every entry of the
  * tensors whose name starts with `all`, when given). */
-static void check_net_gradient(game_kind kind, int size, int blocks, int channels, double wd,
-			       int samples, const char *all, uint64_t seed)
+static void check_net_gradient_opp(game_kind kind, int size, int blocks, int channels,
+				   double wd, int samples, const char *all, uint64_t seed, int opp)
 {
 	char err[256];
-	nn_net *net = tu_net(kind, size, blocks, channels, seed);
+	nn_net *net = tu_net_opp(kind, size, blocks, channels, opp, seed);
 	train_options o = train_options_default();
 	o.batch = 4;
 	o.threads = 1;
@@ -92,7 +94,8 @@ static void check_net_gradient(game_kind kind, int size, int blocks, int channel
 	cr_assert(fabs(st.loss - ref) <= 1e-5 * fabs(ref), "loss %.9g, reference %.9g", st.loss, ref);
 	cr_assert(fabs(st.policy_loss - pl) <= 1e-5 * pl && fabs(st.value_loss - vl) <= 1e-5 * vl &&
 		  fabs(st.l2 - l2) <= 1e-5 * l2 + 1e-12);
-	tensor_ref ts[4 * (2 * NN_MAX_BLOCKS + 3) + 6];
+	cr_assert(opp ? st.opp_loss > 0 : st.opp_loss == 0, "opponent-reply loss %g", st.opp_loss);
+	tensor_ref ts[4 * (2 * NN_MAX_BLOCKS + 3) + 8];
 	int nt = net_tensors(net, ts);
 	uint64_t r = seed * 77 + 3;
 	int checked = 0;
@@ -130,6 +133,21 @@ static void check_net_gradient(game_kind kind, int size, int blocks, int channel
 	train_batch_free(b);
 	trainer_free(t);
 	nn_net_free(net);
+}
+
+static void check_net_gradient(game_kind kind, int size, int blocks, int channels, double wd,
+			       int samples, const char *all, uint64_t seed)
+{
+	check_net_gradient_opp(kind, size, blocks, channels, wd, samples, all, seed, 0);
+}
+
+/* The opponent-reply head: its FC, and the policy conv and tower below it
+ * that it adds to, against the reference with the head's cross-entropy
+ * (a position without a reply counts 0); both games. */
+Test(train_net, opponent_reply_head_gradient_matches_finite_differences, .timeout = 120)
+{
+	check_net_gradient_opp(GAME_KIND_CONNECT4, 0, 1, 16, 1e-4, 6, "opp_fc", 31, 1);
+	check_net_gradient_opp(GAME_KIND_GO, 5, 1, 8, 1e-4, 6, "policy_conv", 32, 1);
 }
 
 Test(train_net, residual_block_gradient_matches_finite_differences)

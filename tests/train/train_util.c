@@ -43,12 +43,18 @@ double tu_uniform(uint64_t *s, double lo, double hi)
 
 nn_net *tu_net(game_kind kind, int size, int blocks, int channels, uint64_t seed)
 {
+	return tu_net_opp(kind, size, blocks, channels, 0, seed);
+}
+
+nn_net *tu_net_opp(game_kind kind, int size, int blocks, int channels, int opp, uint64_t seed)
+{
 	char err[256];
 	game_params gp = game_params_default(kind);
 	if (kind == GAME_KIND_GO)
 		gp.size = size;
 	nn_arch a = nn_arch_default(&gp, blocks, channels);
 	a.value_hidden = 16;
+	a.opp_policy = opp;
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
 	nn_net_init_random(net, seed);
@@ -98,8 +104,35 @@ train_batch *tu_batch(const nn_net *net, int n, uint64_t seed, int onehot, int w
 		float z = (float)((int)(tu_rng(&s) % 3) - 1);
 		int sym = (int)(tu_rng(&s) % (uint64_t)game_num_symmetries(&g));
 		cr_assert_eq(train_batch_from_position(&g, a->encoding, sym, vm, vc, nv, z, b, i), 0);
+		/* Opponent-reply targets: random distributions over all
+		 * actions, none (a row of zeros) for the second position. */
+		if (b->opp && i != 1) {
+			float *row = b->opp + (size_t)i * a->policy_outputs;
+			double tot = 0;
+			for (int j = 0; j < a->policy_outputs; j++)
+				tot += row[j] = (float)tu_uniform(&s, 0, 1);
+			for (int j = 0; j < a->policy_outputs; j++)
+				row[j] = (float)(row[j] / tot);
+		}
 	}
 	return b;
+}
+
+/* Mean cross-entropy of softmax(logits) against targets, [N][na] each. */
+static double ref_policy_ce(const double *logits, const float *target, int N, int na)
+{
+	double total = 0;
+	for (int n = 0; n < N; n++) {
+		const double *z = logits + (size_t)n * na;
+		double m = -1e300, s = 0;
+		for (int i = 0; i < na; i++)
+			m = fmax(m, z[i]);
+		for (int i = 0; i < na; i++)
+			s += exp(z[i] - m);
+		for (int i = 0; i < na; i++)
+			total -= target[(size_t)n * na + i] * (z[i] - m - log(s));
+	}
+	return total / N;
 }
 
 /* conv (+bias) then training-mode BN over the batch; in [N][cin][hw],
@@ -198,18 +231,11 @@ double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, d
 	ref_conv_bn(net, dat, &net->policy_conv, N, H, W, x, t);
 	ref_relu(t, (size_t)N * a->policy_channels * hw);
 	ref_fc(net, dat, &net->policy_fc, N, t, out);
-	double pl = 0;
-	for (int n = 0; n < N; n++) {
-		const double *z = out + (size_t)n * a->policy_outputs;
-		double m = -1e300, s = 0;
-		for (int i = 0; i < a->policy_outputs; i++)
-			m = fmax(m, z[i]);
-		for (int i = 0; i < a->policy_outputs; i++)
-			s += exp(z[i] - m);
-		for (int i = 0; i < a->policy_outputs; i++)
-			pl -= b->policy[(size_t)n * a->policy_outputs + i] * (z[i] - m - log(s));
+	double pl = ref_policy_ce(out, b->policy, N, a->policy_outputs), ol = 0;
+	if (net->opp_fc.w) {
+		ref_fc(net, dat, &net->opp_fc, N, t, out);
+		ol = ref_policy_ce(out, b->opp, N, a->policy_outputs);
 	}
-	pl /= N;
 	/* Value. */
 	ref_conv_bn(net, dat, &net->value_conv, N, H, W, x, t);
 	ref_relu(t, (size_t)N * a->value_channels * hw);
@@ -257,8 +283,8 @@ double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, d
 		for (size_t j = 0; j < cnt; j++)
 			l2 += dat[o + j] * dat[o + j];
 	}
-	const nn_fc *fcs[3] = { &net->policy_fc, &net->value_fc1, &net->value_fc2 };
-	for (int i = 0; i < 3; i++) {
+	const nn_fc *fcs[4] = { &net->policy_fc, &net->value_fc1, &net->value_fc2, &net->opp_fc };
+	for (int i = 0; i < (net->opp_fc.w ? 4 : 3); i++) {
 		size_t o = fcs[i]->w - net->data, cnt = (size_t)fcs[i]->n_in * fcs[i]->n_out;
 		for (size_t j = 0; j < cnt; j++)
 			l2 += dat[o + j] * dat[o + j];
@@ -275,7 +301,7 @@ double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, d
 		*val = vl;
 	if (l2out)
 		*l2out = l2;
-	return pl + value_weight * vl + (sgd ? l2 : 0);
+	return pl + value_weight * vl + train_options_default().opp_weight * ol + (sgd ? l2 : 0);
 }
 
 double tu_update_difference(const float *start, const float *a, const float *b, size_t n)

@@ -84,7 +84,7 @@ Test(gpu_train, options_defaults_parse_and_check)
 	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
 }
 
-Test(gpu_train, refuses_without_device_or_with_se_blocks)
+Test(gpu_train, refuses_without_device_or_with_se_blocks_or_reply_head)
 {
 	char err[256] = "";
 	nn_net *net = tu_net(GAME_KIND_GO, 9, 1, 16, 1);
@@ -104,6 +104,12 @@ Test(gpu_train, refuses_without_device_or_with_se_blocks)
 	cr_assert_null(gpu_trainer_new(se, &o, &g, err, sizeof(err)));
 	cr_assert(strstr(err, "plain") || strstr(err, "not built"), "%s", err);
 	nn_net_free(se);
+	/* The opponent-reply head trains on the CPU only, for now. */
+	nn_net *opp = tu_net_opp(GAME_KIND_GO, 9, 1, 16, 1, 1);
+	err[0] = 0;
+	cr_assert_null(gpu_trainer_new(opp, &o, &g, err, sizeof(err)));
+	cr_assert(strstr(err, "opponent-reply head") || strstr(err, "not built"), "%s", err);
+	nn_net_free(opp);
 	nn_net_free(net);
 }
 

@@ -459,6 +459,11 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 		snprintf(err, errlen, "value head of %d outputs: 1 or 3 train", a->value_outputs);
 		return NULL;
 	}
+	if (a->opp_policy) {
+		snprintf(err, errlen, "the net has an opponent-reply head, which the GPU trainer "
+			 "does not train yet: train it on the CPU (--backend cpu)");
+		return NULL;
+	}
 	if (net->n_floats >= (size_t)INT32_MAX) {
 		snprintf(err, errlen, "net of %zu floats: too large for the index maps",
 			 net->n_floats);
