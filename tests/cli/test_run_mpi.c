@@ -175,15 +175,19 @@ Test(run_mpi, two_workers_a_kill_and_a_resume, .timeout = 150)
 		snprintf(sql, sizeof(sql), "SELECT count(*) FROM games WHERE worker LIKE 'rank%d@%%' "
 			 "AND id > %lld", r, a.max_game);
 		cr_assert(query_int(db, sql) > 0, "no games of rank %d in the second session", r);
-		/* Every model of the second session but the last two (made as
-		 * it ended) was played by this worker: it took each before the
-		 * next export replaced it. */
+		/* The worker took new models as they came: it played most of
+		 * the second session's models but the last two (made as it
+		 * ended). Not every one: a worker picks up the newest model
+		 * when it finishes a game, and on a loaded machine (make asan
+		 * beside training runs) one slow game can span two exports. */
 		snprintf(sql, sizeof(sql),
 			 "SELECT count(*) FROM models m WHERE m.id >= %lld AND m.id <= %lld - 2 AND "
 			 "NOT EXISTS (SELECT 1 FROM games g WHERE g.model_id = m.id AND g.id > %lld AND "
 			 "g.worker LIKE 'rank%d@%%')",
 			 a.max_model, again.max_model, a.max_game, r);
-		cr_assert_eq(query_int(db, sql), 0, "rank %d skipped a model:\n%s", r, log);
+		long long skipped = query_int(db, sql), models = again.max_model - 2 - a.max_model + 1;
+		cr_assert(skipped * 3 <= models, "rank %d skipped %lld of %lld models:\n%s", r, skipped,
+			  models, log);
 	}
 	cr_assert_eq(query_int(db, "SELECT count(*) FROM games WHERE worker NOT LIKE 'rank_@%'"), 0);
 	sqlite3_close(db);
