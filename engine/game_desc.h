@@ -65,6 +65,11 @@ typedef struct game_desc {
 	 * favours the third and fourth lines and never fills its own eyes
 	 * first; Connect Four the centre columns. */
 	void (*plain_prior)(const game *g, const int *legal, int n, float *w);
+	/* Who owns each point of a finished game g, from the first player's
+	 * view: owner[a] for the point of action a is +1 (the first player),
+	 * -1 or 0, for the points 0 .. width * height - 1. NULL for a game
+	 * without territory (Connect Four): the ownership head does not apply. */
+	void (*ownership)(const game *g, float *owner);
 } game_desc;
 
 extern const game_desc game_go, game_connect4;

@@ -890,6 +890,16 @@ static void go_plain_prior(const game *g, const int *legal, int n, float *w)
 	}
 }
 
+/* game_desc.ownership: the area count's owner of every point, Black +1. */
+static void go_ownership(const game *g, float *owner)
+{
+	int8_t o[GO_MAX_SIZE * GO_MAX_SIZE];
+	const go_board *b = &g->u.go;
+	go_area(b, o);
+	for (int i = 0; i < b->size * b->size; i++)
+		owner[i] = o[i] == GO_BLACK ? 1.0f : o[i] == GO_WHITE ? -1.0f : 0.0f;
+}
+
 const game_desc game_go = {
 	.kind = GAME_KIND_GO,
 	.name = "go",
@@ -910,4 +920,5 @@ const game_desc game_go = {
 	.numbers = go_numbers,
 	.run_defaults = go_run_defaults,
 	.plain_prior = go_plain_prior,
+	.ownership = go_ownership,
 };

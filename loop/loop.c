@@ -160,7 +160,8 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 "lr-total-steps %lld\nlr-gamma %g\nlr-min %g\nweight-decay %g\n"
 		 "bn-momentum %g\nlr-drops %s\nwindow-min %lld\nwindow-alpha %g\n"
 		 "window-beta %g\nreuse-cap %g\nbn-batches %d\nforced-playouts %g\n"
-		 "gumbel %d\ngumbel-m %d\nmeasure-every %d\nmeasure-share %g\nopp-weight %g\n",
+		 "gumbel %d\ngumbel-m %d\nmeasure-every %d\nmeasure-share %g\nopp-weight %g\n"
+		 "own-weight %g\n",
 		 game_desc_from_params(&o->game)->name, o->blocks, o->channels, o->parallel_games,
 		 o->games_per_thread, selfplay_batch(o), o->visits, o->cheap_visits,
 		 (long long)o->positions_per_iter, (long long)o->window,
@@ -176,7 +177,8 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 (long long)o->lr_warmup, (long long)o->lr_total_steps, o->lr_gamma, o->lr_min,
 		 o->weight_decay, o->bn_momentum, drops, (long long)o->window_min, o->window_alpha,
 		 o->window_beta, o->reuse_cap, o->bn_batches, x->forced_k,
-		 (int)x->gumbel, x->gumbel_m, o->measure_every, o->measure_share, o->opp_weight);
+		 (int)x->gumbel, x->gumbel_m, o->measure_every, o->measure_share, o->opp_weight,
+		 o->own_weight);
 }
 
 static void say(loop *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -258,6 +260,7 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 	lo.train.batch = o->batch;
 	lo.train.lr = o->lr;
 	lo.train.opp_weight = o->opp_weight;
+	lo.train.own_weight = o->own_weight;
 	lo.train.optimizer = (train_optimizer)o->optimizer;
 	lo.train.lr_schedule = (train_lr_schedule)o->lr_schedule;
 	lo.train.warmup_steps = o->lr_warmup;
@@ -524,7 +527,7 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 		goto fail;
 	r->db = r->rd->db;
 	r->net = rundir_learner_net(r->rd, &o->game, o->blocks, o->channels, o->opp_weight > 0,
-				    o->seed, &r->resumed, err, errlen);
+				    o->own_weight > 0, o->seed, &r->resumed, err, errlen);
 	if (r->net && r->resumed && r->net->arch.game != o->game.kind) {
 		snprintf(err, errlen, "%s holds a %s run, not %s", r->o.dir,
 			 game_kind_name(r->net->arch.game), game_kind_name(o->game.kind));
@@ -533,6 +536,12 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	if (r->net && r->resumed && o->opp_weight > 0 && !r->net->arch.opp_policy)
 		say(r, "--opp-weight is not used: the run's network has no opponent-reply head "
 		       "(it shapes new runs only)");
+	if (r->net && r->resumed && o->own_weight > 0 && !r->net->arch.ownership)
+		say(r, "--own-weight is not used: the run's network has no ownership head "
+		       "(it shapes new runs only)");
+	if (r->net && r->net->arch.ownership && !(o->own_weight > 0) && !o->quiet)
+		say(r, "the run's network has an ownership head, which --own-weight 0 (the "
+		       "default) leaves untrained: give the weight it was started with");
 	if (r->net && r->net->arch.opp_policy && !(o->opp_weight > 0) && !o->quiet)
 		say(r, "the run's network has an opponent-reply head, which --opp-weight 0 (the "
 		       "default) leaves untrained: give the weight it was started with");
@@ -611,7 +620,11 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	say(r, "%s %dx%d in %s, network %dx%d%s, %s at step %lld, %lld games and %lld positions "
 	       "stored, window %lld; %g minutes; self-play %s, training %s",
 	    desc->name, gn.width, gn.height, r->o.dir, r->net->arch.blocks, r->net->arch.channels,
-	    r->net->arch.opp_policy ? " with the opponent-reply head" : "",
+	    r->net->arch.opp_policy && r->net->arch.ownership
+		    ? " with the opponent-reply and ownership heads"
+	    : r->net->arch.opp_policy ? " with the opponent-reply head"
+	    : r->net->arch.ownership  ? " with the ownership head"
+				      : "",
 	    r->resumed ? "resumed" : "new",
 	    (long long)learner_steps(r->L), (long long)games0, (long long)positions0,
 	    (long long)learner_positions(r->L), o->minutes, sp_what, learner_describe(r->L));
@@ -734,7 +747,7 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 	int steps = (int)ceil(it->new_positions * r->o.sample_ratio / r->o.batch);
 	if (steps < 1)
 		steps = 1;
-	double sums[5] = { 0 };
+	double sums[6] = { 0 };
 	train_stats ts = { 0 };
 	/* Training leaves time for the gating match that follows it. */
 	double t0 = clock_now(), cpu0 = clock_cpu(), end = compute_end(r) - r->gate_s;
@@ -760,6 +773,7 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 		sums[2] += ts.value_loss;
 		sums[3] += ts.grad_norm;
 		sums[4] += ts.opp_loss;
+		sums[5] += ts.own_loss;
 		double dt = clock_now() - t0;
 		progress_update(&r->prog, 0, false, "step %lld (%d of %d)  loss %.3f  %.0f samples/s",
 				(long long)ts.step, s + 1, steps, sums[0] / (s + 1),
@@ -783,6 +797,7 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 	it->value_loss = sums[2] / n;
 	it->grad_norm = sums[3] / n;
 	it->opp_loss = r->net->arch.opp_policy && s > 0 ? sums[4] / n : NAN;
+	it->own_loss = r->net->arch.ownership && s > 0 ? sums[5] / n : NAN;
 	it->lr = ts.lr;
 	it->step = learner_steps(r->L);
 	return 0;
@@ -799,7 +814,7 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 				"games", "positions", "selfplay_seconds", "train_seconds",
 				"policy_entropy", "evals_per_s", "mean_batch", "cache_hit_rate",
 				"false_resign_rate", "resign_threshold", "train_samples_per_s",
-				"gpu_util_percent", "gpu_memory_mib", "opp_loss" };
+				"gpu_util_percent", "gpu_memory_mib", "opp_loss", "own_loss" };
 	double gpu_util = NAN, gpu_mem = NAN;
 	if (r->gpu && nn_cuda_monitor_take(r->gpu, &gpu_util, &gpu_mem) != 0)
 		gpu_util = gpu_mem = NAN;
@@ -809,7 +824,7 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 			  r->sp ? it->mean_batch : NAN, r->sp ? it->cache_hit_rate : NAN,
 			  it->false_resign_rate, r->sp ? it->resign_threshold : NAN,
 			  it->train_seconds > 0 ? it->steps * r->o.batch / it->train_seconds : NAN,
-			  gpu_util, gpu_mem, it->opp_loss };
+			  gpu_util, gpu_mem, it->opp_loss, it->own_loss };
 	enum { N_FIGURES = sizeof(vals) / sizeof(vals[0]) };
 	const char *use_names[N_FIGURES];
 	double use_vals[N_FIGURES];
@@ -853,9 +868,12 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 		return -1;
 	r->iteration = it->number;
 	if (!r->o.quiet) {
-		char reply[40] = "";
+		char reply[80] = "";
+		size_t at = 0;
 		if (!isnan(it->opp_loss))
-			snprintf(reply, sizeof(reply), ", reply %.3f", it->opp_loss);
+			at += (size_t)snprintf(reply, sizeof(reply), ", reply %.3f", it->opp_loss);
+		if (!isnan(it->own_loss))
+			snprintf(reply + at, sizeof(reply) - at, ", ownership %.3f", it->own_loss);
 		say(r, "iteration %d: %lld games (%.0f s), %d steps%s (%.0f s, %.0f samples/s), window "
 		       "%lld, loss %.3f (policy %.3f, value %.3f%s), model %lld, self-play %lld",
 		    it->number, (long long)it->games, it->selfplay_seconds, it->steps,

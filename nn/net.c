@@ -117,6 +117,10 @@ int nn_arch_check(const nn_arch *a, char *err, size_t errlen)
 			  a->value_outputs);
 	if (a->opp_policy != 0 && a->opp_policy != 1)
 		ARCH_FAIL("opponent-reply head flag %d: must be 0 or 1", a->opp_policy);
+	if (a->ownership != 0 && a->ownership != 1)
+		ARCH_FAIL("ownership head flag %d: must be 0 or 1", a->ownership);
+	if (a->ownership && !d->ownership)
+		ARCH_FAIL("%s has no territory: no ownership head", d->title);
 	return 0;
 }
 
@@ -174,6 +178,10 @@ static size_t net_carve(nn_net *net, float *base)
 		FC(net->opp_fc, a->policy_channels * hw, a->policy_outputs);
 	else
 		memset(&net->opp_fc, 0, sizeof(net->opp_fc));
+	if (a->ownership)
+		FC(net->own_fc, a->value_channels, 1);
+	else
+		memset(&net->own_fc, 0, sizeof(net->own_fc));
 #undef TAKE
 #undef CONV
 #undef FC
@@ -309,6 +317,8 @@ void nn_net_init_random(nn_net *net, uint64_t seed)
 	rng_fc(&s, &net->value_fc2);
 	if (net->opp_fc.w)
 		rng_fc(&s, &net->opp_fc);
+	if (net->own_fc.w)
+		rng_fc(&s, &net->own_fc);
 	net->bn_folded = 0;
 }
 
@@ -370,9 +380,9 @@ const char *nn_arch_describe(const nn_arch *a, char *buf, size_t len)
 	int se = 0;
 	for (int i = 0; i < a->blocks; i++)
 		se += a->block_kind[i] == NN_BLOCK_SE;
-	snprintf(buf, len, "%s %dx%d %s %dx%d (se blocks %d, value outputs %d%s)",
+	snprintf(buf, len, "%s %dx%d %s %dx%d (se blocks %d, value outputs %d%s%s)",
 		 game_kind_name(a->game), a->board_w, a->board_h, nn_encoding_name(a->encoding),
 		 a->blocks, a->channels, se, a->value_outputs,
-		 a->opp_policy ? ", opponent-reply head" : "");
+		 a->opp_policy ? ", opponent-reply head" : "", a->ownership ? ", ownership head" : "");
 	return buf;
 }

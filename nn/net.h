@@ -18,6 +18,12 @@
  *       policy conv's output = logits of the opponent's reply to the move
  *       about to be played. A training aid: inference computes no such
  *       thing, and the search never reads it.
+ *   ownership head (optional, arch.ownership; games with territory, Go):
+ *       at every point, tanh(w . v + b) with v the value conv's output
+ *       there (value_channels, after its BN and ReLU): who will own the
+ *       point at the game's end, +1 the side to move. Weights own_fc (n_in
+ *       value_channels, n_out 1, shared by the points). Training only, as
+ *       the opponent-reply head, for now.
  * SE block (Leela Chess Zero's form): after the second BN, s = mean over the
  * board of each channel, h = ReLU(FC1(s)) (channels -> se_channels),
  * z = FC2(h) (se_channels -> 2 * channels); out = ReLU(sigmoid(z[0..C)) * x
@@ -27,24 +33,24 @@
  * [out][in][k][k], bias[out], bn mean, bn var, bn gamma, bn beta [out]; for
  * every FC, weights [out][in], bias [out]. Input conv; each block: conv1,
  * conv2, then for an SE block se_fc1, se_fc2; policy conv, policy fc; value
- * conv, value fc1, value fc2; the opponent-reply fc when there is one. All
- * in one allocation (nn_net.data).
+ * conv, value fc1, value fc2; the opponent-reply fc when there is one; the
+ * ownership fc when there is one. All in one allocation (nn_net.data).
  *
  * Model file (.sente), all integers little-endian:
  *   "SENTENET" (8 bytes), u32 version (NN_FILE_VERSION), u32 header length L
  *   header (L bytes): u32 game kind, board w, board h, encoding, in_planes,
  *     blocks, channels, se_channels, policy_channels, policy_outputs,
  *     value_channels, value_hidden, value_outputs, flags (bit 0: BN already
- *     folded into the convs; bit 1, version 2 only: the opponent-reply
- *     head); u64 training step, u64 creation time (Unix
+ *     folded into the convs; version 2 only: bit 1 the opponent-reply
+ *     head, bit 2 the ownership head); u64 training step, u64 creation time (Unix
  *     seconds); char[64] parent model id, char[64] name (NUL-padded);
  *     u8 block kind [blocks]
  *   u64 float count N, then N fp32 tensors in the order above
  *   u32 CRC-32 (zlib's) of every byte before it.
  * Files are written to PATH.tmp, flushed, fsync'd and renamed. A net
- * without the opponent-reply head is written as version 1, which every
- * sente reads; one with it as version 2, which a sente from before the
- * head refuses by its version instead of misreading it.
+ * without either optional head is written as version 1, which every sente
+ * reads; one with a head as version 2, which a sente from before the heads
+ * refuses by its version instead of misreading it.
  */
 #ifndef SENTE_NN_NET_H
 #define SENTE_NN_NET_H
@@ -84,6 +90,7 @@ typedef struct nn_arch {
 	int value_hidden;       /* value FC1 width (LZ: 256) */
 	int value_outputs;      /* 1: tanh value; 3: win/draw/loss logits */
 	int opp_policy;         /* 1: the opponent-reply head (training only) */
+	int ownership;          /* 1: the ownership head (training only; Go) */
 } nn_arch;
 
 typedef struct nn_conv {
@@ -125,6 +132,7 @@ typedef struct nn_net {
 	nn_conv value_conv;            /* value head */
 	nn_fc value_fc1, value_fc2;
 	nn_fc opp_fc;                  /* opponent-reply head; w == NULL without one */
+	nn_fc own_fc;                  /* ownership head (per point); w == NULL without */
 	float *data;        /* every tensor, carved in file order */
 	size_t n_floats;    /* length of data */
 } nn_net;

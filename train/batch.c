@@ -24,8 +24,13 @@ train_batch *train_batch_new(const nn_arch *a, int cap, int wdl)
 		b->wdl = calloc((size_t)cap * 3, sizeof(float));
 	if (a->opp_policy)
 		b->opp = calloc((size_t)cap * b->n_actions, sizeof(float));
+	b->n_points = a->board_w * a->board_h;
+	if (a->ownership) {
+		b->own = calloc((size_t)cap * b->n_points, sizeof(float));
+		b->own_w = calloc((size_t)cap, sizeof(float));
+	}
 	if (!b->planes || !b->policy || !b->value || (wdl && !b->wdl) ||
-	    (a->opp_policy && !b->opp)) {
+	    (a->opp_policy && !b->opp) || (a->ownership && (!b->own || !b->own_w))) {
 		train_batch_free(b);
 		return NULL;
 	}
@@ -41,6 +46,8 @@ void train_batch_free(train_batch *b)
 	free(b->value);
 	free(b->wdl);
 	free(b->opp);
+	free(b->own);
+	free(b->own_w);
 	free(b);
 }
 
@@ -107,5 +114,22 @@ int train_batch_opp_target(const game *g, int sym, const int16_t *moves, const u
 		return -1;
 	/* No reply (total 0): the row stays 0, which the loss skips. */
 	put_distribution(g, sym, moves, counts, n, total, b->opp + (size_t)slot * na, na);
+	return 0;
+}
+
+int train_batch_own_target(const game *g, int sym, const float *owner, train_batch *b, int slot)
+{
+	int np = game_width(g) * game_height(g);
+	if (!b->own || slot < 0 || slot >= b->cap || np != b->n_points || sym < 0 ||
+	    sym >= game_num_symmetries(g))
+		return -1;
+	float *row = b->own + (size_t)slot * np;
+	memset(row, 0, sizeof(float) * (size_t)np);
+	b->own_w[slot] = owner ? 1.0f : 0.0f;
+	if (!owner)
+		return 0;
+	float side = game_to_move(g) == GAME_BLACK ? 1.0f : -1.0f;
+	for (int a = 0; a < np; a++)
+		row[game_symmetry_move(g, sym, a)] = side * owner[a];
 	return 0;
 }

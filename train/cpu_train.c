@@ -631,8 +631,8 @@ typedef struct tr_fc {
 
 enum { TR_ROLE_BUFFER = 0, TR_ROLE_PARAM = 1, TR_ROLE_DECAY = 2 };
 /* Floats after the gradient: loss, policy loss, value loss, opponent-reply
- * loss. */
-enum { TR_GRAD_EXTRA = 4 };
+ * loss, ownership loss. */
+enum { TR_GRAD_EXTRA = 5 };
 
 struct trainer {
 	train_options opt;        /* as given (validated) */
@@ -655,6 +655,9 @@ struct trainer {
 	tr_fc fc_opp;             /* opponent-reply FC (ip_pol's shape); ip NULL without */
 	dnnl_memory_t dopp;       /* its logits' gradient */
 	dnnl_memory_t gopp;       /* the policy head's gradient from it (ip_pol.src) */
+	float *own_dz;            /* [batch][points] the ownership logits' gradient, or
+				   * NULL without the head (plain loops: one weight per
+				   * value channel) */
 	dnnl_memory_t in_user;    /* input planes, NCHW */
 	dnnl_memory_t in;         /* the same in the input conv's layout (or in_user) */
 	tr_op in_reorder;         /* in_user -> in; prim NULL when the same */
@@ -692,6 +695,7 @@ train_options train_options_default(void)
 	o.adam_eps = 1e-8;
 	o.value_weight = 1.0;
 	o.opp_weight = 0.15;
+	o.own_weight = 1.5;
 	o.bn_momentum = 0.01;
 	o.lr_schedule = TRAIN_LR_SCHEDULE_CONSTANT;
 	o.lr_gamma = 0.1;
@@ -717,9 +721,10 @@ int train_options_check(const train_options *o, char *err, size_t errlen)
 	if (!(o->adam_beta1 >= 0 && o->adam_beta1 < 1) || !(o->adam_beta2 >= 0 && o->adam_beta2 < 1) ||
 	    !(o->adam_eps > 0))
 		OPT_FAIL("Adam betas must be in [0, 1) and eps > 0");
-	if (!(o->value_weight >= 0) || !(o->opp_weight >= 0) ||
+	if (!(o->value_weight >= 0) || !(o->opp_weight >= 0) || !(o->own_weight >= 0) ||
 	    !(o->bn_momentum >= 0 && o->bn_momentum <= 1))
-		OPT_FAIL("value and opponent-reply weights must be >= 0 and BN momentum in [0, 1]");
+		OPT_FAIL("value, opponent-reply and ownership weights must be >= 0 and BN momentum "
+			 "in [0, 1]");
 	if ((unsigned)o->layout > TRAIN_LAYOUT_NHWC)
 		OPT_FAIL("unknown layout %d", (int)o->layout);
 	if ((unsigned)o->lr_schedule > TRAIN_LR_SCHEDULE_COSINE)
@@ -747,9 +752,12 @@ static void tr_roles(trainer *t)
 		memset(r + (cv->bn_mean - n->data), TR_ROLE_BUFFER, (size_t)cv->c_out);
 		memset(r + (cv->bn_var - n->data), TR_ROLE_BUFFER, (size_t)cv->c_out);
 	}
-	const nn_fc *fcs[4] = { &n->policy_fc, &n->value_fc1, &n->value_fc2, &n->opp_fc };
-	for (int f = 0; f < (n->opp_fc.w ? 4 : 3); f++)
-		memset(r + (fcs[f]->w - n->data), TR_ROLE_DECAY, (size_t)fcs[f]->n_in * fcs[f]->n_out);
+	const nn_fc *fcs[5] = { &n->policy_fc, &n->value_fc1, &n->value_fc2, &n->opp_fc,
+				&n->own_fc };
+	for (int f = 0; f < 5; f++)
+		if (fcs[f]->w)
+			memset(r + (fcs[f]->w - n->data), TR_ROLE_DECAY,
+			       (size_t)fcs[f]->n_in * fcs[f]->n_out);
 }
 
 static float *tr_g(const trainer *t, const float *p)
@@ -907,6 +915,8 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 	    tr_fc_bind(t, &t->fc_v2, &n->value_fc2, &t->ip_v2, err, errlen) < 0 ||
 	    tr_buf(c, &t->cp_in.src, &t->in, err, errlen) < 0)
 		goto fail;
+	if (a->ownership && !(t->own_dz = calloc((size_t)N * H * W, sizeof(float))))
+		goto oom;
 	if (a->opp_policy &&
 	    (tr_fc_bind(t, &t->fc_opp, &n->opp_fc, &t->ip_pol, err, errlen) < 0 ||
 	     tr_buf(c, &t->ip_pol.dst, &t->dopp, err, errlen) < 0 ||
@@ -973,6 +983,7 @@ void trainer_free(trainer *t)
 	free(t->mom[0]);
 	free(t->mom[1]);
 	free(t->layer);
+	free(t->own_dz);
 	free(t);
 }
 
@@ -1153,6 +1164,64 @@ static void tr_add(dnnl_memory_t dst, dnnl_memory_t src)
 		d[i] += s[i];
 }
 
+/* The ownership head on the value conv's output (NCHW in head_plain[1]):
+ * per point z = b + w . v, the loss of tanh(z) against the targets (see
+ * trainer.h), mean over the points and the nb positions; with grad, the
+ * logits' gradient (weighted) into own_dz and the head's weight and bias
+ * gradients into t->grad. */
+static double tr_own_loss(trainer *t, const train_batch *b, int nb, int grad)
+{
+	const nn_net *n = t->net;
+	int vc = n->arch.value_channels, np = b->n_points;
+	const float *x = tr_ptr(t->head_plain[1]), *w = n->own_fc.w;
+	float *gw = tr_g(t, n->own_fc.w), *gb = tr_g(t, n->own_fc.b);
+	double total = 0, scale = t->opt.own_weight / ((double)np * nb);
+	if (grad) {
+		memset(gw, 0, sizeof(float) * (size_t)vc);
+		gb[0] = 0;
+	}
+	for (int i = 0; i < nb; i++) {
+		const float *xi = x + (size_t)i * vc * np, *ti = b->own + (size_t)i * np;
+		float *dz = t->own_dz + (size_t)i * np;
+		double wi = b->own_w[i];
+		for (int p = 0; p < np; p++) {
+			double z = n->own_fc.b[0];
+			for (int c = 0; c < vc; c++)
+				z += (double)w[c] * xi[(size_t)c * np + p];
+			/* -[a log q + (1 - a) log(1 - q)], q = (1 + tanh z) / 2 =
+			 * sigmoid(2z), a = (1 + t) / 2: softplus(2z) - 2 a z. */
+			double a = (1 + ti[p]) / 2, u = 2 * z;
+			double sp = u > 0 ? u + log1p(exp(-u)) : log1p(exp(u));
+			total += wi * (sp - a * u);
+			dz[p] = (float)(grad ? wi * scale * (tanh(z) - ti[p]) : 0);
+		}
+		if (grad)
+			for (int p = 0; p < np; p++) {
+				for (int c = 0; c < vc; c++)
+					gw[c] += dz[p] * xi[(size_t)c * np + p];
+				gb[0] += dz[p];
+			}
+	}
+	return total / ((double)np * nb);
+}
+
+/* Adds the ownership head's gradient (own_dz through its weights) to the
+ * value conv's output gradient vg (NCHW, as head_plain[1]). */
+static void tr_own_backward(trainer *t, int nb, dnnl_memory_t vg)
+{
+	const nn_net *n = t->net;
+	int vc = n->arch.value_channels, np = n->arch.board_w * n->arch.board_h;
+	float *g = tr_ptr(vg);
+	for (int i = 0; i < nb; i++)
+		for (int c = 0; c < vc; c++) {
+			float wc = n->own_fc.w[c];
+			float *gi = g + ((size_t)i * vc + c) * np;
+			const float *dz = t->own_dz + (size_t)i * np;
+			for (int p = 0; p < np; p++)
+				gi[p] += wc * dz[p];
+		}
+}
+
 /* Forward (training or inference BN), loss over the first n positions,
  * and, when grad is set, the backward pass into t->grad (L2 included for
  * SGD). */
@@ -1232,14 +1301,25 @@ static int tr_pass(trainer *t, const train_batch *b, int training, int grad, tra
 		if (t->role[i] == TR_ROLE_DECAY)
 			l2 += (double)n->data[i] * n->data[i];
 	l2 *= t->opt.weight_decay;
+	double wl = 0;
+	if (t->own_dz) {
+		if (!b->own) {
+			snprintf(err, errlen, "the net has an ownership head and the batch no targets "
+				 "for it");
+			return -1;
+		}
+		wl = tr_own_loss(t, b, nb, grad);
+	}
 	if (st) {
 		memset(st, 0, sizeof(*st));
 		st->loss_scale = 1;
 		st->policy_loss = pl;
 		st->value_loss = vl;
 		st->opp_loss = ol;
+		st->own_loss = wl;
 		st->l2 = l2;
 		st->loss = pl + t->opt.value_weight * vl + t->opt.opp_weight * ol +
+			   t->opt.own_weight * wl +
 			   (t->opt.optimizer == TRAIN_OPTIMIZER_SGD ? l2 : 0.0);
 		st->step = t->step;
 	}
@@ -1270,6 +1350,10 @@ static int tr_pass(trainer *t, const train_batch *b, int training, int grad, tra
 	    { DNNL_ARG_DIFF_SRC, t->dvh2 });
 	if (tr_fc_bwd(t, &t->fc_v1, t->head_plain[1], t->dvh2, vg) < 0)
 		return -1;
+	if (t->own_dz) {
+		DNNL_CHECK(dnnl_stream_wait(c->stream));
+		tr_own_backward(t, nb, vg);
+	}
 	if (t->head_from_plain[1].prim)
 		RUN(&t->head_from_plain[1], { DNNL_ARG_FROM, vg }, { DNNL_ARG_TO, t->gv[0] });
 	if (tr_layer_bwd(t, Lv, top, t->gv[0], t->gv[1], t->gv[2], t->g[1]) < 0)
@@ -1422,6 +1506,7 @@ int trainer_step(trainer *t, const train_batch *b, train_stats *st)
 		x[1] = (float)t->last.policy_loss;
 		x[2] = (float)t->last.value_loss;
 		x[3] = (float)t->last.opp_loss;
+		x[4] = (float)t->last.own_loss;
 		if (comm_allreduce(t->comm, t->grad, t->net->n_floats + TR_GRAD_EXTRA, COMM_OP_AVG) != 0) {
 			snprintf(t->err, sizeof(t->err), "gradient all-reduce: %s", comm_error(t->comm));
 			return -1;
@@ -1430,6 +1515,7 @@ int trainer_step(trainer *t, const train_batch *b, train_stats *st)
 		t->last.policy_loss = x[1];
 		t->last.value_loss = x[2];
 		t->last.opp_loss = x[3];
+		t->last.own_loss = x[4];
 	}
 	tr_update(t, t->grad, st);
 	if (st && t->comm)

@@ -14,6 +14,8 @@ typedef struct replay_game {
 	int32_t *full;    /* move indices of its recorded positions */
 	int n_full;       /* entries in full[] */
 	double drawn_at;  /* the buffer's `drawn` when the game came */
+	int8_t *owner;    /* who owns each point at the end, first player +1
+			   * (games with territory played out), or NULL */
 } replay_game;
 
 struct replay_buffer {
@@ -70,6 +72,7 @@ static void game_drop(replay_game *g)
 {
 	record_free(&g->rec);
 	free(g->full);
+	free(g->owner);
 	memset(g, 0, sizeof(*g));
 }
 
@@ -82,6 +85,29 @@ void replay_free(replay_buffer *rb)
 	free(rb->games);
 	free(rb->prefix);
 	free(rb);
+}
+
+/* The ownership targets of a game with territory that was played out (no
+ * resignation): its final position's owners, kept as int8. 0 (owner NULL
+ * when there is none), or -1 when memory is short. */
+static int game_owner(replay_game *rg)
+{
+	const game_record *r = &rg->rec;
+	const game_desc *d = game_desc_from_params(&r->params);
+	if (!d->ownership || r->resigned >= 0)
+		return 0;
+	static _Thread_local game g;
+	static _Thread_local float own[GAME_MAX_ACTIONS];
+	if (record_replay(r, -1, &g) != 0)
+		return 0;
+	int np = game_width(&g) * game_height(&g);
+	d->ownership(&g, own);
+	rg->owner = malloc((size_t)np);
+	if (!rg->owner)
+		return -1;
+	for (int i = 0; i < np; i++)
+		rg->owner[i] = (int8_t)own[i];
+	return 0;
 }
 
 /* Drops the oldest game. */
@@ -143,6 +169,10 @@ int replay_add_game(replay_buffer *rb, const game_record *r)
 		if (r->full[i])
 			g->full[g->n_full++] = i;
 	g->drawn_at = rb->drawn;
+	if (game_owner(g) != 0) {
+		game_drop(g);
+		return -1;
+	}
 	rb->n++;
 	rb->positions += g->n_full;
 	rb->added += g->n_full;
@@ -204,6 +234,19 @@ static int opp_target(const game_record *r, int i, const game *g, int sym, train
 	return train_batch_opp_target(g, sym, moves, counts, n, b, slot);
 }
 
+/* The ownership target of a position g of game rg: none when rg was not
+ * played out. */
+static int own_target(const replay_game *rg, const game *g, int sym, train_batch *b, int slot)
+{
+	static _Thread_local float own[GAME_MAX_ACTIONS];
+	if (!rg->owner)
+		return train_batch_own_target(g, sym, NULL, b, slot);
+	int np = game_width(g) * game_height(g);
+	for (int i = 0; i < np; i++)
+		own[i] = rg->owner[i];
+	return train_batch_own_target(g, sym, own, b, slot);
+}
+
 /* The draws of replay_sample_share; `counted`: they count toward the reuse
  * cap (retiring games first where the cap asks). */
 static int sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, int first, int count,
@@ -260,6 +303,8 @@ static int sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, int 
 		if (train_batch_from_position(&g, enc, sym, moves, counts, nv, value, b, k - first) != 0)
 			return -1;
 		if (b->opp && opp_target(r, move_index, &g, sym, b, k - first) != 0)
+			return -1;
+		if (b->own && own_target(rg, &g, sym, b, k - first) != 0)
 			return -1;
 	}
 	b->n = count;

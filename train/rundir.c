@@ -133,13 +133,15 @@ void rundir_close(rundir *r)
 }
 
 nn_net *rundir_learner_net(const rundir *r, const game_params *g, int blocks, int channels,
-			   int opp_policy, uint64_t seed, bool *resumed, char *err, size_t errlen)
+			   int opp_policy, int ownership, uint64_t seed, bool *resumed, char *err,
+			   size_t errlen)
 {
 	*resumed = access(r->ckpt, R_OK) == 0;
 	if (*resumed)
 		return trainer_checkpoint_net(r->ckpt, err, errlen);
 	nn_arch a = nn_arch_default(g, blocks, channels);
 	a.opp_policy = opp_policy ? 1 : 0;
+	a.ownership = ownership ? 1 : 0;
 	nn_net *net = nn_net_new(&a, err, errlen);
 	if (net)
 		nn_net_init_random(net, seed);

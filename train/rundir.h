@@ -45,10 +45,12 @@ void rundir_close(rundir *r);
 
 /* The network to train: the one in the checkpoint when there is one
  * (*resumed true), else a new one of game g, blocks x channels, with the
- * opponent-reply head when opp_policy is set, randomly initialised from
- * seed. NULL with a message. */
+ * opponent-reply head when opp_policy is set and the ownership head when
+ * ownership is (refused, with a message, for a game without territory),
+ * randomly initialised from seed. NULL with a message. */
 nn_net *rundir_learner_net(const rundir *r, const game_params *g, int blocks, int channels,
-			   int opp_policy, uint64_t seed, bool *resumed, char *err, size_t errlen);
+			   int opp_policy, int ownership, uint64_t seed, bool *resumed, char *err,
+			   size_t errlen);
 
 /* Saves the learner: its checkpoint, then its weights (BN folded) as a new
  * model file DIR/models/model-STEP.sente (model-STEP-K.sente when that

@@ -105,8 +105,8 @@ static rundir *lead_setup(const train_session_options *o, nn_net **net, setup_ms
 		return NULL;
 	}
 	bool resumed;
-	*net = rundir_learner_net(rd, &o->game, o->blocks, o->channels, o->opp_weight > 0, o->seed,
-				  &resumed, err, sizeof(err));
+	*net = rundir_learner_net(rd, &o->game, o->blocks, o->channels, o->opp_weight > 0,
+				  o->own_weight > 0, o->seed, &resumed, err, sizeof(err));
 	msg->resumed = resumed;
 	if (!*net) {
 		say(o, "%s", err);
@@ -186,6 +186,7 @@ static int session_start(session *s)
 	lo.train.lr = o->lr;
 	lo.value_q_weight = (float)o->value_q_weight;
 	lo.train.opp_weight = o->opp_weight;
+	lo.train.own_weight = o->own_weight;
 	lo.train.seed = o->seed;
 	lo.train.threads = o->threads;
 	lo.window = s->window = o->window > 0 ? o->window : game_run_defaults_of(&gp).window;

@@ -14,8 +14,12 @@
  *       L = max(-z, 0), D = 1 - |z|);
  *   opponent reply (nets with the head): the policy's cross-entropy
  *       against the reply's target (batch.opp; rows of zeros count 0);
+ *   ownership (nets with the head): per point, the cross-entropy of
+ *       ((1 + tanh(z)) / 2) against ((1 + t) / 2), t the target in [-1, 1],
+ *       averaged over the points, positions without a target (own_w 0)
+ *       counting 0 (KataGo's ownership loss);
  *   total = policy + value_weight * value + opp_weight * opponent reply
- *       (+ l2 for SGD, below).
+ *       + own_weight * ownership (+ l2 for SGD, below).
  * Weight decay, on conv and FC weights only (never biases or BN):
  *   SGD: L2 in the loss, l2 = weight_decay * sum w^2 (gradient 2 c w);
  *   AdamW: decoupled, w -= lr * weight_decay * w each step; l2 is then
@@ -84,6 +88,9 @@ typedef struct train_options {
 	double value_weight;       /* weight of the value loss in the total */
 	double opp_weight;         /* weight of the opponent-reply loss (nets with
 				    * the head; KataGo's is 0.15) */
+	double own_weight;         /* weight of the ownership loss (nets with the
+				    * head; KataGo's 1.5 / points summed is 1.5 on
+				    * the mean) */
 	double bn_momentum;        /* running-stat update rate (PyTorch's momentum) */
 	train_lr_schedule lr_schedule; /* how lr moves with the step */
 	int64_t lr_steps[TRAIN_MAX_LR_STEPS]; /* STEP: steps at which lr drops */
@@ -110,6 +117,11 @@ typedef struct train_batch {
 	float *opp;     /* [cap][n_actions] the opponent's reply (nets with the
 			 * opponent-reply head), or NULL; a row of zeros: none
 			 * (the game ended), which the loss skips */
+	int n_points;   /* points of the board (ownership targets per position) */
+	float *own;     /* [cap][n_points] who owns each point at the end, +1 the
+			 * side to move (nets with the ownership head), or NULL */
+	float *own_w;   /* [cap] 1 where own holds a target, 0 where the game
+			 * has none (resigned, or not played out) */
 } train_batch;
 
 typedef struct train_stats {
@@ -118,6 +130,8 @@ typedef struct train_stats {
 	double value_loss;  /* value MSE or WDL cross-entropy (unweighted) */
 	double opp_loss;    /* opponent-reply cross-entropy (unweighted; 0 without
 			     * the head) */
+	double own_loss;    /* ownership cross-entropy per point (unweighted; 0
+			     * without the head) */
 	double l2;          /* weight_decay * sum w^2 (before the step) */
 	double grad_norm;   /* global gradient norm before clipping (step only) */
 	double lr;          /* learning rate used (step only) */
@@ -137,7 +151,7 @@ typedef struct trainer trainer;
 
 /* Defaults: batch 64, threads 0, SGD, lr 0.02, momentum 0.9, weight decay
  * 1e-4, Adam 0.9/0.999/1e-8, no clipping, value weight 1, opponent-reply
- * weight 0.15, BN momentum 0.01,
+ * weight 0.15, ownership weight 1.5, BN momentum 0.01,
  * constant lr, gamma 0.1, seed 1, layout auto. */
 train_options train_options_default(void);
 
@@ -220,8 +234,9 @@ const char *trainer_error(const trainer *t);
  * version, header and CRC-32, written to PATH.tmp, fsync'd and renamed.
  * Format (little-endian):
  *   "SENTECKP", u32 version, u32 header length L, header (L bytes):
- *     u32 arch fields x 13 (as the model file), u32 flags (bit 0 BN folded, bit 1 the
- *     opponent-reply head), u8 block kind
+ *     u32 arch fields x 13 (as the model file), u32 flags (bit 0 BN
+ *     folded, bit 1 the opponent-reply head, bit 2 the ownership head),
+ *     u8 block kind
  *     [blocks], u64 meta train_step, u64 meta created, char[64] parent,
  *     char[64] name, u32 optimizer, u32 moment arrays K, u64 step,
  *     u64 rng state, u64 float count N, u64 blob length B,
@@ -264,5 +279,11 @@ int train_batch_from_position(const game *g, nn_encoding enc, int sym, const int
  * has no such targets or an argument is out of range. */
 int train_batch_opp_target(const game *g, int sym, const int16_t *moves, const uint16_t *counts,
 			   int n, train_batch *b, int slot);
+/* The ownership target of slot `slot`, whose position is g: owner (NULL:
+ * none, own_w 0) gives each point's owner at the game's end from the first
+ * player's view (game_desc.ownership), turned to the view of g's side to
+ * move and permuted by sym as the planes are. 0, or -1 when b has no such
+ * targets or an argument is out of range. */
+int train_batch_own_target(const game *g, int sym, const float *owner, train_batch *b, int slot);
 
 #endif

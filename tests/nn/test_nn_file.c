@@ -294,26 +294,31 @@ static const char *load_patched(const uint8_t *b, size_t len, size_t at, uint32_
 	return err;
 }
 
-/* A net with the opponent-reply head is written as version 2 and comes
- * back exactly, folded or not; one without stays version 1, which a sente
- * from before the head reads. The flag is refused in a version 1 header,
- * unknown flags and newer versions too. The CPU backend ignores the head:
- * the same outputs as the net without it, to rounding. */
-Test(nn_file, opponent_reply_head_is_version_2_and_round_trips)
+/* A net with the opponent-reply and ownership heads is written as version
+ * 2 and comes back exactly, folded or not; one without stays version 1,
+ * which a sente from before the heads reads. The flags are refused in a
+ * version 1 header, unknown flags and newer versions too. The CPU backend
+ * ignores the heads: the same outputs as the net without them, to
+ * rounding. */
+Test(nn_file, heads_are_version_2_and_round_trip)
 {
 	char path[128], err[512];
 	game_params p = game_params_default(GAME_KIND_GO);
 	p.size = 7;
 	nn_arch a = nn_arch_default(&p, 1, 8);
 	a.opp_policy = 1;
+	a.ownership = 1;
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
 	nn_net_init_random(net, 41);
 	cr_assert(net->opp_fc.w && net->opp_fc.n_out == a.policy_outputs &&
 		  net->opp_fc.n_in == a.policy_channels * 49);
+	cr_assert(net->own_fc.w && net->own_fc.n_out == 1 && net->own_fc.n_in == a.value_channels);
 	a.opp_policy = 0;
-	cr_assert_eq(net->n_floats, nn_arch_floats(&a) + (size_t)(a.policy_channels * 49 + 1) *
-							      (size_t)a.policy_outputs);
+	a.ownership = 0;
+	cr_assert_eq(net->n_floats, nn_arch_floats(&a) +
+					    (size_t)(a.policy_channels * 49 + 1) * (size_t)a.policy_outputs +
+					    (size_t)a.value_channels + 1);
 	for (int folded = 0; folded < 2; folded++) {
 		if (folded)
 			nn_net_fold_bn(net);
@@ -325,7 +330,8 @@ Test(nn_file, opponent_reply_head_is_version_2_and_round_trips)
 		nn_net *back = nn_net_load(path, NULL, err, sizeof(err));
 		cr_assert(back, "%s", err);
 		cr_assert(memcmp(&back->arch, &net->arch, sizeof(net->arch)) == 0);
-		cr_assert(back->arch.opp_policy && back->opp_fc.w);
+		cr_assert(back->arch.opp_policy && back->opp_fc.w && back->arch.ownership &&
+			  back->own_fc.w);
 		cr_assert(memcmp(back->data, net->data, net->n_floats * sizeof(float)) == 0);
 		cr_assert_eq(back->bn_folded, folded);
 		nn_net_free(back);
@@ -334,11 +340,11 @@ Test(nn_file, opponent_reply_head_is_version_2_and_round_trips)
 		size_t flags_at = 16 + 13 * 4;
 		uint32_t flags;
 		memcpy(&flags, b + flags_at, 4);
-		cr_assert_eq(flags, (uint32_t)(2 | folded));
+		cr_assert_eq(flags, (uint32_t)(2 | 4 | folded));
 		const char *e = load_patched(b, len, 8, 1, err, sizeof(err));
 		cr_assert(e && strstr(e, "unknown flags"), "version 1 with the head's flag: %s",
 			  e ? e : "loaded");
-		e = load_patched(b, len, flags_at, flags | 4, err, sizeof(err));
+		e = load_patched(b, len, flags_at, flags | 8, err, sizeof(err));
 		cr_assert(e && strstr(e, "unknown flags"), "%s", e ? e : "loaded");
 		e = load_patched(b, len, 8, 3, err, sizeof(err));
 		cr_assert(e && strstr(e, "update sente"), "%s", e ? e : "loaded");
@@ -347,7 +353,13 @@ Test(nn_file, opponent_reply_head_is_version_2_and_round_trips)
 			  e ? e : "loaded");
 		free(b);
 	}
-	/* Without the head: version 1. */
+	/* No ownership head for a game without territory. */
+	game_params c4 = game_params_default(GAME_KIND_CONNECT4);
+	nn_arch ca = nn_arch_default(&c4, 1, 8);
+	ca.ownership = 1;
+	cr_assert_null(nn_net_new(&ca, err, sizeof(err)));
+	cr_assert(strstr(err, "no territory"), "%s", err);
+	/* Without the heads: version 1. */
 	nn_net *plain = nn_net_new(&a, err, sizeof(err));
 	cr_assert(plain, "%s", err);
 	memcpy(plain->data, net->data, plain->n_floats * sizeof(float));

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "data/record.h"
+#include "engine/game_desc.h"
 #include "nn/encode.h"
 #include "tests/train/train_util.h"
 #include "train/replay.h"
@@ -239,5 +240,97 @@ Test(replay, opponent_reply_targets)
 	train_batch_free(plain);
 	record_free(&r);
 	replay_free(rb);
+	train_batch_free(b);
+}
+
+/* Whether row (n points) is side * owner moved by one of g's symmetries:
+ * that symmetry, or -1. */
+static int own_symmetry(const game *g, const float *row, const float *owner, int n, float side)
+{
+	for (int s = 0; s < game_num_symmetries(g); s++) {
+		int same = 1;
+		for (int a = 0; a < n && same; a++)
+			same = row[game_symmetry_move(g, s, a)] == side * owner[a];
+		if (same)
+			return s;
+	}
+	return -1;
+}
+
+/* Ownership targets: a game played out gives every position its final
+ * owners, from the view of the side to move and moved by the position's
+ * symmetry; a resigned game none (own_w 0). */
+Test(replay, ownership_targets)
+{
+	game_params p = game_params_default(GAME_KIND_GO);
+	p.size = 5;
+	nn_arch a = nn_arch_default(&p, 1, 8);
+	a.ownership = 1;
+	train_batch *b = train_batch_new(&a, 64, 0);
+	cr_assert(b && b->own && b->own_w && b->n_points == 25);
+	/* Black takes the left three columns, White the right two (so that
+	 * no symmetry turns one side's view into the other's); both pass. */
+	const int moves[] = { 5 * 2 + 2, 5 * 2 + 3, 5 * 0 + 2, 5 * 0 + 3, 5 * 4 + 2, 5 * 4 + 3,
+			      5 * 1 + 2, 5 * 1 + 3, 5 * 3 + 2, 5 * 3 + 3, 25, 25 };
+	game_record r, res;
+	record_init(&r, &p);
+	record_init(&res, &p);
+	static game g;
+	game_init(&g, &p);
+	for (int i = 0; i < 12; i++) {
+		record_visit v = { (int16_t)moves[i], 3 };
+		cr_assert_eq(record_add_move(&r, moves[i], true, NAN, &v, 1), 0);
+		if (i < 6)
+			cr_assert_eq(record_add_move(&res, moves[i], true, NAN, &v, 1), 0);
+		cr_assert_eq(game_play(&g, moves[i]), GAME_OK);
+	}
+	cr_assert(game_is_over(&g));
+	record_set_outcome(&r, &g);
+	float owner[25];
+	game_desc_from_params(&p)->ownership(&g, owner);
+	cr_assert(owner[5 * 2 + 0] == 1 && owner[5 * 2 + 2] == 1 && owner[5 * 2 + 4] == -1,
+		  "Black's left, White's right");
+	/* The short game: Black resigns after 6 moves. */
+	game_init(&g, &p);
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(game_play(&g, moves[i]), GAME_OK);
+	game_resign(&g, GAME_BLACK);
+	record_set_outcome(&res, &g);
+	cr_assert_eq(res.resigned, GAME_BLACK);
+
+	replay_buffer *rb = replay_new(1000);
+	cr_assert_eq(replay_add_game(rb, &r), 0);
+	uint64_t rng = 5;
+	cr_assert_eq(replay_sample(rb, &rng, a.encoding, 64, b), 0);
+	int syms = 0, sides[2] = { 0 };
+	for (int k = 0; k < 64; k++) {
+		cr_assert_eq(b->own_w[k], 1.0f);
+		const float *row = b->own + 25 * (size_t)k;
+		/* Either side's view (which one depends on the position drawn). */
+		int s = own_symmetry(&g, row, owner, 25, 1.0f), side = 0;
+		if (s < 0) {
+			s = own_symmetry(&g, row, owner, 25, -1.0f);
+			side = 1;
+		}
+		cr_assert(s >= 0, "slot %d is no symmetry of the final owners", k);
+		/* White won (15 - 10 - 7.5): the value target is +1 exactly
+		 * when White is to move, whose view is -owner. */
+		cr_assert_eq(side, b->value[k] > 0, "slot %d: value %g, view %s", k, b->value[k],
+			     side ? "White's" : "Black's");
+		syms |= 1 << s;
+		sides[side]++;
+	}
+	cr_assert(sides[0] > 0 && sides[1] > 0, "both sides' views: %d, %d", sides[0], sides[1]);
+	cr_assert(syms != 1, "symmetries are drawn");
+	replay_free(rb);
+
+	rb = replay_new(1000);
+	cr_assert_eq(replay_add_game(rb, &res), 0);
+	cr_assert_eq(replay_sample(rb, &rng, a.encoding, 16, b), 0);
+	for (int k = 0; k < 16; k++)
+		cr_assert_eq(b->own_w[k], 0.0f, "a resigned game has no owners");
+	replay_free(rb);
+	record_free(&r);
+	record_free(&res);
 	train_batch_free(b);
 }

@@ -52,7 +52,8 @@ static void check_resume_opp(train_optimizer opt, int threads, int opp)
 {
 	enum { NB = 4, N_STEPS = 3, M_STEPS = 4 };
 	char err[256], path[256];
-	nn_net *net = tu_net_opp(GAME_KIND_CONNECT4, 0, 2, 16, opp, 3);
+	nn_net *net = tu_net_heads(opp ? GAME_KIND_GO : GAME_KIND_CONNECT4, 7, 2, 16,
+				   opp ? TU_OPP | TU_OWN : 0, 3);
 	train_batch *b[NB];
 	for (int i = 0; i < NB; i++)
 		b[i] = tu_batch(net, 16, 40 + i, 0, 1);
@@ -74,15 +75,16 @@ static void check_resume_opp(train_optimizer opt, int threads, int opp)
 	nn_net *saved = trainer_checkpoint_net(path, err, sizeof(err));
 	cr_assert(saved, "%s", err);
 	cr_assert_eq(saved->arch.opp_policy, opp);
+	cr_assert_eq(saved->arch.ownership, opp);
 	if (opp) {
-		/* A trainer of the net without the head refuses the file. */
+		/* A trainer of the net without a head refuses the file. */
 		nn_arch pa = saved->arch;
-		pa.opp_policy = 0;
+		pa.ownership = 0;
 		nn_net *plain = nn_net_new(&pa, err, sizeof(err));
 		cr_assert(plain, "%s", err);
 		trainer *p = make_trainer(plain, opt, threads);
 		cr_assert_neq(trainer_checkpoint_load(p, path, NULL, NULL, err, sizeof(err)), 0);
-		cr_assert(strstr(err, "opponent-reply head"), "%s", err);
+		cr_assert(strstr(err, "ownership head"), "%s", err);
 		trainer_free(p);
 		nn_net_free(plain);
 	}
@@ -118,9 +120,10 @@ static void check_resume(train_optimizer opt, int threads)
 	check_resume_opp(opt, threads, 0);
 }
 
-/* A net with the opponent-reply head: the flag and the head's weights and
- * moments come back, and the steps after resuming are the same. */
-Test(train_checkpoint, opponent_reply_head_resumes_bit_identical)
+/* A Go net with the opponent-reply and ownership heads: the flags and the
+ * heads' weights and moments come back, and the steps after resuming are
+ * the same. */
+Test(train_checkpoint, heads_resume_bit_identical)
 {
 	check_resume_opp(TRAIN_OPTIMIZER_SGD, 2, 1);
 }

@@ -73,7 +73,7 @@ static void check_net_gradient_opp(game_kind kind, int size, int blocks, int cha
 				   double wd, int samples, const char *all, uint64_t seed, int opp)
 {
 	char err[256];
-	nn_net *net = tu_net_opp(kind, size, blocks, channels, opp, seed);
+	nn_net *net = tu_net_heads(kind, size, blocks, channels, opp, seed);
 	train_options o = train_options_default();
 	o.batch = 4;
 	o.threads = 1;
@@ -94,7 +94,10 @@ static void check_net_gradient_opp(game_kind kind, int size, int blocks, int cha
 	cr_assert(fabs(st.loss - ref) <= 1e-5 * fabs(ref), "loss %.9g, reference %.9g", st.loss, ref);
 	cr_assert(fabs(st.policy_loss - pl) <= 1e-5 * pl && fabs(st.value_loss - vl) <= 1e-5 * vl &&
 		  fabs(st.l2 - l2) <= 1e-5 * l2 + 1e-12);
-	cr_assert(opp ? st.opp_loss > 0 : st.opp_loss == 0, "opponent-reply loss %g", st.opp_loss);
+	cr_assert((opp & TU_OPP) ? st.opp_loss > 0 : st.opp_loss == 0, "opponent-reply loss %g",
+		  st.opp_loss);
+	cr_assert((opp & TU_OWN) ? st.own_loss > 0 : st.own_loss == 0, "ownership loss %g",
+		  st.own_loss);
 	tensor_ref ts[4 * (2 * NN_MAX_BLOCKS + 3) + 8];
 	int nt = net_tensors(net, ts);
 	uint64_t r = seed * 77 + 3;
@@ -146,8 +149,17 @@ static void check_net_gradient(game_kind kind, int size, int blocks, int channel
  * (a position without a reply counts 0); both games. */
 Test(train_net, opponent_reply_head_gradient_matches_finite_differences, .timeout = 120)
 {
-	check_net_gradient_opp(GAME_KIND_CONNECT4, 0, 1, 16, 1e-4, 6, "opp_fc", 31, 1);
-	check_net_gradient_opp(GAME_KIND_GO, 5, 1, 8, 1e-4, 6, "policy_conv", 32, 1);
+	check_net_gradient_opp(GAME_KIND_CONNECT4, 0, 1, 16, 1e-4, 6, "opp_fc", 31, TU_OPP);
+	check_net_gradient_opp(GAME_KIND_GO, 5, 1, 8, 1e-4, 6, "policy_conv", 32, TU_OPP);
+}
+
+/* The ownership head: its per-point weights, and the value conv and
+ * tower below it, against the reference (a position without a target
+ * counts 0); with the opponent-reply head beside it, both layouts. */
+Test(train_net, ownership_head_gradient_matches_finite_differences, .timeout = 120)
+{
+	check_net_gradient_opp(GAME_KIND_GO, 5, 1, 8, 1e-4, 6, "value_conv", 33, TU_OWN);
+	check_net_gradient_opp(GAME_KIND_GO, 7, 1, 16, 1e-4, 4, "own_fc", 34, TU_OWN | TU_OPP);
 }
 
 Test(train_net, residual_block_gradient_matches_finite_differences)

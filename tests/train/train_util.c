@@ -43,10 +43,10 @@ double tu_uniform(uint64_t *s, double lo, double hi)
 
 nn_net *tu_net(game_kind kind, int size, int blocks, int channels, uint64_t seed)
 {
-	return tu_net_opp(kind, size, blocks, channels, 0, seed);
+	return tu_net_heads(kind, size, blocks, channels, 0, seed);
 }
 
-nn_net *tu_net_opp(game_kind kind, int size, int blocks, int channels, int opp, uint64_t seed)
+nn_net *tu_net_heads(game_kind kind, int size, int blocks, int channels, int heads, uint64_t seed)
 {
 	char err[256];
 	game_params gp = game_params_default(kind);
@@ -54,7 +54,8 @@ nn_net *tu_net_opp(game_kind kind, int size, int blocks, int channels, int opp, 
 		gp.size = size;
 	nn_arch a = nn_arch_default(&gp, blocks, channels);
 	a.value_hidden = 16;
-	a.opp_policy = opp;
+	a.opp_policy = (heads & TU_OPP) != 0;
+	a.ownership = (heads & TU_OWN) != 0;
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
 	nn_net_init_random(net, seed);
@@ -113,6 +114,13 @@ train_batch *tu_batch(const nn_net *net, int n, uint64_t seed, int onehot, int w
 				tot += row[j] = (float)tu_uniform(&s, 0, 1);
 			for (int j = 0; j < a->policy_outputs; j++)
 				row[j] = (float)(row[j] / tot);
+		}
+		/* Ownership: -1, 0 or +1 per point, none for position 2. */
+		if (b->own) {
+			float *row = b->own + (size_t)i * b->n_points;
+			b->own_w[i] = i == 2 ? 0.0f : 1.0f;
+			for (int j = 0; j < b->n_points; j++)
+				row[j] = i == 2 ? 0.0f : (float)((int)(tu_rng(&s) % 3) - 1);
 		}
 	}
 	return b;
@@ -236,9 +244,25 @@ double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, d
 		ref_fc(net, dat, &net->opp_fc, N, t, out);
 		ol = ref_policy_ce(out, b->opp, N, a->policy_outputs);
 	}
+	double wl = 0;
 	/* Value. */
 	ref_conv_bn(net, dat, &net->value_conv, N, H, W, x, t);
 	ref_relu(t, (size_t)N * a->value_channels * hw);
+	if (net->own_fc.w) {
+		/* Ownership: per point tanh(b + w . v), v the value conv's
+		 * output; -[a log q + (1 - a) log(1 - q)], q = (1 + tanh) / 2,
+		 * a = (1 + target) / 2, mean over points and positions. */
+		size_t ow = net->own_fc.w - net->data, ob = net->own_fc.b - net->data;
+		for (int n = 0; n < N; n++)
+			for (int p = 0; p < hw; p++) {
+				double z = dat[ob];
+				for (int c = 0; c < a->value_channels; c++)
+					z += dat[ow + c] * t[((size_t)n * a->value_channels + c) * hw + p];
+				double q = (1 + tanh(z)) / 2, tg = (1 + b->own[(size_t)n * hw + p]) / 2;
+				wl -= b->own_w[n] * (tg * log(q) + (1 - tg) * log(1 - q));
+			}
+		wl /= (double)N * hw;
+	}
 	ref_fc(net, dat, &net->value_fc1, N, t, hid);
 	ref_relu(hid, (size_t)N * a->value_hidden);
 	ref_fc(net, dat, &net->value_fc2, N, hid, out);
@@ -283,8 +307,11 @@ double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, d
 		for (size_t j = 0; j < cnt; j++)
 			l2 += dat[o + j] * dat[o + j];
 	}
-	const nn_fc *fcs[4] = { &net->policy_fc, &net->value_fc1, &net->value_fc2, &net->opp_fc };
-	for (int i = 0; i < (net->opp_fc.w ? 4 : 3); i++) {
+	const nn_fc *fcs[5] = { &net->policy_fc, &net->value_fc1, &net->value_fc2, &net->opp_fc,
+				&net->own_fc };
+	for (int i = 0; i < 5; i++) {
+		if (!fcs[i]->w)
+			continue;
 		size_t o = fcs[i]->w - net->data, cnt = (size_t)fcs[i]->n_in * fcs[i]->n_out;
 		for (size_t j = 0; j < cnt; j++)
 			l2 += dat[o + j] * dat[o + j];
@@ -301,7 +328,8 @@ double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, d
 		*val = vl;
 	if (l2out)
 		*l2out = l2;
-	return pl + value_weight * vl + train_options_default().opp_weight * ol + (sgd ? l2 : 0);
+	train_options d = train_options_default();
+	return pl + value_weight * vl + d.opp_weight * ol + d.own_weight * wl + (sgd ? l2 : 0);
 }
 
 double tu_update_difference(const float *start, const float *a, const float *b, size_t n)

@@ -105,11 +105,15 @@ Test(gpu_train, refuses_without_device_or_with_se_blocks_or_reply_head)
 	cr_assert(strstr(err, "plain") || strstr(err, "not built"), "%s", err);
 	nn_net_free(se);
 	/* The opponent-reply head trains on the CPU only, for now. */
-	nn_net *opp = tu_net_opp(GAME_KIND_GO, 9, 1, 16, 1, 1);
-	err[0] = 0;
-	cr_assert_null(gpu_trainer_new(opp, &o, &g, err, sizeof(err)));
-	cr_assert(strstr(err, "opponent-reply head") || strstr(err, "not built"), "%s", err);
-	nn_net_free(opp);
+	for (int h = TU_OPP; h <= TU_OWN; h++) {
+		nn_net *opp = tu_net_heads(GAME_KIND_GO, 9, 1, 16, h, 1);
+		err[0] = 0;
+		cr_assert_null(gpu_trainer_new(opp, &o, &g, err, sizeof(err)));
+		cr_assert(strstr(err, h == TU_OPP ? "opponent-reply head" : "ownership head") ||
+				  strstr(err, "not built"),
+			  "%s", err);
+		nn_net_free(opp);
+	}
 	nn_net_free(net);
 }
 
