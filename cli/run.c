@@ -131,6 +131,9 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_REAL("--own-weight", NULL, &o.own_weight, 0, 10, "W",
 			     "weight of the ownership loss (KataGo's ownership head, 1.5 there); "
 			     "W > 0 gives a new Go network the head (CPU learner)"),
+		CLI_OPT_REAL("--score-weight", NULL, &o.score_weight, 0, 10, "W",
+			     "weight of the score loss; W > 0 gives a new Go network a score head "
+			     "(the final score over the board's points; CPU learner)"),
 		CLI_OPT_REAL("--weight-decay", NULL, &o.weight_decay, 0, 1, "W",
 			     "L2 coefficient (sgd) or decoupled decay rate (adamw)"),
 		CLI_OPT_REAL("--bn-momentum", NULL, &o.bn_momentum, 1e-6, 1, "M",

@@ -105,6 +105,9 @@ int cli_train(int argc, char **argv)
 		CLI_OPT_REAL("--own-weight", NULL, &o.own_weight, 0, 10, "W",
 			     "weight of the ownership loss; W > 0 gives a new Go network the "
 			     "ownership head (CPU learner; sente run's --own-weight)"),
+		CLI_OPT_REAL("--score-weight", NULL, &o.score_weight, 0, 10, "W",
+			     "weight of the score loss; W > 0 gives a new Go network the score "
+			     "head (CPU learner; sente run's --score-weight)"),
 		CLI_OPT_REAL("--value-q-weight", NULL, &o.value_q_weight, 0, 1, "L",
 			     "value target (1-L) z + L q: z the game's result, q the search's root "
 			     "value recorded for the position"),

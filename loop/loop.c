@@ -161,7 +161,7 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 "bn-momentum %g\nlr-drops %s\nwindow-min %lld\nwindow-alpha %g\n"
 		 "window-beta %g\nreuse-cap %g\nbn-batches %d\nforced-playouts %g\n"
 		 "gumbel %d\ngumbel-m %d\nmeasure-every %d\nmeasure-share %g\nopp-weight %g\n"
-		 "own-weight %g\n",
+		 "own-weight %g\nscore-weight %g\n",
 		 game_desc_from_params(&o->game)->name, o->blocks, o->channels, o->parallel_games,
 		 o->games_per_thread, selfplay_batch(o), o->visits, o->cheap_visits,
 		 (long long)o->positions_per_iter, (long long)o->window,
@@ -178,10 +178,44 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 o->weight_decay, o->bn_momentum, drops, (long long)o->window_min, o->window_alpha,
 		 o->window_beta, o->reuse_cap, o->bn_batches, x->forced_k,
 		 (int)x->gumbel, x->gumbel_m, o->measure_every, o->measure_share, o->opp_weight,
-		 o->own_weight);
+		 o->own_weight, o->score_weight);
+}
+
+/* " with the X, Y and Z heads" for the optional heads of a, or "". */
+static const char *heads_text(const nn_arch *a, char *buf, size_t len)
+{
+	const char *name[3] = { "opponent-reply", "ownership", "score" };
+	int on[3] = { a->opp_policy, a->ownership, a->score }, n = on[0] + on[1] + on[2], k = 0;
+	size_t at = 0;
+	buf[0] = 0;
+	for (int i = 0; i < 3 && at < len; i++) {
+		if (!on[i])
+			continue;
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", k == 0 ? " with the " :
+								 k == n - 1 ? " and " : ", ",
+				       name[i]);
+		k++;
+	}
+	if (n && at < len)
+		snprintf(buf + at, len - at, " head%s", n > 1 ? "s" : "");
+	return buf;
 }
 
 static void say(loop *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* What a resumed run tells of an optional head and its --FLAG-weight w:
+ * a weight for a head the network lacks is not used, a head without a
+ * weight stays untrained. */
+static void head_note(loop *r, const char *head, const char *flag, int has, double w)
+{
+	if (r->resumed && w > 0 && !has)
+		say(r, "--%s-weight is not used: the run's network has no %s head (it shapes new "
+		       "runs only)", flag, head);
+	if (has && !(w > 0) && !r->o.quiet)
+		say(r, "the run's network has the %s head, which --%s-weight 0 (the default) "
+		       "leaves untrained: give the weight it was started with", head, flag);
+}
+
 static void say(loop *r, const char *fmt, ...)
 {
 	if (!r->o.log)
@@ -261,6 +295,7 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 	lo.train.lr = o->lr;
 	lo.train.opp_weight = o->opp_weight;
 	lo.train.own_weight = o->own_weight;
+	lo.train.score_weight = o->score_weight;
 	lo.train.optimizer = (train_optimizer)o->optimizer;
 	lo.train.lr_schedule = (train_lr_schedule)o->lr_schedule;
 	lo.train.warmup_steps = o->lr_warmup;
@@ -526,25 +561,22 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	if (!r->rd)
 		goto fail;
 	r->db = r->rd->db;
-	r->net = rundir_learner_net(r->rd, &o->game, o->blocks, o->channels, o->opp_weight > 0,
-				    o->own_weight > 0, o->seed, &r->resumed, err, errlen);
+	int heads = (o->opp_weight > 0 ? RUNDIR_HEAD_OPP : 0) |
+		    (o->own_weight > 0 ? RUNDIR_HEAD_OWN : 0) |
+		    (o->score_weight > 0 ? RUNDIR_HEAD_SCORE : 0);
+	r->net = rundir_learner_net(r->rd, &o->game, o->blocks, o->channels, heads, o->seed,
+				    &r->resumed, err, errlen);
 	if (r->net && r->resumed && r->net->arch.game != o->game.kind) {
 		snprintf(err, errlen, "%s holds a %s run, not %s", r->o.dir,
 			 game_kind_name(r->net->arch.game), game_kind_name(o->game.kind));
 		goto fail;
 	}
-	if (r->net && r->resumed && o->opp_weight > 0 && !r->net->arch.opp_policy)
-		say(r, "--opp-weight is not used: the run's network has no opponent-reply head "
-		       "(it shapes new runs only)");
-	if (r->net && r->resumed && o->own_weight > 0 && !r->net->arch.ownership)
-		say(r, "--own-weight is not used: the run's network has no ownership head "
-		       "(it shapes new runs only)");
-	if (r->net && r->net->arch.ownership && !(o->own_weight > 0) && !o->quiet)
-		say(r, "the run's network has an ownership head, which --own-weight 0 (the "
-		       "default) leaves untrained: give the weight it was started with");
-	if (r->net && r->net->arch.opp_policy && !(o->opp_weight > 0) && !o->quiet)
-		say(r, "the run's network has an opponent-reply head, which --opp-weight 0 (the "
-		       "default) leaves untrained: give the weight it was started with");
+	if (r->net) {
+		const nn_arch *a = &r->net->arch;
+		head_note(r, "opponent-reply", "opp", a->opp_policy, o->opp_weight);
+		head_note(r, "ownership", "own", a->ownership, o->own_weight);
+		head_note(r, "score", "score", a->score, o->score_weight);
+	}
 	if (!r->net)
 		goto fail;
 	const game_desc *desc = game_desc_from_params(&o->game);
@@ -617,14 +649,11 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	if (r->sp)
 		selfplay_backend(r->sp, sp_what, sizeof(sp_what));
 	game_numbers gn = game_numbers_of(&r->o.game);
+	char heads_buf[96];
 	say(r, "%s %dx%d in %s, network %dx%d%s, %s at step %lld, %lld games and %lld positions "
 	       "stored, window %lld; %g minutes; self-play %s, training %s",
 	    desc->name, gn.width, gn.height, r->o.dir, r->net->arch.blocks, r->net->arch.channels,
-	    r->net->arch.opp_policy && r->net->arch.ownership
-		    ? " with the opponent-reply and ownership heads"
-	    : r->net->arch.opp_policy ? " with the opponent-reply head"
-	    : r->net->arch.ownership  ? " with the ownership head"
-				      : "",
+	    heads_text(&r->net->arch, heads_buf, sizeof(heads_buf)),
 	    r->resumed ? "resumed" : "new",
 	    (long long)learner_steps(r->L), (long long)games0, (long long)positions0,
 	    (long long)learner_positions(r->L), o->minutes, sp_what, learner_describe(r->L));
@@ -747,7 +776,7 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 	int steps = (int)ceil(it->new_positions * r->o.sample_ratio / r->o.batch);
 	if (steps < 1)
 		steps = 1;
-	double sums[6] = { 0 };
+	double sums[7] = { 0 };
 	train_stats ts = { 0 };
 	/* Training leaves time for the gating match that follows it. */
 	double t0 = clock_now(), cpu0 = clock_cpu(), end = compute_end(r) - r->gate_s;
@@ -774,6 +803,7 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 		sums[3] += ts.grad_norm;
 		sums[4] += ts.opp_loss;
 		sums[5] += ts.own_loss;
+		sums[6] += ts.score_loss;
 		double dt = clock_now() - t0;
 		progress_update(&r->prog, 0, false, "step %lld (%d of %d)  loss %.3f  %.0f samples/s",
 				(long long)ts.step, s + 1, steps, sums[0] / (s + 1),
@@ -798,6 +828,7 @@ int loop_train(loop *r, loop_iteration *it, char *err, size_t errlen)
 	it->grad_norm = sums[3] / n;
 	it->opp_loss = r->net->arch.opp_policy && s > 0 ? sums[4] / n : NAN;
 	it->own_loss = r->net->arch.ownership && s > 0 ? sums[5] / n : NAN;
+	it->score_loss = r->net->arch.score && s > 0 ? sums[6] / n : NAN;
 	it->lr = ts.lr;
 	it->step = learner_steps(r->L);
 	return 0;
@@ -814,7 +845,8 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 				"games", "positions", "selfplay_seconds", "train_seconds",
 				"policy_entropy", "evals_per_s", "mean_batch", "cache_hit_rate",
 				"false_resign_rate", "resign_threshold", "train_samples_per_s",
-				"gpu_util_percent", "gpu_memory_mib", "opp_loss", "own_loss" };
+				"gpu_util_percent", "gpu_memory_mib", "opp_loss", "own_loss",
+				"score_loss" };
 	double gpu_util = NAN, gpu_mem = NAN;
 	if (r->gpu && nn_cuda_monitor_take(r->gpu, &gpu_util, &gpu_mem) != 0)
 		gpu_util = gpu_mem = NAN;
@@ -824,7 +856,7 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 			  r->sp ? it->mean_batch : NAN, r->sp ? it->cache_hit_rate : NAN,
 			  it->false_resign_rate, r->sp ? it->resign_threshold : NAN,
 			  it->train_seconds > 0 ? it->steps * r->o.batch / it->train_seconds : NAN,
-			  gpu_util, gpu_mem, it->opp_loss, it->own_loss };
+			  gpu_util, gpu_mem, it->opp_loss, it->own_loss, it->score_loss };
 	enum { N_FIGURES = sizeof(vals) / sizeof(vals[0]) };
 	const char *use_names[N_FIGURES];
 	double use_vals[N_FIGURES];
@@ -868,12 +900,15 @@ int loop_export(loop *r, loop_iteration *it, char *err, size_t errlen)
 		return -1;
 	r->iteration = it->number;
 	if (!r->o.quiet) {
-		char reply[80] = "";
+		char reply[120] = "";
 		size_t at = 0;
 		if (!isnan(it->opp_loss))
 			at += (size_t)snprintf(reply, sizeof(reply), ", reply %.3f", it->opp_loss);
 		if (!isnan(it->own_loss))
-			snprintf(reply + at, sizeof(reply) - at, ", ownership %.3f", it->own_loss);
+			at += (size_t)snprintf(reply + at, sizeof(reply) - at, ", ownership %.3f",
+					       it->own_loss);
+		if (!isnan(it->score_loss))
+			snprintf(reply + at, sizeof(reply) - at, ", score %.3f", it->score_loss);
 		say(r, "iteration %d: %lld games (%.0f s), %d steps%s (%.0f s, %.0f samples/s), window "
 		       "%lld, loss %.3f (policy %.3f, value %.3f%s), model %lld, self-play %lld",
 		    it->number, (long long)it->games, it->selfplay_seconds, it->steps,

@@ -79,6 +79,8 @@ typedef struct loop_options {
 	double own_weight;         /* the ownership loss's weight; > 0: a new network
 				    * has the head (games with territory), which
 				    * a network that has it trains with this weight */
+	double score_weight;       /* the score loss's weight; > 0: a new network has
+				    * the head (games with territory) */
 	int eval_batch;            /* the self-play evaluator's largest batch; 0: the
 				    * parallel games, at most LOOP_EVAL_BATCH_AUTO_MAX */
 	int visits, cheap_visits;  /* full and cheap search visits */
@@ -166,6 +168,7 @@ typedef struct loop_iteration {
 	double loss, policy_loss, value_loss, grad_norm, lr; /* means over the steps */
 	double opp_loss;           /* the opponent-reply loss's mean; NaN without the head */
 	double own_loss;           /* the ownership loss's mean; NaN without the head */
+	double score_loss;         /* the score loss's mean; NaN without the head */
 	int64_t step;             /* the learner's step after training */
 	int64_t model_id;         /* the model exported */
 	bool promoted;            /* it plays self-play from now on */

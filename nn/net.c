@@ -121,6 +121,10 @@ int nn_arch_check(const nn_arch *a, char *err, size_t errlen)
 		ARCH_FAIL("ownership head flag %d: must be 0 or 1", a->ownership);
 	if (a->ownership && !d->ownership)
 		ARCH_FAIL("%s has no territory: no ownership head", d->title);
+	if (a->score != 0 && a->score != 1)
+		ARCH_FAIL("score head flag %d: must be 0 or 1", a->score);
+	if (a->score && !d->ownership)
+		ARCH_FAIL("%s has no territory: no score head", d->title);
 	return 0;
 }
 
@@ -182,6 +186,10 @@ static size_t net_carve(nn_net *net, float *base)
 		FC(net->own_fc, a->value_channels, 1);
 	else
 		memset(&net->own_fc, 0, sizeof(net->own_fc));
+	if (a->score)
+		FC(net->score_fc, a->value_hidden, 1);
+	else
+		memset(&net->score_fc, 0, sizeof(net->score_fc));
 #undef TAKE
 #undef CONV
 #undef FC
@@ -319,6 +327,8 @@ void nn_net_init_random(nn_net *net, uint64_t seed)
 		rng_fc(&s, &net->opp_fc);
 	if (net->own_fc.w)
 		rng_fc(&s, &net->own_fc);
+	if (net->score_fc.w)
+		rng_fc(&s, &net->score_fc);
 	net->bn_folded = 0;
 }
 
@@ -380,9 +390,10 @@ const char *nn_arch_describe(const nn_arch *a, char *buf, size_t len)
 	int se = 0;
 	for (int i = 0; i < a->blocks; i++)
 		se += a->block_kind[i] == NN_BLOCK_SE;
-	snprintf(buf, len, "%s %dx%d %s %dx%d (se blocks %d, value outputs %d%s%s)",
+	snprintf(buf, len, "%s %dx%d %s %dx%d (se blocks %d, value outputs %d%s%s%s)",
 		 game_kind_name(a->game), a->board_w, a->board_h, nn_encoding_name(a->encoding),
 		 a->blocks, a->channels, se, a->value_outputs,
-		 a->opp_policy ? ", opponent-reply head" : "", a->ownership ? ", ownership head" : "");
+		 a->opp_policy ? ", opponent-reply head" : "", a->ownership ? ", ownership head" : "",
+		 a->score ? ", score head" : "");
 	return buf;
 }

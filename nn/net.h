@@ -24,6 +24,10 @@
  *       point at the game's end, +1 the side to move. Weights own_fc (n_in
  *       value_channels, n_out 1, shared by the points). Training only, as
  *       the opponent-reply head, for now.
+ *   score head (optional, arch.score; games with territory, Go): FC
+ *       (value_hidden -> 1) on the value head's hidden layer (after its
+ *       ReLU) = the final score from the side to move's view, in points
+ *       of the board (score / (width * height)). Training only.
  * SE block (Leela Chess Zero's form): after the second BN, s = mean over the
  * board of each channel, h = ReLU(FC1(s)) (channels -> se_channels),
  * z = FC2(h) (se_channels -> 2 * channels); out = ReLU(sigmoid(z[0..C)) * x
@@ -33,8 +37,9 @@
  * [out][in][k][k], bias[out], bn mean, bn var, bn gamma, bn beta [out]; for
  * every FC, weights [out][in], bias [out]. Input conv; each block: conv1,
  * conv2, then for an SE block se_fc1, se_fc2; policy conv, policy fc; value
- * conv, value fc1, value fc2; the opponent-reply fc when there is one; the
- * ownership fc when there is one. All in one allocation (nn_net.data).
+ * conv, value fc1, value fc2; then, where the net has them, the
+ * opponent-reply fc, the ownership fc, the score fc. All in one allocation
+ * (nn_net.data).
  *
  * Model file (.sente), all integers little-endian:
  *   "SENTENET" (8 bytes), u32 version (NN_FILE_VERSION), u32 header length L
@@ -42,7 +47,8 @@
  *     blocks, channels, se_channels, policy_channels, policy_outputs,
  *     value_channels, value_hidden, value_outputs, flags (bit 0: BN already
  *     folded into the convs; version 2 only: bit 1 the opponent-reply
- *     head, bit 2 the ownership head); u64 training step, u64 creation time (Unix
+ *     head, bit 2 the ownership head, bit 3 the score head); u64 training
+ *     step, u64 creation time (Unix
  *     seconds); char[64] parent model id, char[64] name (NUL-padded);
  *     u8 block kind [blocks]
  *   u64 float count N, then N fp32 tensors in the order above
@@ -91,6 +97,7 @@ typedef struct nn_arch {
 	int value_outputs;      /* 1: tanh value; 3: win/draw/loss logits */
 	int opp_policy;         /* 1: the opponent-reply head (training only) */
 	int ownership;          /* 1: the ownership head (training only; Go) */
+	int score;              /* 1: the score head (training only; Go) */
 } nn_arch;
 
 typedef struct nn_conv {
@@ -133,6 +140,7 @@ typedef struct nn_net {
 	nn_fc value_fc1, value_fc2;
 	nn_fc opp_fc;                  /* opponent-reply head; w == NULL without one */
 	nn_fc own_fc;                  /* ownership head (per point); w == NULL without */
+	nn_fc score_fc;                /* score head; w == NULL without */
 	float *data;        /* every tensor, carved in file order */
 	size_t n_floats;    /* length of data */
 } nn_net;

@@ -3,6 +3,7 @@
  * into input planes and targets. */
 #include "train/trainer.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,8 +30,13 @@ train_batch *train_batch_new(const nn_arch *a, int cap, int wdl)
 		b->own = calloc((size_t)cap * b->n_points, sizeof(float));
 		b->own_w = calloc((size_t)cap, sizeof(float));
 	}
+	if (a->score) {
+		b->score = calloc((size_t)cap, sizeof(float));
+		b->score_w = calloc((size_t)cap, sizeof(float));
+	}
 	if (!b->planes || !b->policy || !b->value || (wdl && !b->wdl) ||
-	    (a->opp_policy && !b->opp) || (a->ownership && (!b->own || !b->own_w))) {
+	    (a->opp_policy && !b->opp) || (a->ownership && (!b->own || !b->own_w)) ||
+	    (a->score && (!b->score || !b->score_w))) {
 		train_batch_free(b);
 		return NULL;
 	}
@@ -48,6 +54,8 @@ void train_batch_free(train_batch *b)
 	free(b->opp);
 	free(b->own);
 	free(b->own_w);
+	free(b->score);
+	free(b->score_w);
 	free(b);
 }
 
@@ -131,5 +139,16 @@ int train_batch_own_target(const game *g, int sym, const float *owner, train_bat
 	float side = game_to_move(g) == GAME_BLACK ? 1.0f : -1.0f;
 	for (int a = 0; a < np; a++)
 		row[game_symmetry_move(g, sym, a)] = side * owner[a];
+	return 0;
+}
+
+int train_batch_score_target(const game *g, double score, train_batch *b, int slot)
+{
+	if (!b->score || slot < 0 || slot >= b->cap)
+		return -1;
+	int np = game_width(g) * game_height(g);
+	b->score_w[slot] = isnan(score) ? 0.0f : 1.0f;
+	b->score[slot] = isnan(score) ? 0.0f
+			 : (float)((game_to_move(g) == GAME_BLACK ? score : -score) / np);
 	return 0;
 }

@@ -631,8 +631,8 @@ typedef struct tr_fc {
 
 enum { TR_ROLE_BUFFER = 0, TR_ROLE_PARAM = 1, TR_ROLE_DECAY = 2 };
 /* Floats after the gradient: loss, policy loss, value loss, opponent-reply
- * loss, ownership loss. */
-enum { TR_GRAD_EXTRA = 5 };
+ * loss, ownership loss, score loss. */
+enum { TR_GRAD_EXTRA = 6 };
 
 struct trainer {
 	train_options opt;        /* as given (validated) */
@@ -658,6 +658,8 @@ struct trainer {
 	float *own_dz;            /* [batch][points] the ownership logits' gradient, or
 				   * NULL without the head (plain loops: one weight per
 				   * value channel) */
+	float *score_dy;          /* [batch] the score output's gradient, or NULL without
+				   * the head (plain loops on the value hidden layer) */
 	dnnl_memory_t in_user;    /* input planes, NCHW */
 	dnnl_memory_t in;         /* the same in the input conv's layout (or in_user) */
 	tr_op in_reorder;         /* in_user -> in; prim NULL when the same */
@@ -696,6 +698,7 @@ train_options train_options_default(void)
 	o.value_weight = 1.0;
 	o.opp_weight = 0.15;
 	o.own_weight = 1.5;
+	o.score_weight = 1.0;
 	o.bn_momentum = 0.01;
 	o.lr_schedule = TRAIN_LR_SCHEDULE_CONSTANT;
 	o.lr_gamma = 0.1;
@@ -722,9 +725,10 @@ int train_options_check(const train_options *o, char *err, size_t errlen)
 	    !(o->adam_eps > 0))
 		OPT_FAIL("Adam betas must be in [0, 1) and eps > 0");
 	if (!(o->value_weight >= 0) || !(o->opp_weight >= 0) || !(o->own_weight >= 0) ||
+	    !(o->score_weight >= 0) ||
 	    !(o->bn_momentum >= 0 && o->bn_momentum <= 1))
-		OPT_FAIL("value, opponent-reply and ownership weights must be >= 0 and BN momentum "
-			 "in [0, 1]");
+		OPT_FAIL("value, opponent-reply, ownership and score weights must be >= 0 and BN "
+			 "momentum in [0, 1]");
 	if ((unsigned)o->layout > TRAIN_LAYOUT_NHWC)
 		OPT_FAIL("unknown layout %d", (int)o->layout);
 	if ((unsigned)o->lr_schedule > TRAIN_LR_SCHEDULE_COSINE)
@@ -752,9 +756,9 @@ static void tr_roles(trainer *t)
 		memset(r + (cv->bn_mean - n->data), TR_ROLE_BUFFER, (size_t)cv->c_out);
 		memset(r + (cv->bn_var - n->data), TR_ROLE_BUFFER, (size_t)cv->c_out);
 	}
-	const nn_fc *fcs[5] = { &n->policy_fc, &n->value_fc1, &n->value_fc2, &n->opp_fc,
-				&n->own_fc };
-	for (int f = 0; f < 5; f++)
+	const nn_fc *fcs[6] = { &n->policy_fc, &n->value_fc1, &n->value_fc2, &n->opp_fc,
+				&n->own_fc, &n->score_fc };
+	for (int f = 0; f < 6; f++)
 		if (fcs[f]->w)
 			memset(r + (fcs[f]->w - n->data), TR_ROLE_DECAY,
 			       (size_t)fcs[f]->n_in * fcs[f]->n_out);
@@ -917,6 +921,8 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 		goto fail;
 	if (a->ownership && !(t->own_dz = calloc((size_t)N * H * W, sizeof(float))))
 		goto oom;
+	if (a->score && !(t->score_dy = calloc((size_t)N, sizeof(float))))
+		goto oom;
 	if (a->opp_policy &&
 	    (tr_fc_bind(t, &t->fc_opp, &n->opp_fc, &t->ip_pol, err, errlen) < 0 ||
 	     tr_buf(c, &t->ip_pol.dst, &t->dopp, err, errlen) < 0 ||
@@ -984,6 +990,7 @@ void trainer_free(trainer *t)
 	free(t->mom[1]);
 	free(t->layer);
 	free(t->own_dz);
+	free(t->score_dy);
 	free(t);
 }
 
@@ -1222,6 +1229,52 @@ static void tr_own_backward(trainer *t, int nb, dnnl_memory_t vg)
 		}
 }
 
+/* The score head on the value head's hidden layer (fc_v1.y, after its
+ * ReLU): s = b + w . h, the loss (s - target)^2 over the nb positions
+ * (those without a target counting 0); with grad, the output's gradient
+ * (weighted) into score_dy and the head's weight and bias gradients into
+ * t->grad. */
+static double tr_score_loss(trainer *t, const train_batch *b, int nb, int grad)
+{
+	const nn_net *n = t->net;
+	int hid = n->arch.value_hidden;
+	const float *h = tr_ptr(t->fc_v1.y), *w = n->score_fc.w;
+	float *gw = tr_g(t, n->score_fc.w), *gb = tr_g(t, n->score_fc.b);
+	double total = 0;
+	if (grad) {
+		memset(gw, 0, sizeof(float) * (size_t)hid);
+		gb[0] = 0;
+	}
+	for (int i = 0; i < nb; i++) {
+		const float *hi = h + (size_t)i * hid;
+		double s = n->score_fc.b[0];
+		for (int j = 0; j < hid; j++)
+			s += (double)w[j] * hi[j];
+		double e = s - b->score[i], wi = b->score_w[i];
+		total += wi * e * e;
+		if (!grad)
+			continue;
+		float dy = (float)(2 * t->opt.score_weight * wi * e / nb);
+		t->score_dy[i] = dy;
+		for (int j = 0; j < hid; j++)
+			gw[j] += dy * hi[j];
+		gb[0] += dy;
+	}
+	return total / nb;
+}
+
+/* Adds the score head's gradient to the value hidden layer's (dvh, after
+ * the ReLU, before its backward). */
+static void tr_score_backward(trainer *t, int nb)
+{
+	const nn_net *n = t->net;
+	int hid = n->arch.value_hidden;
+	float *g = tr_ptr(t->dvh);
+	for (int i = 0; i < nb; i++)
+		for (int j = 0; j < hid; j++)
+			g[(size_t)i * hid + j] += t->score_dy[i] * n->score_fc.w[j];
+}
+
 /* Forward (training or inference BN), loss over the first n positions,
  * and, when grad is set, the backward pass into t->grad (L2 included for
  * SGD). */
@@ -1310,6 +1363,14 @@ static int tr_pass(trainer *t, const train_batch *b, int training, int grad, tra
 		}
 		wl = tr_own_loss(t, b, nb, grad);
 	}
+	double sl = 0;
+	if (t->score_dy) {
+		if (!b->score) {
+			snprintf(err, errlen, "the net has a score head and the batch no targets for it");
+			return -1;
+		}
+		sl = tr_score_loss(t, b, nb, grad);
+	}
 	if (st) {
 		memset(st, 0, sizeof(*st));
 		st->loss_scale = 1;
@@ -1317,9 +1378,10 @@ static int tr_pass(trainer *t, const train_batch *b, int training, int grad, tra
 		st->value_loss = vl;
 		st->opp_loss = ol;
 		st->own_loss = wl;
+		st->score_loss = sl;
 		st->l2 = l2;
 		st->loss = pl + t->opt.value_weight * vl + t->opt.opp_weight * ol +
-			   t->opt.own_weight * wl +
+			   t->opt.own_weight * wl + t->opt.score_weight * sl +
 			   (t->opt.optimizer == TRAIN_OPTIMIZER_SGD ? l2 : 0.0);
 		st->step = t->step;
 	}
@@ -1346,6 +1408,10 @@ static int tr_pass(trainer *t, const train_batch *b, int training, int grad, tra
 	if (tr_layer_bwd(t, Lp, top, t->gp[0], t->gp[1], t->gp[2], t->g[0]) < 0 ||
 	    tr_fc_bwd(t, &t->fc_v2, t->fc_v1.y, t->dvout, t->dvh) < 0)
 		return -1;
+	if (t->score_dy) {
+		DNNL_CHECK(dnnl_stream_wait(c->stream));
+		tr_score_backward(t, nb);
+	}
 	RUN(&t->rp_hid.bwd, { DNNL_ARG_DST, t->fc_v1.y }, { DNNL_ARG_DIFF_DST, t->dvh },
 	    { DNNL_ARG_DIFF_SRC, t->dvh2 });
 	if (tr_fc_bwd(t, &t->fc_v1, t->head_plain[1], t->dvh2, vg) < 0)
@@ -1507,6 +1573,7 @@ int trainer_step(trainer *t, const train_batch *b, train_stats *st)
 		x[2] = (float)t->last.value_loss;
 		x[3] = (float)t->last.opp_loss;
 		x[4] = (float)t->last.own_loss;
+		x[5] = (float)t->last.score_loss;
 		if (comm_allreduce(t->comm, t->grad, t->net->n_floats + TR_GRAD_EXTRA, COMM_OP_AVG) != 0) {
 			snprintf(t->err, sizeof(t->err), "gradient all-reduce: %s", comm_error(t->comm));
 			return -1;
@@ -1516,6 +1583,7 @@ int trainer_step(trainer *t, const train_batch *b, train_stats *st)
 		t->last.value_loss = x[2];
 		t->last.opp_loss = x[3];
 		t->last.own_loss = x[4];
+		t->last.score_loss = x[5];
 	}
 	tr_update(t, t->grad, st);
 	if (st && t->comm)

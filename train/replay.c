@@ -306,6 +306,11 @@ static int sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, int 
 			return -1;
 		if (b->own && own_target(rg, &g, sym, b, k - first) != 0)
 			return -1;
+		/* The score of a game played out (a resignation's is 0, no
+		 * count). */
+		if (b->score && train_batch_score_target(&g, r->resigned >= 0 ? NAN : r->score, b,
+							 k - first) != 0)
+			return -1;
 	}
 	b->n = count;
 	return 0;

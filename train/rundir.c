@@ -133,15 +133,15 @@ void rundir_close(rundir *r)
 }
 
 nn_net *rundir_learner_net(const rundir *r, const game_params *g, int blocks, int channels,
-			   int opp_policy, int ownership, uint64_t seed, bool *resumed, char *err,
-			   size_t errlen)
+			   int heads, uint64_t seed, bool *resumed, char *err, size_t errlen)
 {
 	*resumed = access(r->ckpt, R_OK) == 0;
 	if (*resumed)
 		return trainer_checkpoint_net(r->ckpt, err, errlen);
 	nn_arch a = nn_arch_default(g, blocks, channels);
-	a.opp_policy = opp_policy ? 1 : 0;
-	a.ownership = ownership ? 1 : 0;
+	a.opp_policy = (heads & RUNDIR_HEAD_OPP) != 0;
+	a.ownership = (heads & RUNDIR_HEAD_OWN) != 0;
+	a.score = (heads & RUNDIR_HEAD_SCORE) != 0;
 	nn_net *net = nn_net_new(&a, err, errlen);
 	if (net)
 		nn_net_init_random(net, seed);

@@ -105,8 +105,11 @@ static rundir *lead_setup(const train_session_options *o, nn_net **net, setup_ms
 		return NULL;
 	}
 	bool resumed;
-	*net = rundir_learner_net(rd, &o->game, o->blocks, o->channels, o->opp_weight > 0,
-				  o->own_weight > 0, o->seed, &resumed, err, sizeof(err));
+	int heads = (o->opp_weight > 0 ? RUNDIR_HEAD_OPP : 0) |
+		    (o->own_weight > 0 ? RUNDIR_HEAD_OWN : 0) |
+		    (o->score_weight > 0 ? RUNDIR_HEAD_SCORE : 0);
+	*net = rundir_learner_net(rd, &o->game, o->blocks, o->channels, heads, o->seed, &resumed,
+				  err, sizeof(err));
 	msg->resumed = resumed;
 	if (!*net) {
 		say(o, "%s", err);
@@ -187,6 +190,7 @@ static int session_start(session *s)
 	lo.value_q_weight = (float)o->value_q_weight;
 	lo.train.opp_weight = o->opp_weight;
 	lo.train.own_weight = o->own_weight;
+	lo.train.score_weight = o->score_weight;
 	lo.train.seed = o->seed;
 	lo.train.threads = o->threads;
 	lo.window = s->window = o->window > 0 ? o->window : game_run_defaults_of(&gp).window;

@@ -48,6 +48,8 @@ typedef struct train_session_options {
 					* network has the head */
 	double own_weight;             /* the ownership loss's weight; > 0: a new (Go)
 					* network has the head */
+	double score_weight;           /* the score loss's weight; > 0: a new (Go)
+					* network has the head */
 	int64_t window;                /* positions; 0: the game's default */
 	int export_steps;              /* steps between exports and refills */
 	int threads;                   /* oneDNN threads per rank; 0 the runtime's */

@@ -18,8 +18,11 @@
  *       ((1 + tanh(z)) / 2) against ((1 + t) / 2), t the target in [-1, 1],
  *       averaged over the points, positions without a target (own_w 0)
  *       counting 0 (KataGo's ownership loss);
+ *   score (nets with the head): (s - target)^2, s the head's output, the
+ *       target the final score over the board's points, averaged over the
+ *       positions (those without a target counting 0);
  *   total = policy + value_weight * value + opp_weight * opponent reply
- *       + own_weight * ownership (+ l2 for SGD, below).
+ *       + own_weight * ownership + score_weight * score (+ l2 for SGD).
  * Weight decay, on conv and FC weights only (never biases or BN):
  *   SGD: L2 in the loss, l2 = weight_decay * sum w^2 (gradient 2 c w);
  *   AdamW: decoupled, w -= lr * weight_decay * w each step; l2 is then
@@ -91,6 +94,7 @@ typedef struct train_options {
 	double own_weight;         /* weight of the ownership loss (nets with the
 				    * head; KataGo's 1.5 / points summed is 1.5 on
 				    * the mean) */
+	double score_weight;       /* weight of the score loss (nets with the head) */
 	double bn_momentum;        /* running-stat update rate (PyTorch's momentum) */
 	train_lr_schedule lr_schedule; /* how lr moves with the step */
 	int64_t lr_steps[TRAIN_MAX_LR_STEPS]; /* STEP: steps at which lr drops */
@@ -122,6 +126,10 @@ typedef struct train_batch {
 			 * side to move (nets with the ownership head), or NULL */
 	float *own_w;   /* [cap] 1 where own holds a target, 0 where the game
 			 * has none (resigned, or not played out) */
+	float *score;   /* [cap] the final score from the side to move's view,
+			 * over the board's points (nets with the score head),
+			 * or NULL */
+	float *score_w; /* [cap] 1 where score holds a target, 0 where none */
 } train_batch;
 
 typedef struct train_stats {
@@ -132,6 +140,7 @@ typedef struct train_stats {
 			     * the head) */
 	double own_loss;    /* ownership cross-entropy per point (unweighted; 0
 			     * without the head) */
+	double score_loss;  /* score squared error (unweighted; 0 without the head) */
 	double l2;          /* weight_decay * sum w^2 (before the step) */
 	double grad_norm;   /* global gradient norm before clipping (step only) */
 	double lr;          /* learning rate used (step only) */
@@ -151,7 +160,7 @@ typedef struct trainer trainer;
 
 /* Defaults: batch 64, threads 0, SGD, lr 0.02, momentum 0.9, weight decay
  * 1e-4, Adam 0.9/0.999/1e-8, no clipping, value weight 1, opponent-reply
- * weight 0.15, ownership weight 1.5, BN momentum 0.01,
+ * weight 0.15, ownership weight 1.5, score weight 1, BN momentum 0.01,
  * constant lr, gamma 0.1, seed 1, layout auto. */
 train_options train_options_default(void);
 
@@ -235,7 +244,7 @@ const char *trainer_error(const trainer *t);
  * Format (little-endian):
  *   "SENTECKP", u32 version, u32 header length L, header (L bytes):
  *     u32 arch fields x 13 (as the model file), u32 flags (bit 0 BN
- *     folded, bit 1 the opponent-reply head, bit 2 the ownership head),
+ *     folded, bits 1-3 the opponent-reply, ownership and score heads),
  *     u8 block kind
  *     [blocks], u64 meta train_step, u64 meta created, char[64] parent,
  *     char[64] name, u32 optimizer, u32 moment arrays K, u64 step,
@@ -285,5 +294,10 @@ int train_batch_opp_target(const game *g, int sym, const int16_t *moves, const u
  * move and permuted by sym as the planes are. 0, or -1 when b has no such
  * targets or an argument is out of range. */
 int train_batch_own_target(const game *g, int sym, const float *owner, train_batch *b, int slot);
+/* The score target of slot `slot`, whose position is g: `score` the game's
+ * final score from the first player's view (NAN: none, score_w 0), turned
+ * to the view of g's side to move and divided by the board's points. 0,
+ * or -1 when b has no such targets or slot is out of range. */
+int train_batch_score_target(const game *g, double score, train_batch *b, int slot);
 
 #endif

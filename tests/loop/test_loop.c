@@ -529,16 +529,18 @@ Test(loop, opponent_reply_head_trains_and_resumes, .timeout = 240)
 	}
 }
 
-/* --own-weight on 5x5 Go: a new network has the ownership head and trains
- * it (its loss a metric; positions of games played out have targets, so
- * the loss is above 0), the exported model keeps it; Connect Four refuses
- * it with a message. */
+/* --own-weight and --score-weight on 5x5 Go: a new network has the
+ * ownership and score heads and trains them (their losses metrics;
+ * positions of games played out have targets, so the losses are above 0),
+ * the exported model keeps them; Connect Four refuses them with a
+ * message. */
 Test(loop, ownership_head_trains_on_go, .timeout = 240)
 {
 	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
 	cr_assert(mkdtemp(dir));
 	loop_options o = loop_test_options(dir);
 	o.own_weight = 1.5;
+	o.score_weight = 1;
 	loop *r = loop_open(&o, err, sizeof(err));
 	cr_assert_null(r, "Connect Four has no ownership");
 	cr_assert(strstr(err, "no territory"), "%s", err);
@@ -555,11 +557,13 @@ Test(loop, ownership_head_trains_on_go, .timeout = 240)
 	cr_assert_gt(it.steps, 0);
 	cr_assert(it.own_loss > 0.05 && it.own_loss < 2, "ownership loss %g", it.own_loss);
 	cr_assert_float_eq(last_metric(dir, "own_loss"), it.own_loss, 1e-6);
+	cr_assert(it.score_loss > 0 && it.score_loss < 4, "score loss %g", it.score_loss);
+	cr_assert_float_eq(last_metric(dir, "score_loss"), it.score_loss, 1e-6);
 	char model[600];
 	snprintf(model, sizeof(model), "%s/models/model-%08lld.sente", dir, (long long)it.step);
 	nn_net *net = nn_net_load(model, NULL, err, sizeof(err));
 	cr_assert(net, "%s", err);
-	cr_assert(net->arch.ownership && !net->arch.opp_policy);
+	cr_assert(net->arch.ownership && net->arch.score && !net->arch.opp_policy);
 	nn_net_free(net);
 	loop_close(r);
 	loop_test_rmdir(dir);

@@ -308,17 +308,21 @@ Test(nn_file, heads_are_version_2_and_round_trip)
 	nn_arch a = nn_arch_default(&p, 1, 8);
 	a.opp_policy = 1;
 	a.ownership = 1;
+	a.score = 1;
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
 	nn_net_init_random(net, 41);
 	cr_assert(net->opp_fc.w && net->opp_fc.n_out == a.policy_outputs &&
 		  net->opp_fc.n_in == a.policy_channels * 49);
 	cr_assert(net->own_fc.w && net->own_fc.n_out == 1 && net->own_fc.n_in == a.value_channels);
+	cr_assert(net->score_fc.w && net->score_fc.n_out == 1 &&
+		  net->score_fc.n_in == a.value_hidden);
 	a.opp_policy = 0;
 	a.ownership = 0;
+	a.score = 0;
 	cr_assert_eq(net->n_floats, nn_arch_floats(&a) +
 					    (size_t)(a.policy_channels * 49 + 1) * (size_t)a.policy_outputs +
-					    (size_t)a.value_channels + 1);
+					    (size_t)a.value_channels + 1 + (size_t)a.value_hidden + 1);
 	for (int folded = 0; folded < 2; folded++) {
 		if (folded)
 			nn_net_fold_bn(net);
@@ -331,7 +335,7 @@ Test(nn_file, heads_are_version_2_and_round_trip)
 		cr_assert(back, "%s", err);
 		cr_assert(memcmp(&back->arch, &net->arch, sizeof(net->arch)) == 0);
 		cr_assert(back->arch.opp_policy && back->opp_fc.w && back->arch.ownership &&
-			  back->own_fc.w);
+			  back->own_fc.w && back->arch.score && back->score_fc.w);
 		cr_assert(memcmp(back->data, net->data, net->n_floats * sizeof(float)) == 0);
 		cr_assert_eq(back->bn_folded, folded);
 		nn_net_free(back);
@@ -340,11 +344,11 @@ Test(nn_file, heads_are_version_2_and_round_trip)
 		size_t flags_at = 16 + 13 * 4;
 		uint32_t flags;
 		memcpy(&flags, b + flags_at, 4);
-		cr_assert_eq(flags, (uint32_t)(2 | 4 | folded));
+		cr_assert_eq(flags, (uint32_t)(2 | 4 | 8 | folded));
 		const char *e = load_patched(b, len, 8, 1, err, sizeof(err));
 		cr_assert(e && strstr(e, "unknown flags"), "version 1 with the head's flag: %s",
 			  e ? e : "loaded");
-		e = load_patched(b, len, flags_at, flags | 8, err, sizeof(err));
+		e = load_patched(b, len, flags_at, flags | 16, err, sizeof(err));
 		cr_assert(e && strstr(e, "unknown flags"), "%s", e ? e : "loaded");
 		e = load_patched(b, len, 8, 3, err, sizeof(err));
 		cr_assert(e && strstr(e, "update sente"), "%s", e ? e : "loaded");
@@ -359,6 +363,10 @@ Test(nn_file, heads_are_version_2_and_round_trip)
 	ca.ownership = 1;
 	cr_assert_null(nn_net_new(&ca, err, sizeof(err)));
 	cr_assert(strstr(err, "no territory"), "%s", err);
+	ca.ownership = 0;
+	ca.score = 1;
+	cr_assert_null(nn_net_new(&ca, err, sizeof(err)));
+	cr_assert(strstr(err, "no score head"), "%s", err);
 	/* Without the heads: version 1. */
 	nn_net *plain = nn_net_new(&a, err, sizeof(err));
 	cr_assert(plain, "%s", err);

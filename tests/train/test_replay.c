@@ -257,17 +257,18 @@ static int own_symmetry(const game *g, const float *row, const float *owner, int
 	return -1;
 }
 
-/* Ownership targets: a game played out gives every position its final
- * owners, from the view of the side to move and moved by the position's
- * symmetry; a resigned game none (own_w 0). */
+/* Ownership and score targets: a game played out gives every position its
+ * final owners and score, from the view of the side to move (the owners
+ * moved by the position's symmetry); a resigned game none (weights 0). */
 Test(replay, ownership_targets)
 {
 	game_params p = game_params_default(GAME_KIND_GO);
 	p.size = 5;
 	nn_arch a = nn_arch_default(&p, 1, 8);
 	a.ownership = 1;
+	a.score = 1;
 	train_batch *b = train_batch_new(&a, 64, 0);
-	cr_assert(b && b->own && b->own_w && b->n_points == 25);
+	cr_assert(b && b->own && b->own_w && b->n_points == 25 && b->score && b->score_w);
 	/* Black takes the left three columns, White the right two (so that
 	 * no symmetry turns one side's view into the other's); both pass. */
 	const int moves[] = { 5 * 2 + 2, 5 * 2 + 3, 5 * 0 + 2, 5 * 0 + 3, 5 * 4 + 2, 5 * 4 + 3,
@@ -317,6 +318,10 @@ Test(replay, ownership_targets)
 		 * when White is to move, whose view is -owner. */
 		cr_assert_eq(side, b->value[k] > 0, "slot %d: value %g, view %s", k, b->value[k],
 			     side ? "White's" : "Black's");
+		/* The score, 15 - 10 - 7.5 for Black, over the 25 points. */
+		cr_assert_eq(b->score_w[k], 1.0f);
+		cr_assert_float_eq(b->score[k], (side ? 2.5f : -2.5f) / 25, 1e-6, "slot %d: %g", k,
+				   b->score[k]);
 		syms |= 1 << s;
 		sides[side]++;
 	}
@@ -328,7 +333,8 @@ Test(replay, ownership_targets)
 	cr_assert_eq(replay_add_game(rb, &res), 0);
 	cr_assert_eq(replay_sample(rb, &rng, a.encoding, 16, b), 0);
 	for (int k = 0; k < 16; k++)
-		cr_assert_eq(b->own_w[k], 0.0f, "a resigned game has no owners");
+		cr_assert(b->own_w[k] == 0 && b->score_w[k] == 0, "a resigned game has no owners or "
+			  "score");
 	replay_free(rb);
 	record_free(&r);
 	record_free(&res);

@@ -53,7 +53,7 @@ static void check_resume_opp(train_optimizer opt, int threads, int opp)
 	enum { NB = 4, N_STEPS = 3, M_STEPS = 4 };
 	char err[256], path[256];
 	nn_net *net = tu_net_heads(opp ? GAME_KIND_GO : GAME_KIND_CONNECT4, 7, 2, 16,
-				   opp ? TU_OPP | TU_OWN : 0, 3);
+				   opp ? TU_OPP | TU_OWN | TU_SCORE : 0, 3);
 	train_batch *b[NB];
 	for (int i = 0; i < NB; i++)
 		b[i] = tu_batch(net, 16, 40 + i, 0, 1);
@@ -76,15 +76,16 @@ static void check_resume_opp(train_optimizer opt, int threads, int opp)
 	cr_assert(saved, "%s", err);
 	cr_assert_eq(saved->arch.opp_policy, opp);
 	cr_assert_eq(saved->arch.ownership, opp);
+	cr_assert_eq(saved->arch.score, opp);
 	if (opp) {
 		/* A trainer of the net without a head refuses the file. */
 		nn_arch pa = saved->arch;
-		pa.ownership = 0;
+		pa.score = 0;
 		nn_net *plain = nn_net_new(&pa, err, sizeof(err));
 		cr_assert(plain, "%s", err);
 		trainer *p = make_trainer(plain, opt, threads);
 		cr_assert_neq(trainer_checkpoint_load(p, path, NULL, NULL, err, sizeof(err)), 0);
-		cr_assert(strstr(err, "ownership head"), "%s", err);
+		cr_assert(strstr(err, "score head"), "%s", err);
 		trainer_free(p);
 		nn_net_free(plain);
 	}

@@ -98,6 +98,8 @@ static void check_net_gradient_opp(game_kind kind, int size, int blocks, int cha
 		  st.opp_loss);
 	cr_assert((opp & TU_OWN) ? st.own_loss > 0 : st.own_loss == 0, "ownership loss %g",
 		  st.own_loss);
+	cr_assert((opp & TU_SCORE) ? st.score_loss > 0 : st.score_loss == 0, "score loss %g",
+		  st.score_loss);
 	tensor_ref ts[4 * (2 * NN_MAX_BLOCKS + 3) + 8];
 	int nt = net_tensors(net, ts);
 	uint64_t r = seed * 77 + 3;
@@ -160,6 +162,16 @@ Test(train_net, ownership_head_gradient_matches_finite_differences, .timeout = 1
 {
 	check_net_gradient_opp(GAME_KIND_GO, 5, 1, 8, 1e-4, 6, "value_conv", 33, TU_OWN);
 	check_net_gradient_opp(GAME_KIND_GO, 7, 1, 16, 1e-4, 4, "own_fc", 34, TU_OWN | TU_OPP);
+}
+
+/* The score head: its weights on the value hidden layer, and that layer's
+ * FC and the value conv below, against the reference; with the other
+ * heads beside it. */
+Test(train_net, score_head_gradient_matches_finite_differences, .timeout = 120)
+{
+	check_net_gradient_opp(GAME_KIND_GO, 5, 1, 8, 1e-4, 6, "score_fc", 35, TU_SCORE);
+	check_net_gradient_opp(GAME_KIND_GO, 5, 1, 8, 1e-4, 6, "value_fc1",
+			       36, TU_SCORE | TU_OWN | TU_OPP);
 }
 
 Test(train_net, residual_block_gradient_matches_finite_differences)

@@ -56,6 +56,7 @@ nn_net *tu_net_heads(game_kind kind, int size, int blocks, int channels, int hea
 	a.value_hidden = 16;
 	a.opp_policy = (heads & TU_OPP) != 0;
 	a.ownership = (heads & TU_OWN) != 0;
+	a.score = (heads & TU_SCORE) != 0;
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
 	nn_net_init_random(net, seed);
@@ -114,6 +115,11 @@ train_batch *tu_batch(const nn_net *net, int n, uint64_t seed, int onehot, int w
 				tot += row[j] = (float)tu_uniform(&s, 0, 1);
 			for (int j = 0; j < a->policy_outputs; j++)
 				row[j] = (float)(row[j] / tot);
+		}
+		/* Score: a fraction of the points, none for position 3. */
+		if (b->score) {
+			b->score_w[i] = i == 3 ? 0.0f : 1.0f;
+			b->score[i] = i == 3 ? 0.0f : (float)tu_uniform(&s, -1, 1);
 		}
 		/* Ownership: -1, 0 or +1 per point, none for position 2. */
 		if (b->own) {
@@ -265,6 +271,17 @@ double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, d
 	}
 	ref_fc(net, dat, &net->value_fc1, N, t, hid);
 	ref_relu(hid, (size_t)N * a->value_hidden);
+	double sl = 0;
+	if (net->score_fc.w) {
+		size_t sw = net->score_fc.w - net->data, sb = net->score_fc.b - net->data;
+		for (int n = 0; n < N; n++) {
+			double y = dat[sb];
+			for (int j = 0; j < a->value_hidden; j++)
+				y += dat[sw + j] * hid[(size_t)n * a->value_hidden + j];
+			sl += b->score_w[n] * (y - b->score[n]) * (y - b->score[n]);
+		}
+		sl /= N;
+	}
 	ref_fc(net, dat, &net->value_fc2, N, hid, out);
 	double vl = 0;
 	for (int n = 0; n < N; n++) {
@@ -307,9 +324,9 @@ double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, d
 		for (size_t j = 0; j < cnt; j++)
 			l2 += dat[o + j] * dat[o + j];
 	}
-	const nn_fc *fcs[5] = { &net->policy_fc, &net->value_fc1, &net->value_fc2, &net->opp_fc,
-				&net->own_fc };
-	for (int i = 0; i < 5; i++) {
+	const nn_fc *fcs[6] = { &net->policy_fc, &net->value_fc1, &net->value_fc2, &net->opp_fc,
+				&net->own_fc, &net->score_fc };
+	for (int i = 0; i < 6; i++) {
 		if (!fcs[i]->w)
 			continue;
 		size_t o = fcs[i]->w - net->data, cnt = (size_t)fcs[i]->n_in * fcs[i]->n_out;
@@ -329,7 +346,8 @@ double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, d
 	if (l2out)
 		*l2out = l2;
 	train_options d = train_options_default();
-	return pl + value_weight * vl + d.opp_weight * ol + d.own_weight * wl + (sgd ? l2 : 0);
+	return pl + value_weight * vl + d.opp_weight * ol + d.own_weight * wl + d.score_weight * sl +
+	       (sgd ? l2 : 0);
 }
 
 double tu_update_difference(const float *start, const float *a, const float *b, size_t n)

@@ -10,21 +10,23 @@
 
 /* A random net: Connect Four (WDL) or Go size x size (native, tanh). */
 nn_net *tu_net(game_kind kind, int size, int blocks, int channels, uint64_t seed);
-/* The same with the optional heads of `heads` (TU_OPP, TU_OWN: Go only). */
-enum { TU_OPP = 1, TU_OWN = 2 };
+/* The same with the optional heads of `heads` (TU_OPP; TU_OWN and
+ * TU_SCORE: Go only). */
+enum { TU_OPP = 1, TU_OWN = 2, TU_SCORE = 4 };
 nn_net *tu_net_heads(game_kind kind, int size, int blocks, int channels, int heads, uint64_t seed);
 /* A batch of n random positions (random legal play) with random targets:
  * one-hot policy on a legal move when onehot, else random distributions
  * over legal moves; value in {-1, 0, 1}; WDL targets derived when wdl;
  * for a net with the opponent-reply head, random reply distributions over
  * all actions but none (zeros) for position 1; for one with the ownership
- * head, -1, 0 or +1 per point but none (own_w 0) for position 2. */
+ * head, -1, 0 or +1 per point but none (own_w 0) for position 2; for one
+ * with the score head, a score in [-1, 1] but none for position 3. */
 train_batch *tu_batch(const nn_net *net, int n, uint64_t seed, int onehot, int wdl);
 /* Total loss of the net (weights from dat, laid out as net->data) on b
  * with BN in training mode, in double; parts into pol/val/l2 (may be NULL).
  * sgd: l2 is part of the total. A net with the opponent-reply head adds
- * its cross-entropy against b->opp, one with the ownership head its loss,
- * each at the default options' weight. */
+ * its cross-entropy against b->opp, one with the ownership or score head
+ * its loss, each at the default options' weight. */
 double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, double wd,
 		   double value_weight, int sgd, double *pol, double *val, double *l2);
 /* How far two runs' updates from the same start differ, as a fraction of

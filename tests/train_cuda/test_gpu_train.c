@@ -105,11 +105,13 @@ Test(gpu_train, refuses_without_device_or_with_se_blocks_or_reply_head)
 	cr_assert(strstr(err, "plain") || strstr(err, "not built"), "%s", err);
 	nn_net_free(se);
 	/* The opponent-reply head trains on the CPU only, for now. */
-	for (int h = TU_OPP; h <= TU_OWN; h++) {
+	for (int h = TU_OPP; h <= TU_SCORE; h *= 2) {
 		nn_net *opp = tu_net_heads(GAME_KIND_GO, 9, 1, 16, h, 1);
 		err[0] = 0;
 		cr_assert_null(gpu_trainer_new(opp, &o, &g, err, sizeof(err)));
-		cr_assert(strstr(err, h == TU_OPP ? "opponent-reply head" : "ownership head") ||
+		cr_assert(strstr(err, h == TU_OPP	? "opponent-reply head"
+				      : h == TU_OWN ? "ownership head"
+						    : "score head") ||
 				  strstr(err, "not built"),
 			  "%s", err);
 		nn_net_free(opp);

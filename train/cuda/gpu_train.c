@@ -459,10 +459,10 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 		snprintf(err, errlen, "value head of %d outputs: 1 or 3 train", a->value_outputs);
 		return NULL;
 	}
-	if (a->opp_policy || a->ownership) {
+	if (a->opp_policy || a->ownership || a->score) {
 		snprintf(err, errlen, "the net has an %s head, which the GPU trainer does not train "
 			 "yet: train it on the CPU (--backend cpu)",
-			 a->opp_policy ? "opponent-reply" : "ownership");
+			 a->opp_policy ? "opponent-reply" : a->ownership ? "ownership" : "score");
 		return NULL;
 	}
 	if (net->n_floats >= (size_t)INT32_MAX) {
