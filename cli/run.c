@@ -129,8 +129,10 @@ int cli_run(int argc, char **argv)
 			     "weight of the opponent-reply loss (KataGo's auxiliary policy head, "
 			     "0.15 there); W > 0 gives a new network the head (CPU learner)"),
 		CLI_OPT_REAL("--own-weight", NULL, &o.own_weight, 0, 10, "W",
-			     "weight of the ownership loss (KataGo's ownership head, 1.5 there); "
-			     "W > 0 gives a new Go network the head (CPU learner)"),
+			     "weight of the ownership loss (KataGo's ownership head); W > 0 gives "
+			     "a new Go network the head (CPU learner), 0 none",
+			     .def = "Go 1.5 when training on the CPU, else 0; a network with the "
+				    "head 1.5"),
 		CLI_OPT_REAL("--score-weight", NULL, &o.score_weight, 0, 10, "W",
 			     "weight of the score loss; W > 0 gives a new Go network a score head "
 			     "(the final score over the board's points; CPU learner)"),

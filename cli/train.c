@@ -104,7 +104,8 @@ int cli_train(int argc, char **argv)
 			     "opponent-reply head (CPU learner; sente run's --opp-weight)"),
 		CLI_OPT_REAL("--own-weight", NULL, &o.own_weight, 0, 10, "W",
 			     "weight of the ownership loss; W > 0 gives a new Go network the "
-			     "ownership head (CPU learner; sente run's --own-weight)"),
+			     "ownership head (CPU learner; sente run's --own-weight)",
+			     .def = "1.5 for a network with the head, else 0"),
 		CLI_OPT_REAL("--score-weight", NULL, &o.score_weight, 0, 10, "W",
 			     "weight of the score loss; W > 0 gives a new Go network the score "
 			     "head (CPU learner; sente run's --score-weight)"),

@@ -81,6 +81,7 @@ loop_options loop_options_default(const game_params *g)
 	o.channels = d.channels;
 	o.parallel_games = d.parallel_games;
 	o.games_per_thread = selfplay_options_default(g).games_per_thread;
+	o.own_weight = LOOP_OWN_WEIGHT_AUTO;
 	o.visits = d.visits;
 	o.cheap_visits = d.cheap_visits;
 	o.positions_per_iter = 2000;
@@ -285,6 +286,14 @@ static int last_value(void *ctx, int64_t step, double t, double value)
 	return 0;
 }
 
+/* Whether the learner is to run on the GPU: asked for, or auto and a
+ * device is there. */
+static bool wants_cuda(const loop_options *o)
+{
+	return o->nn.kind == NN_BACKEND_CUDA ||
+	       (o->nn.kind == NN_BACKEND_AUTO && nn_cuda_device_count() > 0);
+}
+
 /* The learner: on the GPU when self-play would use it (asked for, or
  * auto and a device is there) and it starts, else on the CPU. */
 static learner *open_learner(loop *r, char *err, size_t errlen)
@@ -315,8 +324,7 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 	/* int8 is for self-play on the CPU: the learner stays at its default. */
 	if (o->nn.precision_given && o->nn.precision != NN_DTYPE_INT8)
 		lo.precision = o->nn.precision;
-	bool want_cuda = o->nn.kind == NN_BACKEND_CUDA ||
-			 (o->nn.kind == NN_BACKEND_AUTO && nn_cuda_device_count() > 0);
+	bool want_cuda = wants_cuda(o);
 	learner *L = NULL;
 	if (want_cuda) {
 		L = learner_new(&learner_cuda, r->net, &lo, err, errlen);
@@ -561,11 +569,17 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	if (!r->rd)
 		goto fail;
 	r->db = r->rd->db;
-	int heads = (o->opp_weight > 0 ? RUNDIR_HEAD_OPP : 0) |
-		    (o->own_weight > 0 ? RUNDIR_HEAD_OWN : 0) |
+	/* --own-weight auto: a new Go network has the ownership head unless
+	 * it trains on the GPU, whose learner lacks it. */
+	bool own_auto = o->own_weight < 0;
+	bool own_new = own_auto ? game_desc_from_params(&o->game)->ownership && !wants_cuda(o)
+				: o->own_weight > 0;
+	int heads = (o->opp_weight > 0 ? RUNDIR_HEAD_OPP : 0) | (own_new ? RUNDIR_HEAD_OWN : 0) |
 		    (o->score_weight > 0 ? RUNDIR_HEAD_SCORE : 0);
 	r->net = rundir_learner_net(r->rd, &o->game, o->blocks, o->channels, heads, o->seed,
 				    &r->resumed, err, errlen);
+	if (r->net && own_auto)
+		r->o.own_weight = r->net->arch.ownership ? LOOP_OWN_WEIGHT : 0;
 	if (r->net && r->resumed && r->net->arch.game != o->game.kind) {
 		snprintf(err, errlen, "%s holds a %s run, not %s", r->o.dir,
 			 game_kind_name(r->net->arch.game), game_kind_name(o->game.kind));
@@ -574,7 +588,7 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	if (r->net) {
 		const nn_arch *a = &r->net->arch;
 		head_note(r, "opponent-reply", "opp", a->opp_policy, o->opp_weight);
-		head_note(r, "ownership", "own", a->ownership, o->own_weight);
+		head_note(r, "ownership", "own", a->ownership, r->o.own_weight);
 		head_note(r, "score", "score", a->score, o->score_weight);
 	}
 	if (!r->net)

@@ -64,6 +64,12 @@ typedef struct loop_game_source {
  * the parallel games, at most this (sized for the CPU). */
 #define LOOP_EVAL_BATCH_AUTO_MAX 64
 
+/* --own-weight's automatic choice, and the weight it takes (KataGo's;
+ * on 9x9, 2026-11-27, it won 70-86 of 100 games against the same compute
+ * without it: docs/LEARNING.md). */
+#define LOOP_OWN_WEIGHT_AUTO (-1.0)
+#define LOOP_OWN_WEIGHT 1.5
+
 typedef struct loop_options {
 	game_params game;          /* what to learn */
 	char dir[4096];            /* the run's folder */
@@ -78,7 +84,11 @@ typedef struct loop_options {
 				    * trains it with this weight, 0: not at all) */
 	double own_weight;         /* the ownership loss's weight; > 0: a new network
 				    * has the head (games with territory), which
-				    * a network that has it trains with this weight */
+				    * a network that has it trains with this weight;
+				    * LOOP_OWN_WEIGHT_AUTO (the default): Go's new
+				    * networks get it at LOOP_OWN_WEIGHT when they
+				    * train on the CPU, a network with it trains it
+				    * at that weight, else 0 */
 	double score_weight;       /* the score loss's weight; > 0: a new network has
 				    * the head (games with territory) */
 	int eval_batch;            /* the self-play evaluator's largest batch; 0: the

@@ -22,6 +22,7 @@ train_session_options train_session_options_default(void)
 	o.batch = 256;
 	o.lr = 0.02;
 	o.value_q_weight = learner_options_default().value_q_weight;
+	o.own_weight = -1;
 	o.export_steps = 100;
 	o.game = game_desc_by_name("connect4")->defaults;
 	o.blocks = 4;
@@ -189,7 +190,9 @@ static int session_start(session *s)
 	lo.train.lr = o->lr;
 	lo.value_q_weight = (float)o->value_q_weight;
 	lo.train.opp_weight = o->opp_weight;
-	lo.train.own_weight = o->own_weight;
+	/* Not given (< 0): a network with the ownership head trains it at
+	 * sente run's weight. */
+	lo.train.own_weight = o->own_weight >= 0 ? o->own_weight : s->msg.arch.ownership ? 1.5 : 0;
 	lo.train.score_weight = o->score_weight;
 	lo.train.seed = o->seed;
 	lo.train.threads = o->threads;

@@ -47,7 +47,8 @@ typedef struct train_session_options {
 	double opp_weight;             /* the opponent-reply loss's weight; > 0: a new
 					* network has the head */
 	double own_weight;             /* the ownership loss's weight; > 0: a new (Go)
-					* network has the head */
+					* network has the head; < 0 (the default): 1.5
+					* for a network with the head, else 0 */
 	double score_weight;           /* the score loss's weight; > 0: a new (Go)
 					* network has the head */
 	int64_t window;                /* positions; 0: the game's default */

@@ -532,8 +532,9 @@ Test(loop, opponent_reply_head_trains_and_resumes, .timeout = 240)
 /* --own-weight and --score-weight on 5x5 Go: a new network has the
  * ownership and score heads and trains them (their losses metrics;
  * positions of games played out have targets, so the losses are above 0),
- * the exported model keeps them; Connect Four refuses them with a
- * message. */
+ * the exported model keeps them; the ownership head by default on the
+ * CPU, at its weight (in the config); Connect Four refuses them with a
+ * message, and by default has none. */
 Test(loop, ownership_head_trains_on_go, .timeout = 240)
 {
 	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
@@ -550,6 +551,8 @@ Test(loop, ownership_head_trains_on_go, .timeout = 240)
 	o.game = g;
 	o.window = d.window;
 	o.measure_every = 0;
+	/* Go on the CPU: the ownership head by default. */
+	o.own_weight = LOOP_OWN_WEIGHT_AUTO;
 	r = loop_open(&o, err, sizeof(err));
 	cr_assert(r, "%s", err);
 	loop_iteration it;
@@ -566,5 +569,28 @@ Test(loop, ownership_head_trains_on_go, .timeout = 240)
 	cr_assert(net->arch.ownership && net->arch.score && !net->arch.opp_policy);
 	nn_net_free(net);
 	loop_close(r);
+	char path[600];
+	snprintf(path, sizeof(path), "%s/sente.db", dir);
+	store *db = store_open(path, err, sizeof(err));
+	cr_assert(db, "%s", err);
+	char config[4096];
+	cr_assert_eq(store_get_meta(db, LOOP_CONFIG_KEY, config, sizeof(config)), 1);
+	cr_assert(strstr(config, "\nown-weight 1.5\n"), "%s", config);
+	store_close(db);
 	loop_test_rmdir(dir);
+	/* Connect Four's default: no ownership head, weight 0. */
+	char dir2[] = "/tmp/sente-loop-XXXXXX";
+	cr_assert(mkdtemp(dir2));
+	o = loop_test_options(dir2);
+	cr_assert(o.own_weight < 0);
+	r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	cr_assert_eq(loop_step(r), 0);
+	loop_close(r);
+	snprintf(model, sizeof(model), "%s/models/model-00000000.sente", dir2);
+	net = nn_net_load(model, NULL, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	cr_assert(!net->arch.ownership);
+	nn_net_free(net);
+	loop_test_rmdir(dir2);
 }
