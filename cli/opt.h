@@ -112,6 +112,20 @@ typedef struct cli_int_list {
 } cli_int_list;
 int cli_opt_int_list(const cli_opt *o, const char *value, char *err, size_t errlen);
 
+/* The training heads' weights of sente run and sente train (doubles);
+ * own_def says the command's ownership default. */
+#define CLI_OPT_HEAD_WEIGHTS(opp, own, score, own_def)                                        \
+	CLI_OPT_REAL("--opp-weight", NULL, opp, 0, 10, "W",                                   \
+		     "weight of the opponent-reply loss (KataGo's auxiliary policy head, 0.15 " \
+		     "there); W > 0 gives a new network the head (CPU learner)"),               \
+	CLI_OPT_REAL("--own-weight", NULL, own, 0, 10, "W",                                   \
+		     "weight of the ownership loss (KataGo's ownership head); W > 0 gives a "   \
+		     "new Go network the head (CPU learner), 0 none",                           \
+		     .def = (own_def)),                                                         \
+	CLI_OPT_REAL("--score-weight", NULL, score, 0, 10, "W",                               \
+		     "weight of the score loss; W > 0 gives a new Go network a score head (the " \
+		     "final score over the board's points; CPU learner)")
+
 /* The three backend options with their usual help; `p` is an
  * nn_backend_options *, the def_* texts say the command's defaults. */
 #define CLI_OPT_NN_BACKEND(p, d, h) CLI_OPT_CALL("--backend", NULL, p, cli_opt_nn_flag, "B", h, .def = (d))

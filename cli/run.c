@@ -125,17 +125,9 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_INT("--lr-total-steps", NULL, &o.lr_total_steps, 1, 1000000000L, "N",
 			    "length of the cosine schedule"),
 		CLI_OPT_REAL("--lr-min", NULL, &o.lr_min, 0, 10, "X", "the cosine's final rate"),
-		CLI_OPT_REAL("--opp-weight", NULL, &o.opp_weight, 0, 10, "W",
-			     "weight of the opponent-reply loss (KataGo's auxiliary policy head, "
-			     "0.15 there); W > 0 gives a new network the head (CPU learner)"),
-		CLI_OPT_REAL("--own-weight", NULL, &o.own_weight, 0, 10, "W",
-			     "weight of the ownership loss (KataGo's ownership head); W > 0 gives "
-			     "a new Go network the head (CPU learner), 0 none",
-			     .def = "Go 1.5 when training on the CPU, else 0; a network with the "
-				    "head 1.5"),
-		CLI_OPT_REAL("--score-weight", NULL, &o.score_weight, 0, 10, "W",
-			     "weight of the score loss; W > 0 gives a new Go network a score head "
-			     "(the final score over the board's points; CPU learner)"),
+		CLI_OPT_HEAD_WEIGHTS(&o.opp_weight, &o.own_weight, &o.score_weight,
+				     "Go 1.5 when training on the CPU, else 0; a network with the "
+				     "head 1.5"),
 		CLI_OPT_REAL("--weight-decay", NULL, &o.weight_decay, 0, 1, "W",
 			     "L2 coefficient (sgd) or decoupled decay rate (adamw)"),
 		CLI_OPT_REAL("--bn-momentum", NULL, &o.bn_momentum, 1e-6, 1, "M",

@@ -99,16 +99,8 @@ int cli_train(int argc, char **argv)
 			    .def = "the whole share when it fits in memory"),
 		CLI_OPT_REAL("--lr", NULL, &o.lr, 1e-6, 10, "X",
 			     "learning rate, SGD with Nesterov momentum"),
-		CLI_OPT_REAL("--opp-weight", NULL, &o.opp_weight, 0, 10, "W",
-			     "weight of the opponent-reply loss; W > 0 gives a new network the "
-			     "opponent-reply head (CPU learner; sente run's --opp-weight)"),
-		CLI_OPT_REAL("--own-weight", NULL, &o.own_weight, 0, 10, "W",
-			     "weight of the ownership loss; W > 0 gives a new Go network the "
-			     "ownership head (CPU learner; sente run's --own-weight)",
-			     .def = "1.5 for a network with the head, else 0"),
-		CLI_OPT_REAL("--score-weight", NULL, &o.score_weight, 0, 10, "W",
-			     "weight of the score loss; W > 0 gives a new Go network the score "
-			     "head (CPU learner; sente run's --score-weight)"),
+		CLI_OPT_HEAD_WEIGHTS(&o.opp_weight, &o.own_weight, &o.score_weight,
+				     "1.5 for a network with the head, else 0"),
 		CLI_OPT_REAL("--value-q-weight", NULL, &o.value_q_weight, 0, 1, "L",
 			     "value target (1-L) z + L q: z the game's result, q the search's root "
 			     "value recorded for the position"),

@@ -574,8 +574,8 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	bool own_auto = o->own_weight < 0;
 	bool own_new = own_auto ? game_desc_from_params(&o->game)->ownership && !wants_cuda(o)
 				: o->own_weight > 0;
-	int heads = (o->opp_weight > 0 ? RUNDIR_HEAD_OPP : 0) | (own_new ? RUNDIR_HEAD_OWN : 0) |
-		    (o->score_weight > 0 ? RUNDIR_HEAD_SCORE : 0);
+	int heads = (o->opp_weight > 0 ? NN_HEAD_OPP : 0) | (own_new ? NN_HEAD_OWN : 0) |
+		    (o->score_weight > 0 ? NN_HEAD_SCORE : 0);
 	r->net = rundir_learner_net(r->rd, &o->game, o->blocks, o->channels, heads, o->seed,
 				    &r->resumed, err, errlen);
 	if (r->net && own_auto)

@@ -19,10 +19,6 @@
 #define MF_N_U32 14 /* u32 fields at the start of the header */
 /* Fixed part of the header: u32 fields, step, time, parent, name. */
 #define MF_FIXED (MF_N_U32 * 4 + 8 + 8 + 2 * NN_ID_LEN)
-#define MF_FLAG_FOLDED 1u
-#define MF_FLAG_OPP 2u /* version 2 */
-#define MF_FLAG_OWN 4u /* version 2 */
-#define MF_FLAG_SCORE 8u /* version 2 */
 
 /* A growing byte buffer for the header. */
 typedef struct mf_buf {
@@ -60,8 +56,7 @@ static int mf_header(const nn_net *net, mf_buf *b)
 		(uint32_t)a->channels, (uint32_t)a->se_channels, (uint32_t)a->policy_channels,
 		(uint32_t)a->policy_outputs, (uint32_t)a->value_channels,
 		(uint32_t)a->value_hidden, (uint32_t)a->value_outputs,
-		(net->bn_folded ? MF_FLAG_FOLDED : 0u) | (a->opp_policy ? MF_FLAG_OPP : 0u) |
-			(a->ownership ? MF_FLAG_OWN : 0u) | (a->score ? MF_FLAG_SCORE : 0u),
+		nn_net_flags(net),
 	};
 	char id[NN_ID_LEN];
 	int rc = 0;
@@ -100,8 +95,7 @@ int nn_net_save(const nn_net *net, const char *path, char *err, size_t errlen)
 		return -1;
 	}
 	/* Version 1 unless the net has what only version 2 can say. */
-	uint32_t version =
-		net->arch.opp_policy || net->arch.ownership || net->arch.score ? NN_FILE_VERSION : 1u;
+	uint32_t version = nn_arch_heads(&net->arch) ? NN_FILE_VERSION : 1u;
 	uint32_t hlen = (uint32_t)hdr.n;
 	uint64_t count = net->n_floats;
 	fileio_put(&w, MF_MAGIC, MF_MAGIC_LEN);
@@ -183,17 +177,14 @@ nn_net *nn_net_load_mem(const void *vbuf, size_t len, const nn_expect *expect, c
 	a.value_channels = (int)f[10];
 	a.value_hidden = (int)f[11];
 	a.value_outputs = (int)f[12];
-	uint32_t flags = f[13];
-	uint32_t known =
-		MF_FLAG_FOLDED | (version >= 2 ? MF_FLAG_OPP | MF_FLAG_OWN | MF_FLAG_SCORE : 0u);
-	if (flags & ~known) {
+	/* The heads' flags are version 2's. */
+	uint32_t flags = f[13], known = version >= 2 ? NN_FLAGS_ALL : NN_FLAG_FOLDED;
+	int folded;
+	if (nn_flags_apply(flags, known, &a, &folded) < 0) {
 		snprintf(err, errlen, "corrupt model: version %u header has unknown flags 0x%x",
 			 version, flags & ~known);
 		goto fail;
 	}
-	a.opp_policy = (flags & MF_FLAG_OPP) != 0;
-	a.ownership = (flags & MF_FLAG_OWN) != 0;
-	a.score = (flags & MF_FLAG_SCORE) != 0;
 	if (a.blocks > NN_MAX_BLOCKS || hlen != MF_FIXED + (uint32_t)a.blocks) {
 		snprintf(err, errlen, "corrupt model: %d blocks do not match header length %u",
 			 a.blocks, hlen);
@@ -254,7 +245,7 @@ if (fileio_crc(p, len - 4) != fileio_u32(p + len - 4)) {
 				 (double)net->data[i]);
 			goto fail;
 		}
-	net->bn_folded = (flags & MF_FLAG_FOLDED) != 0;
+	net->bn_folded = folded;
 	h += MF_N_U32 * 4;
 	net->meta.train_step = fileio_u64(h);
 	net->meta.created = fileio_u64(h + 8);

@@ -216,6 +216,33 @@ static void conv_bn_identity(nn_net *net, nn_conv *c)
 	}
 }
 
+int nn_arch_heads(const nn_arch *a)
+{
+	return (a->opp_policy ? NN_HEAD_OPP : 0) | (a->ownership ? NN_HEAD_OWN : 0) |
+	       (a->score ? NN_HEAD_SCORE : 0);
+}
+
+void nn_arch_set_heads(nn_arch *a, int heads)
+{
+	a->opp_policy = (heads & NN_HEAD_OPP) != 0;
+	a->ownership = (heads & NN_HEAD_OWN) != 0;
+	a->score = (heads & NN_HEAD_SCORE) != 0;
+}
+
+uint32_t nn_net_flags(const nn_net *net)
+{
+	return (net->bn_folded ? NN_FLAG_FOLDED : 0u) | (uint32_t)nn_arch_heads(&net->arch) << 1;
+}
+
+int nn_flags_apply(uint32_t flags, uint32_t known, nn_arch *a, int *folded)
+{
+	if (flags & ~known)
+		return -1;
+	*folded = (flags & NN_FLAG_FOLDED) != 0;
+	nn_arch_set_heads(a, (int)(flags >> 1));
+	return 0;
+}
+
 size_t nn_arch_floats(const nn_arch *a)
 {
 	nn_net *n = calloc(1, sizeof(*n)); /* about 13 KB: not on the stack */

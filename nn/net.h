@@ -145,6 +145,20 @@ typedef struct nn_net {
 	size_t n_floats;    /* length of data */
 } nn_net;
 
+/* The optional training heads as bits (nn_arch's opp_policy, ownership,
+ * score), the one numbering new networks, model files and checkpoints
+ * share. */
+enum { NN_HEAD_OPP = 1, NN_HEAD_OWN = 2, NN_HEAD_SCORE = 4, NN_HEADS_ALL = 7 };
+int nn_arch_heads(const nn_arch *a);
+void nn_arch_set_heads(nn_arch *a, int heads);
+/* The flags word of model files and checkpoints: bit 0 BN folded, bits
+ * 1-3 the heads (NN_HEAD_* << 1). nn_flags_apply sets *folded and a's
+ * heads from a word; -1 when it has bits beyond `known`. */
+#define NN_FLAG_FOLDED 1u
+#define NN_FLAGS_ALL (NN_FLAG_FOLDED | (uint32_t)NN_HEADS_ALL << 1)
+uint32_t nn_net_flags(const nn_net *net);
+int nn_flags_apply(uint32_t flags, uint32_t known, nn_arch *a, int *folded);
+
 /* Expectations of a caller when loading; zero/negative fields mean "any". */
 typedef struct nn_expect {
 	int game;            /* game_kind, or -1 for any */

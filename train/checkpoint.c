@@ -60,10 +60,7 @@ int train_ckpt_write(const char *path, const nn_net *net, float *const *mom,
 		(uint32_t)a->policy_outputs, (uint32_t)a->value_channels,
 		(uint32_t)a->value_hidden, (uint32_t)a->value_outputs,
 	};
-	/* Bit 0: batch norms folded; bits 1, 2, 3: the opponent-reply,
-	 * ownership and score heads. */
-	uint32_t folded = (uint32_t)(net->bn_folded ? 1 : 0) | (a->opp_policy ? 2u : 0u) |
-			  (a->ownership ? 4u : 0u) | (a->score ? 8u : 0u);
+	uint32_t folded = nn_net_flags(net); /* folded, and the heads */
 	uint32_t opt = s->optimizer, k = (uint32_t)s->n_mom;
 	uint64_t step = (uint64_t)s->step, rng = s->rng;
 	uint64_t nf = net->n_floats, bl = blob_len;
@@ -170,15 +167,11 @@ static int ck_parse(const char *path, const uint8_t *buf, size_t len, ck_view *v
 	}
 	size_t q = CK_N_ARCH * 4;
 	uint32_t flags = fileio_u32(h + q);
-	if (flags > 15) {
+	if (nn_flags_apply(flags, NN_FLAGS_ALL, a, &v->bn_folded) < 0) {
 		snprintf(err, errlen, "%s: checkpoint header has unknown flags 0x%x; %s", path, flags,
 			 again);
 		return -1;
 	}
-	v->bn_folded = (int)(flags & 1);
-	a->opp_policy = (int)(flags >> 1 & 1);
-	a->ownership = (int)(flags >> 2 & 1);
-	a->score = (int)(flags >> 3 & 1);
 	q += 4;
 	memcpy(a->block_kind, h + q, (size_t)a->blocks);
 	q += (size_t)a->blocks;
@@ -309,7 +302,7 @@ int train_ckpt_read_mem(const void *buf, size_t len, const char *path, nn_net *n
 	    a->se_channels != c->se_channels || a->policy_channels != c->policy_channels ||
 	    a->policy_outputs != c->policy_outputs || a->value_channels != c->value_channels ||
 	    a->value_hidden != c->value_hidden || a->value_outputs != c->value_outputs ||
-	    a->opp_policy != c->opp_policy || a->ownership != c->ownership || a->score != c->score ||
+	    nn_arch_heads(a) != nn_arch_heads(c) ||
 	    memcmp(a->block_kind, c->block_kind, (size_t)a->blocks) != 0 ||
 	    v.n_floats != net->n_floats) {
 		snprintf(err, errlen, "%s holds a %s net, the trainer has a %s one; build the trainer "

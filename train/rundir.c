@@ -139,9 +139,7 @@ nn_net *rundir_learner_net(const rundir *r, const game_params *g, int blocks, in
 	if (*resumed)
 		return trainer_checkpoint_net(r->ckpt, err, errlen);
 	nn_arch a = nn_arch_default(g, blocks, channels);
-	a.opp_policy = (heads & RUNDIR_HEAD_OPP) != 0;
-	a.ownership = (heads & RUNDIR_HEAD_OWN) != 0;
-	a.score = (heads & RUNDIR_HEAD_SCORE) != 0;
+	nn_arch_set_heads(&a, heads);
 	nn_net *net = nn_net_new(&a, err, errlen);
 	if (net)
 		nn_net_init_random(net, seed);

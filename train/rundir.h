@@ -43,12 +43,9 @@ rundir *rundir_open(const char *dir, char *err, size_t errlen);
 /* Closes the store and releases the folder. NULL is fine. */
 void rundir_close(rundir *r);
 
-/* The optional heads of a new network (nn_arch's flags). */
-enum { RUNDIR_HEAD_OPP = 1, RUNDIR_HEAD_OWN = 2, RUNDIR_HEAD_SCORE = 4 };
-
 /* The network to train: the one in the checkpoint when there is one
  * (*resumed true), else a new one of game g, blocks x channels, with the
- * optional heads of `heads` (RUNDIR_HEAD_*; ownership and score are
+ * optional heads of `heads` (NN_HEAD_*; ownership and score are
  * refused, with a message, for a game without territory), randomly
  * initialised from seed. NULL with a message. */
 nn_net *rundir_learner_net(const rundir *r, const game_params *g, int blocks, int channels,

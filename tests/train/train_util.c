@@ -54,9 +54,7 @@ nn_net *tu_net_heads(game_kind kind, int size, int blocks, int channels, int hea
 		gp.size = size;
 	nn_arch a = nn_arch_default(&gp, blocks, channels);
 	a.value_hidden = 16;
-	a.opp_policy = (heads & TU_OPP) != 0;
-	a.ownership = (heads & TU_OWN) != 0;
-	a.score = (heads & TU_SCORE) != 0;
+	nn_arch_set_heads(&a, heads);
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
 	nn_net_init_random(net, seed);
