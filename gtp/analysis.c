@@ -9,10 +9,13 @@
  * answered `noResults` at once and dropped when popped; a searched one is
  * interrupted (mcts_interrupt) and answered with what its search found.
  *
- * sente's networks have no score or ownership head, so scores and
- * ownership are estimates from fast random playouts of the position (as
- * GTP's kata-analyze ownership, gtp_playout_estimate): the root's from
- * opt.score_playouts playouts, each move's from a quarter as many. */
+ * Scores and ownership are gtp_estimate's, as GTP's kata-analyze shows
+ * them: the network's ownership and score heads for the root and for the
+ * position after each move where the network has them (the network's
+ * answer, not an average over the search; no scoreStdev then), otherwise
+ * fast random playouts of the position: the root's from
+ * opt.score_playouts playouts, each move's from a quarter as many.
+ * opt.score_playouts 0 turns both off. */
 #include "gtp/analysis.h"
 
 #include <cjson/cJSON.h>
@@ -78,11 +81,11 @@ typedef struct turn {
 	game g;                   /* the position */
 } turn;
 
-/* A playout estimate: score and ownership of a position. */
+/* An estimate (gtp_estimate): score and ownership of a position. */
 typedef struct estimate {
 	bool done;      /* computed for the current turn */
 	double score;   /* mean final score, Black's view (komi counted) */
-	double sd;      /* its standard deviation */
+	double sd;      /* its standard deviation; NAN from the network */
 	float *own;     /* [points] Black's share minus White's, NULL until needed */
 	float *own_sd;  /* [points] standard deviation of the owner */
 } estimate;
@@ -297,14 +300,12 @@ static void turn_terminate(analysis_engine *a, turn *t)
 
 /* ---- estimates ------------------------------------------------------------- */
 
-/* The playout estimate of position g (a Go board), with ownership when
- * `own` (computed once per turn; ownership added when first asked). */
-static void estimate_of(const game *g, int playouts, bool own, estimate *e)
+/* The estimate of position g (a Go board; gtp_estimate), with ownership
+ * when `own` (computed once per turn; ownership added when first asked). */
+static void estimate_of(evaluator *ev, const game *g, int playouts, bool own, estimate *e)
 {
 	if (e->done && (!own || e->own))
 		return;
-	int n = g->u.go.size * g->u.go.size;
-	float bl[GO_MAX_SIZE * GO_MAX_SIZE], wh[GO_MAX_SIZE * GO_MAX_SIZE];
 	if (own && !e->own) {
 		e->own = malloc(sizeof(float) * GO_MAX_SIZE * GO_MAX_SIZE);
 		e->own_sd = malloc(sizeof(float) * GO_MAX_SIZE * GO_MAX_SIZE);
@@ -315,12 +316,7 @@ static void estimate_of(const game *g, int playouts, bool own, estimate *e)
 			own = false;
 		}
 	}
-	gtp_playout_estimate(&g->u.go, playouts, bl, wh, &e->score, &e->sd);
-	for (int p = 0; own && p < n; p++) {
-		float m = bl[p] - wh[p], var = bl[p] + wh[p] - m * m;
-		e->own[p] = m;
-		e->own_sd[p] = var > 0 ? sqrtf(var) : 0;
-	}
+	gtp_estimate(ev, g, playouts, own ? e->own : NULL, own ? e->own_sd : NULL, &e->score, &e->sd);
 	e->done = true;
 }
 
@@ -436,7 +432,7 @@ static void write_analysis(worker *w, const turn *t, bool during)
 		if (move_playouts > 0) {
 			w->after = *g;
 			if (game_play(&w->after, c->move) == GAME_OK)
-				estimate_of(&w->after, move_playouts, q->moves_ownership ||
+				estimate_of(a->ev, &w->after, move_playouts, q->moves_ownership ||
 					    q->moves_ownership_stdev, e);
 			else
 				e = NULL;
@@ -466,7 +462,8 @@ static void write_analysis(worker *w, const turn *t, bool during)
 			add_num(mi, "scoreLead", bs * e->score);
 			add_num(mi, "scoreMean", bs * e->score);
 			add_num(mi, "scoreSelfplay", bs * e->score);
-			add_num(mi, "scoreStdev", e->sd);
+			if (!isnan(e->sd))
+				add_num(mi, "scoreStdev", e->sd);
 		}
 		add_num(mi, "utility", vs * c->q);
 		add_num(mi, "utilityLcb", vs * c->lcb);
@@ -483,7 +480,7 @@ static void write_analysis(worker *w, const turn *t, bool during)
 		   eval_position(a->ev, g, pol, &raw_v) == 0;
 	bool own = q->ownership || q->ownership_stdev;
 	if (root_playouts > 0)
-		estimate_of(g, root_playouts, own, &w->root);
+		estimate_of(a->ev, g, root_playouts, own, &w->root);
 	if (own && w->root.own) {
 		if (q->ownership)
 			cJSON_AddItemToObject(o, "ownership", board_array(g, w->root.own, bs));
@@ -523,7 +520,8 @@ static void write_analysis(worker *w, const turn *t, bool during)
 	if (w->root.done) {
 		add_num(ri, "scoreLead", bs * w->root.score);
 		add_num(ri, "scoreSelfplay", bs * w->root.score);
-		add_num(ri, "scoreStdev", w->root.sd);
+		if (!isnan(w->root.sd))
+			add_num(ri, "scoreStdev", w->root.sd);
 	}
 	cJSON_AddStringToObject(ri, "symHash", sh);
 	cJSON_AddStringToObject(ri, "thisHash", th);

@@ -1,13 +1,19 @@
 /* analyze.c: the analysis commands of the GTP engine (Leela Zero's
  * lz-analyze family, KataGo's kata-analyze family and kata-raw-nn, Leela
- * Zero's heatmap, GoGui's policy and ownership boards) and the ownership
- * estimate they share with final_status_list.
+ * Zero's heatmap, GoGui's policy and ownership boards) and the estimate of
+ * a position's end (ownership and score) they share with the JSON
+ * analysis engine.
  *
- * sente's networks have a policy and a value head only. Ownership
- * (kata-analyze `ownership`, `movesOwnership`, GoGui's board) is therefore
- * an estimate from fast random playouts of the position, not a network
- * output; kata-raw-nn prints no whiteLead/whiteOwnership, and kata-analyze
- * no scoreLead/scoreMean, as KataGo's consumers allow (fields are keyed). */
+ * A network with the ownership and score heads (nn/net.h) gives that
+ * estimate: kata-analyze's `ownership`, `movesOwnership`, scoreLead and
+ * scoreMean, kata-raw-nn's whiteOwnership and whiteLead, GoGui's board.
+ * They are the network's answer for the position (the root, or the
+ * position after a move), not averages over the search tree as KataGo's
+ * are. Without those heads (older networks, a Leela Zero network, the CUDA
+ * backend for now) ownership is an estimate from fast random playouts of
+ * the position, kata-raw-nn prints no whiteLead/whiteOwnership and
+ * kata-analyze no scoreLead/scoreMean, as KataGo's consumers allow
+ * (fields are keyed). final_status_list always reads the playouts. */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -63,6 +69,54 @@ void gtp_playout_estimate(const go_board *b, int playouts, float *black, float *
 void gtp_ownership(const go_board *b, int playouts, float *black, float *white)
 {
 	gtp_playout_estimate(b, playouts, black, white, NULL, NULL);
+}
+
+int gtp_estimate(evaluator *ev, const game *g, int playouts, float *own, float *own_sd,
+		 double *score, double *score_sd)
+{
+	int heads = ev && !game_is_over(g) ? eval_heads(ev) : 0, n = g->u.go.size * g->u.go.size;
+	bool want_own = own || own_sd, want_score = score || score_sd;
+	int use = (want_own ? heads & NN_HEAD_OWN : 0) | (want_score ? heads & NN_HEAD_SCORE : 0);
+	float net_own[GO_MAX_SIZE * GO_MAX_SIZE], net_score = 0, pol[GAME_MAX_ACTIONS], v;
+	if (use && eval_raw_heads(ev, g, 0, pol, &v, use & NN_HEAD_OWN ? net_own : NULL,
+				  use & NN_HEAD_SCORE ? &net_score : NULL) != 0)
+		use = 0;
+	float side = game_to_move(g) == GAME_BLACK ? 1.0f : -1.0f; /* to Black's view */
+	if ((want_own && !(use & NN_HEAD_OWN)) || (want_score && !(use & NN_HEAD_SCORE))) {
+		float bl[GO_MAX_SIZE * GO_MAX_SIZE], wh[GO_MAX_SIZE * GO_MAX_SIZE];
+		double m, sd;
+		bool po = want_own && !(use & NN_HEAD_OWN);
+		gtp_playout_estimate(&g->u.go, playouts, po ? bl : NULL, po ? wh : NULL, &m, &sd);
+		for (int p = 0; po && p < n; p++) {
+			float d = bl[p] - wh[p], var = bl[p] + wh[p] - d * d;
+			if (own)
+				own[p] = d + 0.0f; /* never -0 */
+			if (own_sd)
+				own_sd[p] = var > 0 ? sqrtf(var) : 0;
+		}
+		if (want_score && !(use & NN_HEAD_SCORE)) {
+			if (score)
+				*score = m;
+			if (score_sd)
+				*score_sd = sd;
+		}
+	}
+	/* The head's tanh is the expected owner of a two-way outcome: its
+	 * spread is sqrt(1 - own^2). The score head gives no spread. */
+	for (int p = 0; (use & NN_HEAD_OWN) && p < n; p++) {
+		float o = side * net_own[p] + 0.0f;
+		if (own)
+			own[p] = o;
+		if (own_sd)
+			own_sd[p] = o * o < 1 ? sqrtf(1 - o * o) : 0;
+	}
+	if (use & NN_HEAD_SCORE) {
+		if (score)
+			*score = side * net_score;
+		if (score_sd)
+			*score_sd = NAN;
+	}
+	return use;
 }
 
 /* Appends values (one per point, y * width + x) as rows, top row first:
@@ -211,30 +265,46 @@ static bool parse_analyze(gtp_engine *e, const gtp_command *c, int first, analyz
 
 /* ---- analysis output ------------------------------------------------------ */
 
-/* What one analysis command keeps between its output lines: ownership
- * estimates, which do not change while the position stays. */
+/* What one analysis command keeps between its output lines: estimates,
+ * which do not change while the position stays. */
 typedef struct analysis_cache {
-	bool root_done;                                /* root[] and root_sd[] hold it */
+	bool root_done;                                /* root[], root_sd[], root_score hold it */
 	float root[GO_MAX_SIZE * GO_MAX_SIZE];         /* root's ownership, mover's view */
 	float root_sd[GO_MAX_SIZE * GO_MAX_SIZE];      /* its standard deviation */
-	bool move_done[GAME_MAX_ACTIONS];              /* moves[m] holds it */
+	double root_score;                             /* root's score, mover's view */
+	bool move_done[GAME_MAX_ACTIONS];              /* moves[m], move_score[m] hold it */
 	float moves[GAME_MAX_ACTIONS][GO_MAX_SIZE * GO_MAX_SIZE]; /* after move m */
+	double move_score[GAME_MAX_ACTIONS];           /* after move m, mover's view */
 } analysis_cache;
 
-/* Ownership of position b for `color` (+1 its own), and its standard
- * deviation over the playouts (sd may be NULL). */
-static void ownership_for(const go_board *b, int playouts, int color, float *own, float *sd)
+/* The estimate of g (gtp_estimate) for `color` (+1 its own, its lead):
+ * ownership own, its spread sd (may be NULL), the score *score. */
+static void estimate_for(gtp_engine *e, const game *g, int playouts, int color, float *own,
+			 float *sd, double *score)
 {
-	float bl[GO_MAX_SIZE * GO_MAX_SIZE], wh[GO_MAX_SIZE * GO_MAX_SIZE];
-	gtp_ownership(b, playouts, bl, wh);
-	for (int p = 0; p < b->size * b->size; p++) {
-		float m = bl[p] - wh[p];
-		own[p] = (color == GO_BLACK ? m : -m) + 0.0f; /* never -0 */
-		if (sd) {
-			float var = bl[p] + wh[p] - m * m;
-			sd[p] = var > 0 ? sqrtf(var) : 0;
-		}
+	int n = g->u.go.size * g->u.go.size;
+	gtp_estimate(e->ev, g, playouts, own, sd, score, NULL);
+	for (int p = 0; color != GO_BLACK && p < n; p++)
+		own[p] = -own[p] + 0.0f; /* never -0 */
+	if (color != GO_BLACK)
+		*score = -*score;
+}
+
+/* The estimate after `color` plays m at the root, into the cache. */
+static void move_estimate(gtp_engine *e, analysis_cache *cache, int color, int m)
+{
+	if (cache->move_done[m])
+		return;
+	static game after; /* 30 KB; GTP runs on one thread */
+	after = e->game;
+	if (game_play(&after, m) == GAME_OK)
+		estimate_for(e, &after, MOVE_OWN_PLAYOUTS, color, cache->moves[m], NULL,
+			     &cache->move_score[m]);
+	else {
+		memset(cache->moves[m], 0, sizeof(cache->moves[m]));
+		cache->move_score[m] = 0;
 	}
+	cache->move_done[m] = true;
 }
 
 /* " NAME v v v ..." for a board of floats, row-major from the top left. */
@@ -269,6 +339,7 @@ static void print_analysis(gtp_engine *e, bool kata, const analyze_args *a, anal
 	mcts_child_info ci[GAME_MAX_ACTIONS];
 	int n = analysis_moves(e, a, ci);
 	bool go = gtp_is_go(e);
+	bool scores = go && kata && (eval_heads(e->ev) & NN_HEAD_SCORE);
 	int color = game_to_move(&e->game);
 	float root_v = mcts_root_value(e->search) + 0.0f; /* never -0 */
 	gtp_reply l = { 0 };
@@ -287,10 +358,17 @@ static void print_analysis(gtp_engine *e, bool kata, const analyze_args *a, anal
 		if (lcb < 0)
 			lcb = 0;
 		const char *mv = game_move_to_text(&e->game, ci[i].move, text);
-		if (kata)
-			gtp_reply_add(&l, "%sinfo move %s visits %d utility %.6f winrate %.6f prior %.6f "
-				      "lcb %.6f utilityLcb %.6f order %d pv", i ? " " : "", mv,
-				      ci[i].visits, q, wr, ci[i].prior, lcb, ulcb, i);
+		if (kata) {
+			gtp_reply_add(&l, "%sinfo move %s visits %d utility %.6f winrate %.6f", i ? " " : "",
+				      mv, ci[i].visits, q, wr);
+			if (scores) {
+				move_estimate(e, cache, color, ci[i].move);
+				double sc = cache->move_score[ci[i].move] + 0.0;
+				gtp_reply_add(&l, " scoreMean %.6f scoreLead %.6f", sc, sc);
+			}
+			gtp_reply_add(&l, " prior %.6f lcb %.6f utilityLcb %.6f order %d pv", ci[i].prior,
+				      lcb, ulcb, i);
+		}
 		else
 			gtp_reply_add(&l, "%sinfo move %s visits %d winrate %d prior %d lcb %d order %d pv",
 				      i ? " " : "", mv, ci[i].visits, (int)lround(wr * 10000),
@@ -307,27 +385,23 @@ static void print_analysis(gtp_engine *e, bool kata, const analyze_args *a, anal
 				gtp_reply_add(&l, " %d", pvv[j]);
 		}
 		if (a->moves_ownership && go) {
-			int m = ci[i].move;
-			if (!cache->move_done[m]) {
-				static go_board after; /* 25 KB; GTP runs on one thread */
-				after = e->game.u.go;
-				if (go_play_color(&after, color, m) == 0)
-					ownership_for(&after, MOVE_OWN_PLAYOUTS, color, cache->moves[m], NULL);
-				else
-					memset(cache->moves[m], 0, sizeof(cache->moves[m]));
-				cache->move_done[m] = true;
-			}
-			line_board(&l, e, "movesOwnership", cache->moves[m]);
+			move_estimate(e, cache, color, ci[i].move);
+			line_board(&l, e, "movesOwnership", cache->moves[ci[i].move]);
 		}
 	}
-	if (kata && a->root_info)
+	bool root_est = go && kata && (scores || a->ownership || a->ownership_stdev);
+	if (root_est && !cache->root_done) {
+		estimate_for(e, &e->game, OWN_PLAYOUTS, color, cache->root, cache->root_sd,
+			     &cache->root_score);
+		cache->root_done = true;
+	}
+	if (kata && a->root_info) {
 		gtp_reply_add(&l, "%srootInfo visits %d utility %.6f winrate %.6f", l.len ? " " : "",
 			      mcts_root_visits(e->search), root_v + 0.0f, gtp_winrate(root_v));
+		if (scores)
+			gtp_reply_add(&l, " scoreLead %.6f", cache->root_score + 0.0);
+	}
 	if (kata && go && (a->ownership || a->ownership_stdev)) {
-		if (!cache->root_done) {
-			ownership_for(&e->game.u.go, OWN_PLAYOUTS, color, cache->root, cache->root_sd);
-			cache->root_done = true;
-		}
 		if (a->ownership)
 			line_board(&l, e, "ownership", cache->root);
 		if (a->ownership_stdev)
@@ -524,20 +598,33 @@ bool gtp_cmd_kata_search_analyze_cancellable(gtp_engine *e, const gtp_command *c
 /* ---- the network's own output --------------------------------------------- */
 
 /* The network's policy and value (for the side to move of g) under
- * symmetry sym, or averaged over all (sym < 0). */
-static bool raw_eval(gtp_engine *e, const game *g, int sym, float *pol, float *v, gtp_reply *r)
+ * symmetry sym, or averaged over all (sym < 0); with own and score (NULL
+ * when not wanted) its ownership and score heads too (eval_raw_heads). */
+static bool raw_eval(gtp_engine *e, const game *g, int sym, float *pol, float *v, float *own,
+		     float *score, gtp_reply *r)
 {
 	int na = game_num_actions(g), n_sym = game_num_symmetries(g);
+	int np = game_width(g) * game_height(g);
 	int from = sym < 0 ? 0 : sym, to = sym < 0 ? n_sym : sym + 1;
-	float p1[GAME_MAX_ACTIONS], v1;
+	float p1[GAME_MAX_ACTIONS], v1, o1[GO_MAX_SIZE * GO_MAX_SIZE], s1;
 	memset(pol, 0, sizeof(float) * (size_t)na);
 	*v = 0;
+	if (own)
+		memset(own, 0, sizeof(float) * (size_t)np);
+	if (score)
+		*score = 0;
 	for (int s = from; s < to; s++) {
-		if (eval_raw(e->ev, g, s, p1, &v1) != 0)
+		if ((own || score ? eval_raw_heads(e->ev, g, s, p1, &v1, own ? o1 : NULL,
+						   score ? &s1 : NULL)
+				  : eval_raw(e->ev, g, s, p1, &v1)) != 0)
 			return gtp_fail(r, "network evaluation failed");
 		for (int a = 0; a < na; a++)
 			pol[a] += p1[a] / (float)(to - from);
 		*v += v1 / (float)(to - from);
+		for (int p = 0; own && p < np; p++)
+			own[p] += o1[p] / (float)(to - from);
+		if (score)
+			*score += s1 / (float)(to - from);
 	}
 	return true;
 }
@@ -583,16 +670,28 @@ bool gtp_cmd_kata_raw_nn(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 	bool legal[GAME_MAX_ACTIONS];
 	for (int a = 0; a < na; a++)
 		legal[a] = game_is_legal(&g, a);
+	int heads = gtp_is_go(e) ? eval_heads(e->ev) : 0, np = game_width(&g) * game_height(&g);
+	float white = game_to_move(&g) == GAME_WHITE ? 1.0f : -1.0f; /* to White's view */
 	for (int s = all ? 0 : sym; s < (all ? n_sym : sym + 1); s++) {
-		float pol[GAME_MAX_ACTIONS], v;
-		if (!raw_eval(e, &g, s, pol, &v, r))
+		float pol[GAME_MAX_ACTIONS], v, own[GO_MAX_SIZE * GO_MAX_SIZE], score;
+		if (!raw_eval(e, &g, s, pol, &v, heads & NN_HEAD_OWN ? own : NULL,
+			      heads & NN_HEAD_SCORE ? &score : NULL, r))
 			return false;
 		double white_win = game_to_move(&g) == GAME_WHITE ? gtp_winrate(v) : 1 - gtp_winrate(v);
-		gtp_reply_add(r, "%ssymmetry %d\nwhiteWin %.6f\nwhiteLoss %.6f\nnoResult 0\npolicy\n",
+		gtp_reply_add(r, "%ssymmetry %d\nwhiteWin %.6f\nwhiteLoss %.6f\nnoResult 0\n",
 			      r->len ? "\n" : "", s, white_win, 1 - white_win);
+		if (heads & NN_HEAD_SCORE)
+			gtp_reply_add(r, "whiteLead %.6f\n", white * score + 0.0f);
+		gtp_reply_add(r, "policy\n");
 		reply_rows(r, e, pol, legal, "%.6f", "NAN", "\n");
 		if (pass != GAME_MOVE_NONE)
 			gtp_reply_add(r, "\npolicyPass %.6f", pol[pass]);
+		if (heads & NN_HEAD_OWN) {
+			for (int p = 0; p < np; p++)
+				own[p] = white * own[p] + 0.0f; /* never -0 */
+			gtp_reply_add(r, "\nwhiteOwnership\n");
+			reply_rows(r, e, own, NULL, "%.6f", "", "\n");
+		}
 	}
 	return true;
 }
@@ -613,7 +712,7 @@ bool gtp_cmd_heatmap(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 	if (game_is_over(&e->game))
 		return gtp_fail(r, "the game is over");
 	float pol[GAME_MAX_ACTIONS], v;
-	if (!raw_eval(e, &e->game, sym, pol, &v, r))
+	if (!raw_eval(e, &e->game, sym, pol, &v, NULL, NULL, r))
 		return false;
 	int na = game_num_actions(&e->game), pass = game_pass_move(&e->game);
 	for (int a = 0; a < na; a++)
@@ -632,7 +731,7 @@ bool gtp_cmd_gogui_policy(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 	float pol[GAME_MAX_ACTIONS], v;
 	if (game_is_over(&e->game))
 		return gtp_fail(r, "the game is over");
-	if (!raw_eval(e, &e->game, -1, pol, &v, r))
+	if (!raw_eval(e, &e->game, -1, pol, &v, NULL, NULL, r))
 		return false;
 	gtp_reply_add(r, "\n");
 	reply_rows(r, e, pol, NULL, "%.4f", "", "\n");
@@ -643,7 +742,8 @@ bool gtp_cmd_gogui_policy(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 bool gtp_cmd_gogui_ownership(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 {
 	float own[GO_MAX_SIZE * GO_MAX_SIZE];
-	ownership_for(&e->game.u.go, OWN_PLAYOUTS, GO_BLACK, own, NULL);
+	double score;
+	estimate_for(e, &e->game, OWN_PLAYOUTS, GO_BLACK, own, NULL, &score);
 	gtp_reply_add(r, "\n");
 	reply_rows(r, e, own, NULL, "%.3f", "", "\n");
 	return true;

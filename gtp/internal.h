@@ -129,6 +129,17 @@ void gtp_ownership(const go_board *b, int playouts, float *black, float *white);
 void gtp_playout_estimate(const go_board *b, int playouts, float *black, float *white,
 			  double *score_mean, double *score_sd);
 
+/* The end of Go position g as the engines show it: own[p] Black's share of
+ * point p minus White's, in [-1, 1]; own_sd[p] its spread; *score the final
+ * score, Black's view (komi counted), and *score_sd its spread. Each part
+ * comes from the network's head where ev's network has it (eval_heads;
+ * the ownership's spread then sqrt(1 - own^2), the score's NAN) and from
+ * `playouts` fast random playouts (gtp_playout_estimate) otherwise. Any
+ * output may be NULL. Returns the heads that answered (NN_HEAD_OWN,
+ * NN_HEAD_SCORE), 0 when the playouts gave everything. Thread-safe. */
+int gtp_estimate(evaluator *ev, const game *g, int playouts, float *own, float *own_sd,
+		 double *score, double *score_sd);
+
 /* Rule sets counted by area without a tax or a button (tromp-taylor,
  * chinese, aga, ...; any case), which sente plays as its own rules. */
 bool gtp_rules_area_name(const char *name);

@@ -109,6 +109,21 @@ int nn_backend_forward(nn_backend *be, int batch, const float *planes, float *po
 	return be->ops->forward(be->ctx, batch, planes, policy_logits, value, wdl_or_null);
 }
 
+int nn_backend_heads(const nn_backend *be)
+{
+	return be->ops->forward_heads ? nn_arch_heads(&be->arch) & (NN_HEAD_OWN | NN_HEAD_SCORE) : 0;
+}
+
+int nn_backend_forward_heads(nn_backend *be, int batch, const float *planes, float *policy_logits,
+			     float *value, float *wdl_or_null, float *ownership, float *score)
+{
+	assert(batch >= 1 && batch <= be->max_batch);
+	if (!be->ops->forward_heads)
+		return -1;
+	return be->ops->forward_heads(be->ctx, batch, planes, policy_logits, value, wdl_or_null,
+				      ownership, score);
+}
+
 int nn_backend_parse_flag(const char *flag, const char *value, nn_backend_options *opt, char *err,
 			  size_t errlen)
 {

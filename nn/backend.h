@@ -83,6 +83,12 @@ typedef struct nn_backend_ops {
 	/* See above. */
 	int (*forward)(void *ctx, int batch, const float *planes, float *policy_logits,
 		       float *value, float *wdl_or_null);
+	/* forward, and the net's ownership head [batch][H * W] and score head
+	 * [batch] as nn_reference_forward_heads defines them (either NULL when
+	 * not wanted). NULL in a backend that computes no head (CUDA, for
+	 * now): nn_backend_heads says what a backend gives. */
+	int (*forward_heads)(void *ctx, int batch, const float *planes, float *policy_logits,
+			     float *value, float *wdl_or_null, float *ownership, float *score);
 	/* Frees a context; NULL is fine. */
 	void (*destroy)(void *ctx);
 	/* One line on what the context chose (algorithms, layouts), into buf. */
@@ -119,10 +125,17 @@ nn_backend *nn_backend_new(const nn_backend_ops *ops, const nn_net *net, int max
 void nn_backend_free(nn_backend *be);
 int nn_backend_forward(nn_backend *be, int batch, const float *planes, float *policy_logits,
 		       float *value, float *wdl_or_null);
+/* The heads (NN_HEAD_OWN, NN_HEAD_SCORE) that be's net has and its backend
+ * computes; 0 for none. */
+int nn_backend_heads(const nn_backend *be);
+/* ops->forward_heads (see above); -1 when the backend computes no head. */
+int nn_backend_forward_heads(nn_backend *be, int batch, const float *planes, float *policy_logits,
+			     float *value, float *wdl_or_null, float *ownership, float *score);
 
 /* The checking backend (nn/check.c): runs opt->check_test (CUDA by
  * default) and opt->check_ref (the CPU in fp32 by default) on every batch,
- * returns the first one's outputs, reports on stderr every forward whose
+ * returns the first one's outputs (a head the first does not compute is
+ * the second's), reports on stderr every forward whose
  * largest difference (policy, value or wdl) is beyond the tolerance, and
  * fails it unless check_warn_only; a summary goes to stderr at destroy. */
 extern const nn_backend_ops nn_backend_check;
@@ -131,12 +144,13 @@ extern const nn_backend_ops nn_backend_check;
 extern const nn_backend_ops nn_backend_reference;
 
 /* What a checking backend has seen. */
-enum { NN_CHECK_OUTPUTS = 3 }; /* policy, value, wdl */
+enum { NN_CHECK_OUTPUTS = 5 }; /* policy, value, wdl, ownership, score */
 typedef struct nn_check_stats {
 	long forwards;                   /* forwards compared */
 	long positions;                  /* positions in them */
 	long beyond;                     /* forwards beyond the tolerance */
-	double worst[NN_CHECK_OUTPUTS];  /* largest difference: policy, value, wdl */
+	double worst[NN_CHECK_OUTPUTS];  /* largest difference: policy, value, wdl,
+					  * and the heads (0 while not asked for) */
 } nn_check_stats;
 /* The stats of a backend made with nn_backend_check. */
 void nn_check_get_stats(const nn_backend *be, nn_check_stats *out);

@@ -16,6 +16,7 @@
  * against the CPU. Wrapping the CPU backend with the reference is how the
  * tests exercise this table without a device. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +37,11 @@ static int ref_create(const nn_net *net, int max_batch, const nn_backend_options
 	return 0;
 }
 
-static int ref_forward(void *ctx, int batch, const float *planes, float *policy_logits,
-		       float *value, float *wdl)
+static int ref_forward_heads(void *ctx, int batch, const float *planes, float *policy_logits,
+			     float *value, float *wdl, float *ownership, float *score)
 {
 	const nn_net *net = ctx;
-	nn_reference_forward(net, batch, planes, policy_logits, value, wdl);
+	nn_reference_forward_heads(net, batch, planes, policy_logits, value, wdl, ownership, score);
 	if (wdl && net->arch.value_outputs == 1) /* backend.h's wdl of a 1-output net */
 		for (int i = 0; i < batch; i++) {
 			wdl[3 * i] = (1.0f + value[i]) / 2.0f;
@@ -48,6 +49,12 @@ static int ref_forward(void *ctx, int batch, const float *planes, float *policy_
 			wdl[3 * i + 2] = (1.0f - value[i]) / 2.0f;
 		}
 	return 0;
+}
+
+static int ref_forward(void *ctx, int batch, const float *planes, float *policy_logits,
+		       float *value, float *wdl)
+{
+	return ref_forward_heads(ctx, batch, planes, policy_logits, value, wdl, NULL, NULL);
 }
 
 static void ref_destroy(void *ctx) { nn_net_free(ctx); }
@@ -61,18 +68,22 @@ const nn_backend_ops nn_backend_reference = {
 	.name = "reference",
 	.create = ref_create,
 	.forward = ref_forward,
+	.forward_heads = ref_forward_heads,
 	.destroy = ref_destroy,
 	.describe = ref_describe,
 };
 
 /* ---- the checking backend ------------------------------------------------- */
 
-static const char *const ck_output_names[NN_CHECK_OUTPUTS] = { "policy", "value", "wdl" };
+static const char *const ck_output_names[NN_CHECK_OUTPUTS] = { "policy", "value", "wdl",
+								"ownership", "score" };
 
 typedef struct ck_ctx {
 	nn_backend *test, *ref; /* the backend checked, and the one it is checked against */
 	int np;                 /* policy outputs */
+	int hw;                 /* points of the board (ownership outputs) */
 	float *pol, *val, *wdl; /* the reference's outputs, max batch */
+	float *own, *score;     /* the reference's heads, max batch */
 	float *twdl;            /* the test's wdl when the caller passes none */
 	double tol;             /* largest allowed difference */
 	int warn_only;          /* 1: report, never fail */
@@ -113,6 +124,8 @@ static void ck_destroy(void *ctx)
 	free(c->val);
 	free(c->wdl);
 	free(c->twdl);
+	free(c->own);
+	free(c->score);
 	free(c);
 }
 
@@ -133,6 +146,7 @@ static int ck_create(const nn_net *net, int max_batch, const nn_backend_options 
 	}
 	const nn_arch *a = &net->arch;
 	c->np = a->policy_outputs;
+	c->hw = a->board_w * a->board_h;
 	c->tol = opt->check_tolerance > 0 ? opt->check_tolerance : nn_check_tolerance(opt->precision);
 	c->warn_only = opt->check_warn_only;
 	nn_backend_options to = *opt, ro = *opt;
@@ -155,7 +169,9 @@ static int ck_create(const nn_net *net, int max_batch, const nn_backend_options 
 	c->val = malloc(sizeof(float) * mb);
 	c->wdl = malloc(sizeof(float) * mb * 3);
 	c->twdl = malloc(sizeof(float) * mb * 3);
-	if (!c->pol || !c->val || !c->wdl || !c->twdl) {
+	c->own = calloc(mb * (size_t)c->hw, sizeof(float));
+	c->score = calloc(mb, sizeof(float));
+	if (!c->pol || !c->val || !c->wdl || !c->twdl || !c->own || !c->score) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -181,23 +197,39 @@ static double ck_worst(const float *got, const float *want, size_t n, size_t *at
 	return w;
 }
 
-static int ck_forward(void *ctx, int batch, const float *planes, float *policy_logits,
-		      float *value, float *wdl)
+static int ck_forward_heads(void *ctx, int batch, const float *planes, float *policy_logits,
+			    float *value, float *wdl, float *ownership, float *score)
 {
 	ck_ctx *c = ctx;
 	float *tw = wdl ? wdl : c->twdl;
-	if (nn_backend_forward(c->test, batch, planes, policy_logits, value, tw) < 0)
+	bool heads = ownership || score;
+	int th = heads ? nn_backend_heads(c->test) : 0;
+	/* The test's heads where it has them; the rest are the reference's. */
+	float *town = th & NN_HEAD_OWN ? ownership : NULL;
+	float *tscore = th & NN_HEAD_SCORE ? score : NULL;
+	if ((th ? nn_backend_forward_heads(c->test, batch, planes, policy_logits, value, tw, town,
+					   tscore)
+		: nn_backend_forward(c->test, batch, planes, policy_logits, value, tw)) < 0)
 		return -1;
-	if (nn_backend_forward(c->ref, batch, planes, c->pol, c->val, c->wdl) < 0)
+	if ((heads ? nn_backend_forward_heads(c->ref, batch, planes, c->pol, c->val, c->wdl,
+					      ownership ? c->own : NULL, score ? c->score : NULL)
+		   : nn_backend_forward(c->ref, batch, planes, c->pol, c->val, c->wdl)) < 0)
 		return -1;
-	size_t at[NN_CHECK_OUTPUTS];
+	size_t n_own = (size_t)batch * (size_t)c->hw;
+	if (ownership && !town)
+		memcpy(ownership, c->own, sizeof(float) * n_own);
+	if (score && !tscore)
+		memcpy(score, c->score, sizeof(float) * (size_t)batch);
+	size_t at[NN_CHECK_OUTPUTS] = { 0 };
 	double d[NN_CHECK_OUTPUTS] = {
 		ck_worst(policy_logits, c->pol, (size_t)batch * (size_t)c->np, &at[0]),
 		ck_worst(value, c->val, (size_t)batch, &at[1]),
 		ck_worst(tw, c->wdl, (size_t)batch * 3, &at[2]),
+		town ? ck_worst(town, c->own, n_own, &at[3]) : 0,
+		tscore ? ck_worst(tscore, c->score, (size_t)batch, &at[4]) : 0,
 	};
-	const float *got[NN_CHECK_OUTPUTS] = { policy_logits, value, tw };
-	const float *want[NN_CHECK_OUTPUTS] = { c->pol, c->val, c->wdl };
+	const float *got[NN_CHECK_OUTPUTS] = { policy_logits, value, tw, ownership, score };
+	const float *want[NN_CHECK_OUTPUTS] = { c->pol, c->val, c->wdl, c->own, c->score };
 	int beyond = 0;
 	for (int k = 0; k < NN_CHECK_OUTPUTS; k++) {
 		if (d[k] > c->st.worst[k])
@@ -212,13 +244,21 @@ static int ck_forward(void *ctx, int batch, const float *planes, float *policy_l
 	fprintf(stderr, "check: forward %ld (batch %d) beyond tolerance %.3g:", c->st.forwards, batch,
 		c->tol);
 	for (int k = 0; k < NN_CHECK_OUTPUTS; k++) {
-		size_t per = k == 0 ? (size_t)c->np : k == 1 ? 1 : 3;
+		size_t per = k == 0 ? (size_t)c->np : k == 2 ? 3 : k == 3 ? (size_t)c->hw : 1;
+		if (!got[k])
+			continue;
 		fprintf(stderr, " %s %.3g (position %zu: %s %.7g, %s %.7g)", ck_output_names[k], d[k],
 			at[k] / per, c->test->ops->name, got[k][at[k]], c->ref->ops->name,
 			want[k][at[k]]);
 	}
 	fprintf(stderr, "\n");
 	return c->warn_only ? 0 : -1;
+}
+
+static int ck_forward(void *ctx, int batch, const float *planes, float *policy_logits,
+		      float *value, float *wdl)
+{
+	return ck_forward_heads(ctx, batch, planes, policy_logits, value, wdl, NULL, NULL);
 }
 
 static void ck_describe(void *ctx, char *buf, size_t len)
@@ -241,6 +281,7 @@ const nn_backend_ops nn_backend_check = {
 	.name = "check",
 	.create = ck_create,
 	.forward = ck_forward,
+	.forward_heads = ck_forward_heads,
 	.destroy = ck_destroy,
 	.describe = ck_describe,
 };

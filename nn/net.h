@@ -22,12 +22,14 @@
  *       at every point, tanh(w . v + b) with v the value conv's output
  *       there (value_channels, after its BN and ReLU): who will own the
  *       point at the game's end, +1 the side to move. Weights own_fc (n_in
- *       value_channels, n_out 1, shared by the points). Training only, as
- *       the opponent-reply head, for now.
+ *       value_channels, n_out 1, shared by the points). Trained, and
+ *       computed by the reference and the CPU backend on request
+ *       (nn_backend_forward_heads) for the GTP and analysis engines.
  *   score head (optional, arch.score; games with territory, Go): FC
  *       (value_hidden -> 1) on the value head's hidden layer (after its
  *       ReLU) = the final score from the side to move's view, in points
- *       of the board (score / (width * height)). Training only.
+ *       of the board (score / (width * height)). Trained, and computed on
+ *       request as the ownership head.
  * SE block (Leela Chess Zero's form): after the second BN, s = mean over the
  * board of each channel, h = ReLU(FC1(s)) (channels -> se_channels),
  * z = FC2(h) (se_channels -> 2 * channels); out = ReLU(sigmoid(z[0..C)) * x
@@ -221,5 +223,13 @@ nn_net *nn_lz_import(const char *path, char *err, size_t errlen);
  * [batch][3] probabilities (NULL allowed; unused for 1-output nets). */
 void nn_reference_forward(const nn_net *net, int batch, const float *planes,
 			  float *policy_logits, float *value, float *wdl);
+/* The same, and the ownership head's [batch][H * W] (tanh: +1 the side to
+ * move owns the point) and the score head's [batch] (the side to move's
+ * final lead over the points of the board, score / (W * H)) where the net
+ * has them; either output may be NULL, and is left as it is when the net
+ * lacks its head. */
+void nn_reference_forward_heads(const nn_net *net, int batch, const float *planes,
+				float *policy_logits, float *value, float *wdl, float *ownership,
+				float *score);
 
 #endif

@@ -85,6 +85,13 @@ static void ref_se(const nn_block *b, int c, int hw, double *x)
 void nn_reference_forward(const nn_net *net, int batch, const float *planes,
 			  float *policy_logits, float *value, float *wdl)
 {
+	nn_reference_forward_heads(net, batch, planes, policy_logits, value, wdl, NULL, NULL);
+}
+
+void nn_reference_forward_heads(const nn_net *net, int batch, const float *planes,
+				float *policy_logits, float *value, float *wdl, float *ownership,
+				float *score)
+{
 	const nn_arch *a = &net->arch;
 	int h = a->board_h, w = a->board_w, hw = h * w, c = a->channels;
 	size_t in_n = (size_t)a->in_planes * hw;
@@ -126,8 +133,21 @@ void nn_reference_forward(const nn_net *net, int batch, const float *planes,
 		/* Value head. */
 		ref_conv(net, &net->value_conv, h, w, x, t);
 		ref_relu(t, (size_t)a->value_channels * hw);
+		/* Ownership: tanh(b + w . v) at every point, v the value conv's
+		 * channels there. */
+		if (ownership && net->own_fc.w)
+			for (int p = 0; p < hw; p++) {
+				double z = net->own_fc.b[0];
+				for (int ch = 0; ch < a->value_channels; ch++)
+					z += (double)net->own_fc.w[ch] * t[(size_t)ch * hw + p];
+				ownership[(size_t)n * hw + p] = (float)tanh(z);
+			}
 		ref_fc(&net->value_fc1, t, hid);
 		ref_relu(hid, (size_t)a->value_hidden);
+		if (score && net->score_fc.w) {
+			ref_fc(&net->score_fc, hid, out);
+			score[n] = (float)out[0];
+		}
 		ref_fc(&net->value_fc2, hid, out);
 		if (a->value_outputs == 1) {
 			value[n] = (float)tanh(out[0]);

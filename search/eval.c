@@ -34,6 +34,10 @@ typedef struct eval_request {
 	bool store;           /* put the answer in the cache */
 	float *policy;        /* answer: [n_actions] */
 	float *value;         /* answer */
+	float *own;           /* answer of the ownership head: [n_points], or NULL */
+	float *score;         /* answer of the score head, or NULL */
+	const int *point_idx; /* for each point, its index in the ownership output */
+	int n_points;         /* entries of own[] and point_idx[] */
 	int status;           /* 0 pending, 1 done, -1 backend failure */
 	pthread_cond_t done;  /* signalled when status changes */
 	int *unanswered;      /* the poster's count of its requests not yet done */
@@ -47,6 +51,8 @@ typedef struct eval_server {
 	float *planes;        /* [max_batch][input] */
 	float *logits;        /* [max_batch][policy_outputs] */
 	float *values;        /* [max_batch] */
+	float *own;           /* [max_batch][points] when the backend has the head */
+	float *score;         /* [max_batch] when the backend has the head */
 } eval_server;
 
 typedef struct eval_cache {
@@ -62,6 +68,8 @@ struct evaluator {
 	nn_encoding enc;          /* input encoding */
 	eval_options opt;         /* as given, max_batch clamped */
 	int input_floats;         /* floats per encoded position */
+	int n_points;             /* points of the network's board */
+	int heads;                /* NN_HEAD_OWN | NN_HEAD_SCORE every backend computes */
 	int n_servers;            /* 0: uniform evaluator */
 	eval_server *servers;     /* [n_servers] */
 	pthread_mutex_t mu;       /* guards the queue and stop */
@@ -239,13 +247,24 @@ static void *server_main(void *arg)
 		for (int i = 0; i < k; i++)
 			memcpy(s->planes + (size_t)i * (size_t)ev->input_floats, batch[i]->planes,
 			       sizeof(float) * (size_t)ev->input_floats);
-		int rc = nn_backend_forward(s->be, k, s->planes, s->logits, s->values, NULL);
+		bool heads = false;
+		for (int i = 0; i < k; i++)
+			heads |= batch[i]->own || batch[i]->score;
+		int rc = heads ? nn_backend_forward_heads(s->be, k, s->planes, s->logits, s->values, NULL,
+							  s->own, s->score)
+			       : nn_backend_forward(s->be, k, s->planes, s->logits, s->values, NULL);
 		atomic_fetch_add(&ev->n_batches, 1);
 		atomic_fetch_add(&ev->n_evals, (uint64_t)k);
 		if (rc != 0)
 			atomic_fetch_add(&ev->n_failures, 1);
 		for (int i = 0; i < k && rc == 0; i++) {
 			answer_request(batch[i], s->logits + (size_t)i * (size_t)outs, s->values[i]);
+			/* The transformed position's point sym(p) is our point p. */
+			const float *own = s->own + (size_t)i * (size_t)ev->n_points;
+			for (int p = 0; batch[i]->own && p < batch[i]->n_points; p++)
+				batch[i]->own[p] = own[batch[i]->point_idx[p]];
+			if (batch[i]->score)
+				*batch[i]->score = s->score[i] * (float)ev->n_points;
 			if (batch[i]->store)
 				cache_put(ev->cache, batch[i]->key, batch[i]->policy, batch[i]->n_actions,
 					  *batch[i]->value);
@@ -299,6 +318,10 @@ evaluator *eval_new(nn_backend **backends, int n_backends, nn_encoding enc,
 			goto fail;
 		}
 	}
+	ev->n_points = a->board_w * a->board_h;
+	ev->heads = NN_HEAD_OWN | NN_HEAD_SCORE;
+	for (int i = 0; i < n_backends; i++)
+		ev->heads &= nn_backend_heads(backends[i]);
 	if (ev->opt.cache_bytes)
 		ev->cache = cache_new(ev->opt.cache_bytes, a->policy_outputs);
 	ev->servers = calloc((size_t)n_backends, sizeof(eval_server));
@@ -315,7 +338,9 @@ evaluator *eval_new(nn_backend **backends, int n_backends, nn_encoding enc,
 		s->planes = malloc(mb * (size_t)ev->input_floats * sizeof(float));
 		s->logits = malloc(mb * (size_t)a->policy_outputs * sizeof(float));
 		s->values = malloc(mb * sizeof(float));
-		if (!s->planes || !s->logits || !s->values) {
+		s->own = calloc(mb * (size_t)ev->n_points, sizeof(float));
+		s->score = calloc(mb, sizeof(float));
+		if (!s->planes || !s->logits || !s->values || !s->own || !s->score) {
 			snprintf(err, errlen, "out of memory for batch buffers");
 			goto fail;
 		}
@@ -346,6 +371,8 @@ void eval_free(evaluator *ev)
 		free(s->planes);
 		free(s->logits);
 		free(s->values);
+		free(s->own);
+		free(s->score);
 	}
 	free(ev->servers);
 	cache_free(ev->cache);
@@ -429,6 +456,9 @@ static int prepare(evaluator *ev, const game *g, int sym, bool use_cache, float 
 	r->store = use_cache;
 	r->policy = policy;
 	r->value = value;
+	r->own = r->score = NULL;
+	r->point_idx = NULL;
+	r->n_points = 0;
 	r->status = 0;
 	return 1;
 }
@@ -467,6 +497,8 @@ static int post_and_wait(evaluator *ev, eval_request **reqs, int n)
 	return failed;
 }
 
+static int post_one(evaluator *ev, eval_request *r);
+
 static int evaluate(evaluator *ev, const game *g, int sym, bool use_cache, float *policy,
 		    float *value)
 {
@@ -476,10 +508,15 @@ static int evaluate(evaluator *ev, const game *g, int sym, bool use_cache, float
 	int rc = prepare(ev, g, sym, use_cache, policy, value, planes, legal, idx, &r);
 	if (rc <= 0)
 		return rc;
-	pthread_cond_init(&r.done, NULL);
-	eval_request *rp = &r;
-	int failed = post_and_wait(ev, &rp, 1);
-	pthread_cond_destroy(&r.done);
+	return post_one(ev, &r);
+}
+
+/* Posts one prepared request and waits for its answer: 0, or -1. */
+static int post_one(evaluator *ev, eval_request *r)
+{
+	pthread_cond_init(&r->done, NULL);
+	int failed = post_and_wait(ev, &r, 1);
+	pthread_cond_destroy(&r->done);
 	return failed ? -1 : 0;
 }
 
@@ -574,6 +611,37 @@ int eval_raw(evaluator *ev, const game *g, int sym, float *policy, float *value)
 	if (sym < 0 || sym >= game_num_symmetries(g))
 		sym = 0;
 	return evaluate(ev, g, sym, false, policy, value);
+}
+
+int eval_heads(const evaluator *ev) { return ev->n_servers > 0 ? ev->heads : 0; }
+
+int eval_raw_heads(evaluator *ev, const game *g, int sym, float *policy, float *value,
+		   float *ownership, float *score)
+{
+	int legal[GAME_MAX_ACTIONS], idx[GAME_MAX_ACTIONS], pts[GO_MAX_SIZE * GO_MAX_SIZE];
+	float planes[EVAL_MAX_INPUT];
+	eval_request r;
+	int n_points = game_width(g) * game_height(g);
+	if ((ownership && !(eval_heads(ev) & NN_HEAD_OWN)) ||
+	    (score && !(eval_heads(ev) & NN_HEAD_SCORE)) ||
+	    (ownership && n_points != ev->n_points)) {
+		eval_raw(ev, g, sym, policy, value);
+		return -1;
+	}
+	if (sym < 0 || sym >= game_num_symmetries(g))
+		sym = 0;
+	int rc = prepare(ev, g, sym, false, policy, value, planes, legal, idx, &r);
+	if (rc <= 0) /* answered at once: no network, or no legal move */
+		return rc < 0 || ownership || score ? -1 : 0;
+	/* Our point p is the transformed position's sym(p), as for moves. */
+	for (int p = 0; p < n_points; p++)
+		pts[p] = game_symmetry_move(g, sym, p);
+	r.own = ownership;
+	r.score = score;
+	r.point_idx = pts;
+	r.n_points = n_points;
+	r.status = 0;
+	return post_one(ev, &r);
 }
 
 void eval_client_enter(evaluator *ev)

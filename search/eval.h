@@ -88,6 +88,18 @@ int eval_post(evaluator *ev, eval_scratch *s);
  * symmetry): what GTP kata-raw-nn shows. Same outputs as eval_position. */
 int eval_raw(evaluator *ev, const game *g, int sym, float *policy, float *value);
 
+/* The heads (NN_HEAD_OWN, NN_HEAD_SCORE of nn/net.h) that the network has
+ * and every backend of ev computes (nn_backend_heads); 0 without. */
+int eval_heads(const evaluator *ev);
+/* eval_raw, and the network's heads for g (never cached): ownership[p] for
+ * every point p = y * width + x of the board, in [-1, 1], +1 when the side
+ * to move will own it; *score the side to move's final lead in points (the
+ * head's output times the board's points). Either may be NULL. 0, or -1
+ * (outputs of the heads untouched) when a head asked for is missing (see
+ * eval_heads), the board is not the network's, or the backend failed. */
+int eval_raw_heads(evaluator *ev, const game *g, int sym, float *policy, float *value,
+		   float *ownership, float *score);
+
 /* The key the cache uses for g: its position, the side to move, and as much
  * history (and komi) as the encoding sees. */
 uint64_t eval_key(const game *g, nn_encoding enc);

@@ -129,6 +129,7 @@ typedef struct cpu_set {
 	int lay;                      /* tower layout from: 0 direct, 1 Winograd */
 	cpu_op pol_conv, val_conv, pol_fc, val_fc1, val_fc2; /* heads */
 	cpu_layout xl;                /* layout of act and se_x (SE nets) */
+	cpu_layout vl;                /* layout of val_act (nets with an ownership head) */
 	float *se_buf;                /* SE: pooled [nb][C], hidden [nb][se], z [nb][2C] */
 	/* Weights each primitive reads, per parameter (not owned: in
 	 * ctx->param[].fmt). */
@@ -515,7 +516,7 @@ static int cpu_layout_of(const dnnl_memory_desc_t *md, int channels, cpu_layout 
 	const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
 	if (md->format_kind != dnnl_blocked || md->ndims != 4 || md->offset0 != 0 ||
 	    b->inner_nblks > 1 || (b->inner_nblks == 1 && b->inner_idxs[0] != 1)) {
-		snprintf(err, errlen, "the SE pass cannot read oneDNN's activation layout");
+		snprintf(err, errlen, "the plain-C passes (SE, ownership) cannot read oneDNN's activation layout");
 		return -1;
 	}
 	dnnl_dim_t blk = b->inner_nblks ? b->inner_blks[0] : 1;
@@ -709,6 +710,10 @@ static int cpu_make_set(cpu_ctx *c, cpu_set *s, int nb, int lay, const nn_backen
 		}
 		DNNL_CHECK(cpu_alloc(c, heads[h].md, heads[h].m));
 	}
+	if (c->net->own_fc.w && cpu_layout_of(&val_md, a->value_channels, &s->vl, err, errlen) < 0) {
+		rc = -1;
+		goto out;
+	}
 	struct {
 		const dnnl_memory_desc_t *src; /* input layout */
 		int ndims;        /* of the weights: 4 after a conv, 2 after an FC */
@@ -771,6 +776,7 @@ static void cpu_free_set(cpu_set *s)
 	cpu_op_free(&s->val_fc1);
 	cpu_op_free(&s->val_fc2);
 	free(s->xl.coff);
+	free(s->vl.coff);
 	free(s->se_buf);
 	free(s->w);
 	memset(s, 0, sizeof(*s));
@@ -1421,9 +1427,48 @@ static int cpu_create(const nn_net *net, int max_batch, const nn_backend_options
 	return rc;
 }
 
+/* The ownership and score heads (net.h) of the n positions set s has just
+ * run, in plain loops over the value conv's output and the value hidden
+ * layer: a dot product per point and one per position. */
+static int cpu_heads(cpu_ctx *c, cpu_set *s, int n, float *ownership, float *score)
+{
+	const nn_arch *a = &c->arch;
+	const nn_net *net = c->net;
+	char *err = c->err;
+	size_t errlen = sizeof(c->err);
+	int rc = 0, H = a->board_h, W = a->board_w, vc = a->value_channels;
+	void *h;
+	if (ownership && net->own_fc.w) {
+		DNNL_CHECK(dnnl_memory_get_data_handle(s->val_act, &h));
+		const float *v = h;
+		const cpu_layout *L = &s->vl;
+		for (int i = 0; i < n; i++)
+			for (int y = 0; y < H; y++)
+				for (int x = 0; x < W; x++) {
+					const float *px = v + i * L->sn + y * L->sh + x * L->sw;
+					float z = net->own_fc.b[0];
+					for (int ch = 0; ch < vc; ch++)
+						z += net->own_fc.w[ch] * px[L->coff[ch]];
+					ownership[((size_t)i * H + y) * W + x] = tanhf(z);
+				}
+	}
+	if (score && net->score_fc.w) {
+		DNNL_CHECK(dnnl_memory_get_data_handle(s->val_hid, &h));
+		const float *hid = h;
+		for (int i = 0; i < n; i++) {
+			float z = net->score_fc.b[0];
+			for (int j = 0; j < a->value_hidden; j++)
+				z += net->score_fc.w[j] * hid[(size_t)i * a->value_hidden + j];
+			score[i] = z;
+		}
+	}
+out:
+	return rc;
+}
+
 /* One pass of set s (not chunked) over n <= s->nb positions. */
 static int cpu_pass(cpu_ctx *c, cpu_set *s, int n, const float *planes, float *policy_logits,
-		    float *value, float *wdl)
+		    float *value, float *wdl, float *ownership, float *score)
 {
 	const nn_arch *a = &c->arch;
 	char *err = c->err;
@@ -1434,6 +1479,10 @@ static int cpu_pass(cpu_ctx *c, cpu_set *s, int n, const float *planes, float *p
 	DNNL_CHECK(dnnl_memory_get_data_handle(s->in_user, &h));
 	memcpy(h, planes, sizeof(float) * in_n * (size_t)n);
 	if (cpu_run_set(c, s, err, errlen) < 0) {
+		rc = -1;
+		goto out;
+	}
+	if ((ownership || score) && cpu_heads(c, s, n, ownership, score) < 0) {
 		rc = -1;
 		goto out;
 	}
@@ -1467,8 +1516,8 @@ out:
 	return rc;
 }
 
-static int cpu_forward(void *vctx, int batch, const float *planes, float *policy_logits,
-		       float *value, float *wdl)
+static int cpu_forward_heads(void *vctx, int batch, const float *planes, float *policy_logits,
+			     float *value, float *wdl, float *ownership, float *score)
 {
 	cpu_ctx *c = vctx;
 	const nn_arch *a = &c->arch;
@@ -1481,16 +1530,23 @@ static int cpu_forward(void *vctx, int batch, const float *planes, float *policy
 		}
 	cpu_apply_threads(c);
 	if (s->chunk < 0)
-		return cpu_pass(c, s, batch, planes, policy_logits, value, wdl);
+		return cpu_pass(c, s, batch, planes, policy_logits, value, wdl, ownership, score);
 	cpu_set *t = &c->set[s->chunk];
-	size_t in_n = (size_t)a->in_planes * a->board_w * a->board_h;
+	size_t hw = (size_t)a->board_w * a->board_h, in_n = (size_t)a->in_planes * hw;
 	for (int off = 0; off < batch; off += t->nb) {
 		int n = batch - off < t->nb ? batch - off : t->nb;
 		if (cpu_pass(c, t, n, planes + off * in_n, policy_logits + (size_t)off * a->policy_outputs,
-			     value + off, wdl ? wdl + 3 * off : NULL) < 0)
+			     value + off, wdl ? wdl + 3 * off : NULL,
+			     ownership ? ownership + off * hw : NULL, score ? score + off : NULL) < 0)
 			return -1;
 	}
 	return 0;
+}
+
+static int cpu_forward(void *vctx, int batch, const float *planes, float *policy_logits,
+		       float *value, float *wdl)
+{
+	return cpu_forward_heads(vctx, batch, planes, policy_logits, value, wdl, NULL, NULL);
 }
 
 static const char *cpu_impl(const cpu_op *op)
@@ -1537,6 +1593,7 @@ const nn_backend_ops nn_backend_cpu = {
 	.name = "cpu",
 	.create = cpu_create,
 	.forward = cpu_forward,
+	.forward_heads = cpu_forward_heads,
 	.destroy = cpu_destroy,
 	.describe = cpu_describe,
 };

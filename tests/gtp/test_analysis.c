@@ -19,15 +19,18 @@
 #include "engine/game.h"
 #include "engine/game_desc.h"
 #include "gtp/analysis.h"
+#include "nn/encode.h"
 #include "nn/net.h"
 #include "tests/cli/cli_util.h"
 
 static char net_dir[] = "/tmp/sente_analysis_XXXXXX";
-static char go9[128], c4[128];
+static char go9[128], go9h[128], c4[128];
 
-static void write_net(char *path, size_t len, const char *name, game_params p)
+/* A small random network for p with the heads given (NN_HEAD_*). */
+static void write_net(char *path, size_t len, const char *name, game_params p, int heads)
 {
 	nn_arch a = nn_arch_default(&p, 1, 8);
+	nn_arch_set_heads(&a, heads);
 	char err[256];
 	nn_net *n = nn_net_new(&a, err, sizeof(err));
 	cr_assert(n, "%s", err);
@@ -40,8 +43,10 @@ static void write_net(char *path, size_t len, const char *name, game_params p)
 static void make_nets(void)
 {
 	cr_assert(mkdtemp(net_dir));
-	write_net(go9, sizeof(go9), "go9.sente", game_params_sized(GAME_KIND_GO, 9, NAN));
-	write_net(c4, sizeof(c4), "c4.sente", game_params_default(GAME_KIND_CONNECT4));
+	write_net(go9, sizeof(go9), "go9.sente", game_params_sized(GAME_KIND_GO, 9, NAN), 0);
+	write_net(go9h, sizeof(go9h), "go9h.sente", game_params_sized(GAME_KIND_GO, 9, NAN),
+		  NN_HEAD_OWN | NN_HEAD_SCORE);
+	write_net(c4, sizeof(c4), "c4.sente", game_params_default(GAME_KIND_CONNECT4), 0);
 }
 
 static void remove_nets(void)
@@ -386,6 +391,51 @@ Test(analysis, winrates_as_black_or_white)
 	const cJSON *rb = get(b[0], "rootInfo"), *rw = get(w[0], "rootInfo");
 	cr_assert_float_eq(num(rb, "rawWinrate") + num(rw, "rawWinrate"), 1, 1e-6);
 	cr_assert_float_eq(num(rb, "scoreLead"), -num(rw, "scoreLead"), 1e-6);
+	stop();
+}
+
+/* A network with the ownership and score heads answers both: the root's
+ * ownership and scoreLead are the heads' (the reference's) for the
+ * position, in Black's view, with no scoreStdev (the head has none), and
+ * each move's scoreLead is the head's after that move. */
+Test(analysis, ownership_and_score_from_the_heads)
+{
+	start(go9h, 1, 16);
+	send("{\"id\":\"h\",\"moves\":[[\"B\",\"E5\"]],\"rules\":\"chinese\",\"komi\":7.5,"
+	     "\"boardXSize\":9,\"boardYSize\":9,\"includeOwnership\":true}");
+	finish();
+	cJSON *h[2];
+	cr_assert_eq(answers("h", h, 2), 1);
+	char err[256];
+	nn_net *net = nn_net_load(go9h, NULL, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	game g;
+	game_params gp = game_params_sized(GAME_KIND_GO, 9, 7.5);
+	game_init(&g, &gp);
+	cr_assert_eq(game_play(&g, 4 * 9 + 4), GAME_OK); /* E5 */
+	float planes[32 * 81], pol[82], v, own[81], score;
+	cr_assert_gt(nn_encode(&g, net->arch.encoding, planes), 0);
+	nn_reference_forward_heads(net, 1, planes, pol, &v, NULL, own, &score);
+	/* White to move: Black's view is the heads' negated. */
+	const cJSON *ri = get(h[0], "rootInfo"), *ow = get(h[0], "ownership");
+	cr_assert_float_eq(num(ri, "scoreLead"), -81 * score, 1e-4);
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(ri, "scoreStdev"));
+	cr_assert(cJSON_IsArray(ow) && cJSON_GetArraySize(ow) == 81);
+	for (int row = 0; row < 9; row++) /* KataGo's rows: the top one first */
+		for (int x = 0; x < 9; x++) {
+			double got = cJSON_GetArrayItem(ow, row * 9 + x)->valuedouble;
+			cr_assert_float_eq(got, -own[(8 - row) * 9 + x], 1e-5, "row %d x %d", row, x);
+		}
+	/* The first move's score: the heads after it (Black to move again). */
+	const cJSON *mi = cJSON_GetArrayItem(get(h[0], "moveInfos"), 0);
+	int m;
+	cr_assert_eq(game_move_from_text(&g, str(mi, "move"), &m), GAME_OK);
+	cr_assert_eq(game_play(&g, m), GAME_OK);
+	cr_assert_gt(nn_encode(&g, net->arch.encoding, planes), 0);
+	nn_reference_forward_heads(net, 1, planes, pol, &v, NULL, own, &score);
+	cr_assert_float_eq(num(mi, "scoreLead"), 81 * score, 1e-4);
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(mi, "scoreStdev"));
+	nn_net_free(net);
 	stop();
 }
 

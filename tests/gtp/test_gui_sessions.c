@@ -26,16 +26,18 @@
 #include <unistd.h>
 
 #include "engine/game_desc.h"
+#include "nn/encode.h"
 #include "nn/net.h"
 #include "tests/cli/cli_util.h"
 
 static char net_dir[] = "/tmp/sente_gui_XXXXXX";
 
-/* Writes a small random network for params p (lz: Leela Zero's shape) as
- * net_dir/NAME. */
-static void write_net(const char *name, game_params p, bool lz)
+/* Writes a small random network for params p (lz: Leela Zero's shape;
+ * heads: the NN_HEAD_* it has) as net_dir/NAME. */
+static void write_net(const char *name, game_params p, bool lz, int heads)
 {
 	nn_arch a = lz ? nn_arch_lz(p.size, 1, 8) : nn_arch_default(&p, 1, 8);
+	nn_arch_set_heads(&a, heads);
 	char err[256], path[256];
 	nn_net *n = nn_net_new(&a, err, sizeof(err));
 	cr_assert(n, "%s", err);
@@ -48,9 +50,11 @@ static void write_net(const char *name, game_params p, bool lz)
 static void make_nets(void)
 {
 	cr_assert(mkdtemp(net_dir));
-	write_net("go9.sente", game_params_sized(GAME_KIND_GO, 9, NAN), false);
-	write_net("lz19.sente", game_params_sized(GAME_KIND_GO, 19, NAN), true);
-	write_net("c4.sente", game_params_default(GAME_KIND_CONNECT4), false);
+	write_net("go9.sente", game_params_sized(GAME_KIND_GO, 9, NAN), false, 0);
+	write_net("go9h.sente", game_params_sized(GAME_KIND_GO, 9, NAN), false,
+		  NN_HEAD_OWN | NN_HEAD_SCORE);
+	write_net("lz19.sente", game_params_sized(GAME_KIND_GO, 19, NAN), true, 0);
+	write_net("c4.sente", game_params_default(GAME_KIND_CONNECT4), false, 0);
 }
 
 static void remove_nets(void)
@@ -147,6 +151,12 @@ static bool analysis_line(const char *line, int points, char *why, size_t len)
 		i += 3;
 		for (const char *const *k = kata ? kata_keys : lz_keys; *k; k++, i += 2) {
 			bool integer = !kata || !strcmp(*k, "visits") || !strcmp(*k, "order");
+			if (kata && !strcmp(*k, "prior") && i + 3 < n && !strcmp(t[i], "scoreMean")) {
+				/* A network with a score head: scoreMean S scoreLead S. */
+				NEED(is_f6(t[i + 1]) && !strcmp(t[i + 2], "scoreLead") && is_f6(t[i + 3]),
+				     "token %d: scoreMean S scoreLead S", i);
+				i += 4;
+			}
 			NEED(i + 1 < n && !strcmp(t[i], *k) && (integer ? is_int(t[i + 1]) : is_f6(t[i + 1])),
 			     "token %d: %s and its value expected", i, *k);
 		}
@@ -175,6 +185,10 @@ static bool analysis_line(const char *line, int points, char *why, size_t len)
 		     !strcmp(t[i + 3], "utility") && is_f6(t[i + 4]) && !strcmp(t[i + 5], "winrate") &&
 		     is_f6(t[i + 6]), "token %d: rootInfo visits N utility U winrate W", i);
 		i += 7;
+		if (i + 1 < n && !strcmp(t[i], "scoreLead")) {
+			NEED(is_f6(t[i + 1]), "token %d: scoreLead S", i);
+			i += 2;
+		}
 	}
 	for (int list = 0; kata && list < 2; list++)
 		if (i < n && !strcmp(t[i], list ? "ownershipStdev" : "ownership")) {
@@ -385,4 +399,75 @@ Test(gtp_gui, kata_search_cancellable)
 	cr_assert(is_vertex(strtok(pc, "\n")), "a move after the limit: %s", pc);
 	char *board = pc + strlen(pc) + 1;
 	cr_assert(!strstr(board, " X ") && !strstr(board, " O "), "the board is empty: %s", board);
+}
+
+/* The n floats after the first `key` in s (whitespace between), into v;
+ * the count read. */
+static int floats_after(const char *s, const char *key, float *v, int n)
+{
+	const char *p = strstr(s, key);
+	if (!p)
+		return 0;
+	p += strlen(key);
+	int k = 0;
+	for (char *end; k < n; p = end) {
+		v[k] = strtof(p, &end);
+		if (end == p)
+			break;
+		k++;
+	}
+	return k;
+}
+
+/* A network with the ownership and score heads: kata-raw-nn prints them
+ * as the reference computes them, kata-search_analyze's ownership and scores are
+ * the same answer from the mover's side, and the info lines carry a
+ * score. */
+Test(gtp_gui, heads_of_the_network_reach_kata_raw_nn_and_kata_analyze)
+{
+	static char out[1 << 20];
+	char cmd[4096], err[256], path[256];
+	const char *script = "boardsize 9\nkomi 7.5\nkata-raw-nn 0\n"
+			     "kata-search_analyze b 10 ownership true rootInfo true\nquit\n";
+	snprintf(path, sizeof(path), "-w %s/go9h.sente", net_dir);
+	char args[512];
+	snprintf(args, sizeof(args), "--noponder -v 40 %s", path);
+	session_cmd(script, args, cmd, sizeof(cmd));
+	cr_assert_eq(cli_test_shell(cmd, out, sizeof(out)), 0);
+	/* The reference on the empty board, Black to move. */
+	snprintf(path, sizeof(path), "%s/go9h.sente", net_dir);
+	nn_net *net = nn_net_load(path, NULL, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	game g;
+	game_params gp = game_params_sized(GAME_KIND_GO, 9, 7.5);
+	game_init(&g, &gp);
+	float planes[32 * 81], pol[82], v, own[81], score;
+	cr_assert_gt(nn_encode(&g, net->arch.encoding, planes), 0);
+	nn_reference_forward_heads(net, 1, planes, pol, &v, NULL, own, &score);
+	nn_net_free(net);
+
+	float lead, wown[81], kown[81], root_lead, info[2];
+	cr_assert_eq(floats_after(out, "whiteLead ", &lead, 1), 1, "no whiteLead in\n%.2000s", out);
+	cr_assert_float_eq(lead, -81 * score, 1e-4, "whiteLead %g, the head says %g", lead, -81 * score);
+	cr_assert_eq(floats_after(out, "whiteOwnership\n", wown, 81), 81, "%.3000s", out);
+	for (int row = 0; row < 9; row++) /* printed top row first */
+		for (int x = 0; x < 9; x++)
+			cr_assert_float_eq(wown[row * 9 + x], -own[(8 - row) * 9 + x], 2e-6, "row %d x %d", row,
+					   x);
+	const char *line = strstr(out, "info move ");
+	cr_assert(line, "no analysis in\n%.2000s", out);
+	cr_assert_eq(floats_after(line, " ownership ", kown, 81), 81, "%.3000s", line);
+	for (int i = 0; i < 81; i++)
+		cr_assert_float_eq(kown[i], -wown[i], 2e-6, "point %d: mover's %g, White's %g", i, kown[i],
+				   wown[i]);
+	cr_assert_eq(floats_after(strstr(line, " rootInfo "), "scoreLead ", &root_lead, 1), 1, "%.2000s",
+		     line);
+	cr_assert_float_eq(root_lead, -lead, 2e-5);
+	cr_assert_eq(floats_after(line, "scoreMean ", &info[0], 1), 1, "%.2000s", line);
+	cr_assert_eq(floats_after(line, "scoreLead ", &info[1], 1), 1);
+	cr_assert_float_eq(info[0], info[1], 1e-9);
+	char why[256];
+	char first[1 << 16];
+	snprintf(first, sizeof(first), "%.*s", (int)strcspn(line, "\n"), line);
+	cr_assert(analysis_line(first, 81, why, sizeof(why)), "%s: %.500s", why, first);
 }

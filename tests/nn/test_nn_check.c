@@ -13,7 +13,8 @@
 
 enum { CK_MAXB = 8 };
 
-/* A small random Go 9x9 net with a win/draw/loss head and an SE block. */
+/* A small random Go 9x9 net with a win/draw/loss head, an SE block and
+ * the ownership and score heads. */
 static nn_net *ck_net(uint64_t seed)
 {
 	char err[256];
@@ -23,6 +24,7 @@ static nn_net *ck_net(uint64_t seed)
 	a.value_outputs = 3;
 	a.se_channels = 4;
 	a.block_kind[1] = NN_BLOCK_SE;
+	nn_arch_set_heads(&a, NN_HEAD_OWN | NN_HEAD_SCORE);
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
 	nn_net_init_random(net, seed);
@@ -57,14 +59,16 @@ static nn_backend *ck_open(const nn_net *net, const nn_backend_ops *test,
 	return be;
 }
 
-/* Runs batches 1, 3 and 8 through `be` and checks them against a plain
- * CPU backend's outputs: the checking backend hands back the test's. */
+/* Runs batches 1, 3 and 8 (the last with the heads) through `be` and
+ * checks them against a plain CPU backend's outputs: the checking backend
+ * hands back the test's. */
 static void ck_run(nn_backend *be, const nn_net *net, const float *planes)
 {
 	char err[256];
 	size_t np = (size_t)net->arch.policy_outputs;
 	float *pol = malloc(sizeof(float) * np * CK_MAXB), *pol2 = malloc(sizeof(float) * np * CK_MAXB);
 	float val[CK_MAXB], val2[CK_MAXB], wdl[3 * CK_MAXB], wdl2[3 * CK_MAXB];
+	float own[81 * CK_MAXB], own2[81 * CK_MAXB], score[CK_MAXB], score2[CK_MAXB];
 	nn_backend_options o = nn_backend_options_default();
 	o.threads = 1;
 	nn_backend *cpu = nn_backend_new(&nn_backend_cpu, net, CK_MAXB, &o, err, sizeof(err));
@@ -72,8 +76,18 @@ static void ck_run(nn_backend *be, const nn_net *net, const float *planes)
 	static const int batches[] = { 1, 3, 8 };
 	for (int i = 0; i < 3; i++) {
 		int b = batches[i];
-		cr_assert_eq(nn_backend_forward(be, b, planes, pol, val, i == 1 ? NULL : wdl), 0);
-		cr_assert_eq(nn_backend_forward(cpu, b, planes, pol2, val2, wdl2), 0);
+		if (i == 2) {
+			cr_assert_eq(nn_backend_forward_heads(be, b, planes, pol, val, wdl, own, score), 0);
+			cr_assert_eq(nn_backend_forward_heads(cpu, b, planes, pol2, val2, wdl2, own2, score2),
+				     0);
+			for (int k = 0; k < b * 81; k++)
+				cr_assert_float_eq(own[k], own2[k], 1e-5, "ownership %d", k);
+			for (int k = 0; k < b; k++)
+				cr_assert_float_eq(score[k], score2[k], 1e-5, "score %d", k);
+		} else {
+			cr_assert_eq(nn_backend_forward(be, b, planes, pol, val, i == 1 ? NULL : wdl), 0);
+			cr_assert_eq(nn_backend_forward(cpu, b, planes, pol2, val2, wdl2), 0);
+		}
 		for (size_t k = 0; k < (size_t)b * np; k++)
 			cr_assert_float_eq(pol[k], pol2[k], 1e-5, "policy %zu", k);
 		for (int k = 0; k < b; k++)

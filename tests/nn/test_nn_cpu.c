@@ -1,6 +1,7 @@
 /* The oneDNN backend against the plain reference; BN folding. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,7 +52,9 @@ static void assert_close(const float *got, const float *want, size_t n, double t
 }
 
 /* Builds a random net for (game, blocks, channels), runs the backend at
- * batch sizes 1, 7 and 32 (max 32) and compares with the reference. At
+ * batch sizes 1, 7 and 32 (max 32) and compares with the reference. A Go
+ * net has the ownership and score heads, asked for at batches 7 and 32
+ * (nn_backend_forward_heads) and not at 1. At
  * batch 32 only a few positions are recomputed by the (slow) reference:
  * positions are independent, so that is enough to catch batch mixing.
  * se > 0: blocks 0, 2, 4, ... are squeeze-excitation blocks of width se. */
@@ -70,6 +73,9 @@ static void check_backend(const game_params *gp, nn_encoding enc, int value_outp
 		a.value_hidden = 32;
 	}
 	a.value_outputs = value_outputs;
+	bool go = gp->kind == GAME_KIND_GO;
+	if (go)
+		nn_arch_set_heads(&a, NN_HEAD_OWN | NN_HEAD_SCORE);
 	if (se > 0) {
 		a.se_channels = se;
 		for (int i = 0; i < blocks; i += 2)
@@ -82,8 +88,10 @@ static void check_backend(const game_params *gp, nn_encoding enc, int value_outp
 	size_t np = (size_t)a.policy_outputs;
 	float *planes = malloc(sizeof(float) * in_n * MAXB);
 	float *pol = malloc(sizeof(float) * np * MAXB), *ref_pol = malloc(sizeof(float) * np);
-	float val[MAXB], wdl[3 * MAXB], ref_val[1], ref_wdl[3];
-	cr_assert(planes && pol && ref_pol);
+	float val[MAXB], wdl[3 * MAXB], ref_val[1], ref_wdl[3], score[MAXB], ref_score[1];
+	size_t hw = (size_t)a.board_w * a.board_h;
+	float *own = malloc(sizeof(float) * hw * MAXB), *ref_own = malloc(sizeof(float) * hw);
+	cr_assert(planes && pol && ref_pol && own && ref_own);
 	random_positions(gp, a.encoding, MAXB, gp->kind == GAME_KIND_GO ? 60 : 30, seed * 7 + 1,
 			 planes);
 	nn_backend_options opt = nn_backend_options_default();
@@ -94,16 +102,25 @@ static void check_backend(const game_params *gp, nn_encoding enc, int value_outp
 	opt.algo = seed % 2 ? NN_CONV_WINOGRAD : NN_CONV_DIRECT;
 	nn_backend *be = nn_backend_new(&nn_backend_cpu, net, MAXB, &opt, err, sizeof(err));
 	cr_assert(be, "%s", err);
+	cr_assert_eq(nn_backend_heads(be), go ? NN_HEAD_OWN | NN_HEAD_SCORE : 0);
 	static const int batches[] = { 1, 7, 32 };
 	for (int bi = 0; bi < 3; bi++) {
 		int b = batches[bi];
-		cr_assert_eq(nn_backend_forward(be, b, planes, pol, val, wdl), 0);
+		bool heads = go && b > 1;
+		cr_assert_eq(heads ? nn_backend_forward_heads(be, b, planes, pol, val, wdl, own, score)
+				   : nn_backend_forward(be, b, planes, pol, val, wdl),
+			     0);
 		for (int n = 0; n < b; n++) {
 			if (b == 32 && n != 0 && n != 13 && n != 31)
 				continue;
-			nn_reference_forward(net, 1, planes + n * in_n, ref_pol, ref_val, ref_wdl);
+			nn_reference_forward_heads(net, 1, planes + n * in_n, ref_pol, ref_val, ref_wdl,
+						   ref_own, ref_score);
 			assert_close(pol + n * np, ref_pol, np, tol, "policy");
 			assert_close(val + n, ref_val, 1, tol, "value");
+			if (heads) {
+				assert_close(own + n * hw, ref_own, hw, tol, "ownership");
+				assert_close(score + n, ref_score, 1, tol, "score");
+			}
 			double sum = wdl[3 * n] + wdl[3 * n + 1] + wdl[3 * n + 2];
 			cr_assert(fabs(sum - 1.0) < 1e-5, "wdl sums to %g", sum);
 			if (value_outputs == 3)
@@ -115,6 +132,8 @@ static void check_backend(const game_params *gp, nn_encoding enc, int value_outp
 	free(planes);
 	free(pol);
 	free(ref_pol);
+	free(own);
+	free(ref_own);
 }
 
 Test(nn_cpu, go9_2x16_matches_reference)

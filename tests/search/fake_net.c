@@ -74,8 +74,12 @@ static int go_forward(void *ctx, int batch, const float *planes, float *logits, 
 	return 0;
 }
 
-static const nn_backend_ops fake_c4_ops = { "fake-c4", fake_create, c4_forward, fake_destroy, fake_describe };
-static const nn_backend_ops fake_go_ops = { "fake-go", fake_create, go_forward, fake_destroy, fake_describe };
+static const nn_backend_ops fake_c4_ops = { .name = "fake-c4", .create = fake_create,
+					    .forward = c4_forward, .destroy = fake_destroy,
+					    .describe = fake_describe };
+static const nn_backend_ops fake_go_ops = { .name = "fake-go", .create = fake_create,
+					    .forward = go_forward, .destroy = fake_destroy,
+					    .describe = fake_describe };
 
 void fake_c4_init(fake_net *f, int max_batch, int delay_us)
 {

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "engine/clock.h"
+#include "nn/encode.h"
 #include "search/eval.h"
 #include "tests/search/fake_net.h"
 
@@ -397,4 +398,89 @@ Test(eval, wrong_encoding_refused)
 	evaluator *ev = eval_new(&be, 1, NN_ENC_LZ18, NULL, err, sizeof(err));
 	cr_assert_null(ev);
 	cr_assert(strstr(err, "encoding"), "%s", err);
+}
+
+/* A CPU backend of a random 9x9 Go net with the given heads. */
+static nn_backend *go9_backend(int heads, nn_net **net_out)
+{
+	char err[256];
+	game_params gp = game_params_default(GAME_KIND_GO);
+	gp.size = 9;
+	nn_arch a = nn_arch_default(&gp, 1, 8);
+	nn_arch_set_heads(&a, heads);
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 5);
+	nn_backend_options o = nn_backend_options_default();
+	o.threads = 1;
+	nn_backend *be = nn_backend_new(&nn_backend_cpu, net, 4, &o, err, sizeof(err));
+	cr_assert(be, "%s", err);
+	*net_out = net;
+	return be;
+}
+
+Test(eval, heads_follow_the_symmetry_and_the_reference)
+{
+	nn_net *net;
+	nn_backend *be = go9_backend(NN_HEAD_OWN | NN_HEAD_SCORE, &net);
+	eval_options o = eval_options_default();
+	char err[128];
+	evaluator *ev = eval_new(&be, 1, net->arch.encoding, &o, err, sizeof(err));
+	cr_assert(ev, "%s", err);
+	cr_assert_eq(eval_heads(ev), NN_HEAD_OWN | NN_HEAD_SCORE);
+	/* g, and t: the same moves under symmetry 5 (a reflection). */
+	game_params gp = game_params_default(GAME_KIND_GO);
+	gp.size = 9;
+	game g, t;
+	game_init(&g, &gp);
+	game_init(&t, &gp);
+	static const int moves[] = { 20, 60, 22, 40, 31, 50, 12 };
+	for (size_t i = 0; i < sizeof(moves) / sizeof(moves[0]); i++) {
+		cr_assert_eq(game_play(&t, game_symmetry_move(&g, 5, moves[i])), GAME_OK);
+		cr_assert_eq(game_play(&g, moves[i]), GAME_OK);
+	}
+	float pol[GAME_MAX_ACTIONS], v, own[81], score, tpol[GAME_MAX_ACTIONS], tv, town[81], tscore;
+	cr_assert_eq(eval_raw_heads(ev, &g, 5, pol, &v, own, &score), 0);
+	cr_assert_eq(eval_raw_heads(ev, &t, 0, tpol, &tv, town, &tscore), 0);
+	/* The reference on t's planes: the untransformed heads. */
+	float planes[32 * 81], rpol[82], rv, rown[81], rscore;
+	cr_assert_gt(nn_encode(&t, net->arch.encoding, planes), 0);
+	nn_reference_forward_heads(net, 1, planes, rpol, &rv, NULL, rown, &rscore);
+	cr_assert_float_eq(tscore, rscore * 81, 1e-3);
+	cr_assert_float_eq(score, tscore, 1e-4);
+	double spread = 0;
+	for (int p = 0; p < 81; p++) {
+		cr_assert_float_eq(town[p], rown[p], 1e-4, "point %d", p);
+		cr_assert_float_eq(own[p], town[game_symmetry_move(&g, 5, p)], 1e-4, "point %d", p);
+		spread += fabs(town[p] - town[0]);
+	}
+	cr_assert_gt(spread, 1e-3, "the points' ownership differs, so the mapping is tested");
+	eval_free(ev);
+	nn_backend_free(be);
+	nn_net_free(net);
+}
+
+Test(eval, a_missing_head_is_refused_with_the_policy_still_answered)
+{
+	nn_net *net;
+	nn_backend *be = go9_backend(NN_HEAD_OWN, &net);
+	eval_options o = eval_options_default();
+	char err[128];
+	evaluator *ev = eval_new(&be, 1, net->arch.encoding, &o, err, sizeof(err));
+	cr_assert(ev, "%s", err);
+	cr_assert_eq(eval_heads(ev), NN_HEAD_OWN);
+	game_params gp = game_params_default(GAME_KIND_GO);
+	gp.size = 9;
+	game g;
+	game_init(&g, &gp);
+	float pol[GAME_MAX_ACTIONS], v = 9, own[81], score = 42;
+	cr_assert_eq(eval_raw_heads(ev, &g, 0, pol, &v, own, &score), -1);
+	cr_assert_eq(score, 42, "a missing head leaves its output alone");
+	cr_assert(v >= -1 && v <= 1, "the value is answered");
+	cr_assert_eq(eval_raw_heads(ev, &g, 0, pol, &v, own, NULL), 0);
+	for (int p = 0; p < 81; p++)
+		cr_assert(own[p] > -1 && own[p] < 1);
+	eval_free(ev);
+	nn_backend_free(be);
+	nn_net_free(net);
 }
