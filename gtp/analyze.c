@@ -9,8 +9,8 @@
  * scoreMean, kata-raw-nn's whiteOwnership and whiteLead, GoGui's board.
  * They are the network's answer for the position (the root, or the
  * position after a move), not averages over the search tree as KataGo's
- * are. Without those heads (older networks, a Leela Zero network, the CUDA
- * backend for now) ownership is an estimate from fast random playouts of
+ * are. Without those heads (older networks, a Leela Zero network)
+ * ownership is an estimate from fast random playouts of
  * the position, kata-raw-nn prints no whiteLead/whiteOwnership and
  * kata-analyze no scoreLead/scoreMean, as KataGo's consumers allow
  * (fields are keyed). final_status_list always reads the playouts. */

@@ -85,8 +85,8 @@ typedef struct nn_backend_ops {
 		       float *value, float *wdl_or_null);
 	/* forward, and the net's ownership head [batch][H * W] and score head
 	 * [batch] as nn_reference_forward_heads defines them (either NULL when
-	 * not wanted). NULL in a backend that computes no head (CUDA, for
-	 * now): nn_backend_heads says what a backend gives. */
+	 * not wanted). NULL in a backend that computes no head:
+	 * nn_backend_heads says what a backend gives. */
 	int (*forward_heads)(void *ctx, int batch, const float *planes, float *policy_logits,
 			     float *value, float *wdl_or_null, float *ownership, float *score);
 	/* Frees a context; NULL is fine. */

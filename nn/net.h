@@ -23,7 +23,7 @@
  *       there (value_channels, after its BN and ReLU): who will own the
  *       point at the game's end, +1 the side to move. Weights own_fc (n_in
  *       value_channels, n_out 1, shared by the points). Trained, and
- *       computed by the reference and the CPU backend on request
+ *       computed by the reference and the inference backends on request
  *       (nn_backend_forward_heads) for the GTP and analysis engines.
  *   score head (optional, arch.score; games with territory, Go): FC
  *       (value_hidden -> 1) on the value head's hidden layer (after its

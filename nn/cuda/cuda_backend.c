@@ -151,6 +151,14 @@ typedef struct cb_ctx {
 	uint32_t *hpacked;      /* pinned: packed input */
 	float *hplanes;         /* pinned: float input */
 	float *hout;            /* pinned: outputs */
+	/* The ownership and score heads (net.h), on the host after a forward:
+	 * copies of their weights (NULL without the head) and of vact / vh. */
+	float *own_w, own_b;    /* [value_channels], bias */
+	float *score_w, score_b; /* [value_hidden], bias */
+	float *vfc1_b_host;     /* value FC1 bias (the score head reads the
+				 * hidden layer after it and its ReLU) */
+	void *hvact;            /* [max][hw][vp], storage type */
+	float *hvh;             /* [max][vhid] */
 
 	cudaGraphExec_t graph[CB_MAX_BUCKETS]; /* per bucket, NULL: eager */
 	int capturing;          /* inside a stream capture: no fallbacks */
@@ -455,6 +463,54 @@ fail:
 	return -1;
 }
 
+/* cb_forward, then the ownership and score heads on the host from the
+ * value conv's output and the value FC1's (as the reference computes
+ * them: tanh of a per-point dot product over the channels; a dot product
+ * with the hidden layer after its bias and ReLU). */
+static int cb_forward_heads(void *ctx, int batch, const float *planes, float *policy_logits,
+			    float *value, float *wdl, float *ownership, float *score)
+{
+	cb_ctx *c = ctx;
+	const nn_arch *a = &c->arch;
+	char err[512];
+	size_t errlen = sizeof(err);
+	int rc = cb_forward(ctx, batch, planes, policy_logits, value, wdl);
+	if (rc < 0)
+		return rc;
+	if (ownership && c->own_w) {
+		size_t n = (size_t)batch * c->hw * c->vp;
+		CUDA_CHECK(cudaMemcpy(c->hvact, c->vact, n * c->elt, cudaMemcpyDeviceToHost));
+		const float *f32 = c->hvact;
+		const uint16_t *f16 = c->hvact;
+		for (int i = 0; i < batch; i++)
+			for (int p = 0; p < c->hw; p++) {
+				size_t at = ((size_t)i * c->hw + p) * c->vp;
+				float z = c->own_b;
+				for (int ch = 0; ch < a->value_channels; ch++)
+					z += c->own_w[ch] * (c->dt == NN_DTYPE_FP16
+								     ? nn_float_from_half(f16[at + ch])
+								     : f32[at + ch]);
+				ownership[(size_t)i * c->hw + p] = tanhf(z);
+			}
+	}
+	if (score && c->score_w) {
+		size_t n = (size_t)batch * a->value_hidden;
+		CUDA_CHECK(cudaMemcpy(c->hvh, c->vh, n * sizeof(float), cudaMemcpyDeviceToHost));
+		for (int i = 0; i < batch; i++) {
+			float z = c->score_b;
+			for (int j = 0; j < a->value_hidden; j++) {
+				float h = c->hvh[(size_t)i * a->value_hidden + j] + c->vfc1_b_host[j];
+				z += c->score_w[j] * (h > 0 ? h : 0);
+			}
+			score[i] = z;
+		}
+	}
+out:
+	if (rc < 0)
+		fprintf(stderr, "cuda backend: %s\n", err);
+	return rc;
+}
+
 static void cb_destroy(void *ctx)
 {
 	cb_ctx *c = ctx;
@@ -492,6 +548,11 @@ static void cb_destroy(void *ctx)
 	cudaFreeHost(c->hpacked);
 	cudaFreeHost(c->hplanes);
 	cudaFreeHost(c->hout);
+	free(c->own_w);
+	free(c->score_w);
+	free(c->vfc1_b_host);
+	free(c->hvact);
+	free(c->hvh);
 	if (c->stream)
 		cudaStreamDestroy(c->stream);
 	cudaGetLastError();
@@ -699,6 +760,24 @@ static int cb_create(const nn_net *net, int max_batch, const nn_backend_options 
 	c->c = nn_pad8(a->channels);
 	c->pp = nn_pad8(a->policy_channels);
 	c->vp = nn_pad8(a->value_channels);
+	if (net->own_fc.w) {
+		c->own_w = malloc(sizeof(float) * (size_t)a->value_channels);
+		c->hvact = malloc((size_t)max_batch * c->hw * c->vp * c->elt);
+		if (!c->own_w || !c->hvact)
+			goto oom;
+		memcpy(c->own_w, net->own_fc.w, sizeof(float) * (size_t)a->value_channels);
+		c->own_b = net->own_fc.b[0];
+	}
+	if (net->score_fc.w) {
+		c->score_w = malloc(sizeof(float) * (size_t)a->value_hidden);
+		c->vfc1_b_host = malloc(sizeof(float) * (size_t)a->value_hidden);
+		c->hvh = malloc(sizeof(float) * (size_t)max_batch * a->value_hidden);
+		if (!c->score_w || !c->vfc1_b_host || !c->hvh)
+			goto oom;
+		memcpy(c->score_w, net->score_fc.w, sizeof(float) * (size_t)a->value_hidden);
+		memcpy(c->vfc1_b_host, net->value_fc1.b, sizeof(float) * (size_t)a->value_hidden);
+		c->score_b = net->score_fc.b[0];
+	}
 	c->pstride = nn_pack_stride(a->in_planes, c->hw);
 	c->in_n = (size_t)a->in_planes * c->hw;
 	c->out_stride = a->policy_outputs + 4;
@@ -870,6 +949,7 @@ const nn_backend_ops nn_backend_cuda = {
 	.name = "cuda",
 	.create = cb_create,
 	.forward = cb_forward,
+	.forward_heads = cb_forward_heads,
 	.destroy = cb_destroy,
 	.describe = cb_describe,
 };

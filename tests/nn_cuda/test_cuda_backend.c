@@ -18,6 +18,7 @@
  * Every test here skips itself when there is no CUDA device. These bounds
  * have not yet been checked on a device. */
 #include <criterion/criterion.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,9 @@ static void cu_check(const cu_case *k)
 	if (k->enc == NN_ENC_LZ18)
 		a = nn_arch_lz(k->size, k->blocks, k->channels);
 	a.value_outputs = k->value_outputs;
+	bool heads = k->game == GAME_KIND_GO; /* ownership and score, asked at some batches */
+	if (heads)
+		nn_arch_set_heads(&a, NN_HEAD_OWN | NN_HEAD_SCORE);
 	if (k->se > 0) {
 		a.se_channels = k->se;
 		for (int i = 0; i < k->blocks; i += 2)
@@ -129,6 +133,10 @@ static void cu_check(const cu_case *k)
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
 	nn_net_init_random(net, 11 + k->blocks + k->channels);
+	size_t hw = (size_t)a.board_w * a.board_h;
+	float *og = malloc(sizeof(float) * hw * MAXB), *oc = malloc(sizeof(float) * hw * MAXB);
+	float *sg = malloc(sizeof(float) * MAXB), *sc = malloc(sizeof(float) * MAXB);
+	cr_assert(og && oc && sg && sc);
 	size_t in_n = (size_t)a.in_planes * a.board_w * a.board_h, np = (size_t)a.policy_outputs;
 	float *planes = malloc(sizeof(float) * in_n * MAXB);
 	float *pg = malloc(sizeof(float) * np * MAXB), *pc = malloc(sizeof(float) * np * MAXB);
@@ -157,12 +165,26 @@ static void cu_check(const cu_case *k)
 		int b = batches[bi];
 		if (b > MAXB)
 			continue;
-		cr_assert_eq(nn_backend_forward(cpu, b, planes, pc, vc, wc), 0);
-		cr_assert_eq(nn_backend_forward(gpu, b, planes, pg, vg, wg), 0, "cuda forward failed");
+		if (heads && (b == 7 || b == 256)) {
+			cr_assert_eq(nn_backend_heads(gpu), NN_HEAD_OWN | NN_HEAD_SCORE);
+			cr_assert_eq(nn_backend_forward_heads(cpu, b, planes, pc, vc, wc, oc, sc), 0);
+			cr_assert_eq(nn_backend_forward_heads(gpu, b, planes, pg, vg, wg, og, sg), 0,
+				     "cuda forward with the heads failed");
+			cu_close(og, oc, hw * b, tol, "ownership", b);
+			cu_close(sg, sc, (size_t)b, tol, "score", b);
+		} else {
+			cr_assert_eq(nn_backend_forward(cpu, b, planes, pc, vc, wc), 0);
+			cr_assert_eq(nn_backend_forward(gpu, b, planes, pg, vg, wg), 0,
+				     "cuda forward failed");
+		}
 		cu_close(pg, pc, np * b, tol, "policy", b);
 		cu_close(vg, vc, (size_t)b, tol, "value", b);
 		cu_close(wg, wc, 3 * (size_t)b, tol, "wdl", b);
 	}
+	free(og);
+	free(oc);
+	free(sg);
+	free(sc);
 	nn_backend_free(gpu);
 	nn_backend_free(cpu);
 	nn_net_free(net);
