@@ -1,7 +1,8 @@
 /* Whole SGD (Nesterov) and AdamW (decoupled decay, gradient clipping)
  * steps against PyTorch (tests/train/torch_ref.py, float64): losses of each
- * step and the updated weights and running statistics. Skipped when
- * /usr/bin/python3 has no torch. */
+ * step and the updated weights and running statistics, for plain nets and
+ * for nets with the opponent-reply, ownership and score heads. Skipped
+ * when /usr/bin/python3 has no torch. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -30,16 +31,28 @@ static void write_batch(const char *path, const train_batch *b)
 	cr_assert_eq(fwrite(b->value, sizeof(float), (size_t)b->n, f), (size_t)b->n);
 	if (b->wdl)
 		cr_assert_eq(fwrite(b->wdl, sizeof(float), 3 * (size_t)b->n, f), 3 * (size_t)b->n);
+	size_t n = (size_t)b->n, np = (size_t)b->n_points;
+	if (b->opp)
+		cr_assert_eq(fwrite(b->opp, sizeof(float), n * b->n_actions, f), n * b->n_actions);
+	if (b->own) {
+		cr_assert_eq(fwrite(b->own, sizeof(float), n * np, f), n * np);
+		cr_assert_eq(fwrite(b->own_w, sizeof(float), n, f), n);
+	}
+	if (b->score) {
+		cr_assert_eq(fwrite(b->score, sizeof(float), n, f), n);
+		cr_assert_eq(fwrite(b->score_w, sizeof(float), n, f), n);
+	}
 	fclose(f);
 }
 
 /* adamw = 0: two SGD steps; 1: three AdamW steps with a clip that cuts
  * the gradient (asserted), so that decay, clipping and the bias
- * corrections all show in the weights. */
+ * corrections all show in the weights. heads: the net's optional heads
+ * (TU_*), trained at weights other than the defaults. */
 static void check_against_torch(game_kind kind, int size, int blocks, int channels, int wdl,
-				uint64_t seed, int adamw)
+				uint64_t seed, int adamw, int heads)
 {
-	enum { STEPS_MAX = 3 };
+	enum { STEPS_MAX = 3, LOSSES = 7 };
 	const int STEPS = adamw ? 3 : 2;
 	char err[256], dir[] = "/tmp/sente_torch_XXXXXX", model[128], batch[128], out[128],
 		     cmd[1024];
@@ -49,8 +62,11 @@ static void check_against_torch(game_kind kind, int size, int blocks, int channe
 	snprintf(model, sizeof(model), "%s/net.sente", dir);
 	snprintf(batch, sizeof(batch), "%s/batch.bin", dir);
 	snprintf(out, sizeof(out), "%s/out.bin", dir);
-	nn_net *net = tu_net(kind, size, blocks, channels, seed);
+	nn_net *net = tu_net_heads(kind, size, blocks, channels, heads, seed);
 	train_options o = train_options_default();
+	o.opp_weight = 0.4;
+	o.own_weight = 1.2;
+	o.score_weight = 0.7;
 	o.batch = 8;
 	o.threads = 1;
 	o.lr = 0.1;
@@ -84,12 +100,14 @@ static void check_against_torch(game_kind kind, int size, int blocks, int channe
 	if (adamw)
 		snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), " adamw %.17g %.17g %.17g %.17g",
 			 o.adam_beta1, o.adam_beta2, o.adam_eps, o.clip_norm);
+	snprintf(cmd + strlen(cmd), sizeof(cmd) - strlen(cmd), " heads %.17g %.17g %.17g",
+		 o.opp_weight, o.own_weight, o.score_weight);
 	cr_assert_eq(system(cmd), 0, "%s failed", cmd);
 	FILE *f = fopen(out, "rb");
 	cr_assert(f);
-	double want_loss[STEPS_MAX][4];
+	double want_loss[STEPS_MAX][LOSSES];
 	float *want = malloc(sizeof(float) * net->n_floats);
-	cr_assert_eq(fread(want_loss, sizeof(double), 4 * STEPS, f), 4 * STEPS);
+	cr_assert_eq(fread(want_loss, sizeof(double), LOSSES * STEPS, f), LOSSES * STEPS);
 	cr_assert_eq(fread(want, sizeof(float), net->n_floats, f), net->n_floats);
 	fclose(f);
 	for (int s = 0; s < STEPS; s++) {
@@ -97,12 +115,17 @@ static void check_against_torch(game_kind kind, int size, int blocks, int channe
 		cr_assert_eq(trainer_step(t, b, &st), 0, "%s", trainer_error(t));
 		if (adamw && s == 0)
 			cr_assert_gt(st.grad_norm, o.clip_norm, "the clip must cut the first gradient");
-		double got[4] = { st.policy_loss, st.value_loss, st.l2, st.loss };
-		static const char *const names[4] = { "policy", "value", "l2", "total" };
-		for (int k = 0; k < 4; k++)
+		double got[LOSSES] = { st.policy_loss, st.value_loss, st.l2, st.loss,
+				       st.opp_loss, st.own_loss, st.score_loss };
+		static const char *const names[LOSSES] = { "policy", "value", "l2", "total",
+							   "opponent reply", "ownership", "score" };
+		for (int k = 0; k < LOSSES; k++)
 			cr_assert(fabs(got[k] - want_loss[s][k]) <= 1e-4 * fabs(want_loss[s][k]),
 				  "step %d %s loss: %.9g, torch %.9g", s, names[k], got[k],
 				  want_loss[s][k]);
+		for (int k = 4; k < LOSSES; k++) /* a head the net has has a loss */
+			cr_assert_eq(want_loss[s][k] > 0, (heads & (TU_OPP << (k - 4))) != 0,
+				     "step %d %s loss %g", s, names[k], want_loss[s][k]);
 	}
 	/* Weights within rel 1e-3, and the change itself within 1% of the
 	 * largest change, so that a wrong update cannot hide in the weight.
@@ -133,20 +156,35 @@ static void check_against_torch(game_kind kind, int size, int blocks, int channe
 
 Test(train_torch, connect4_wdl_sgd_steps_match_pytorch)
 {
-	check_against_torch(GAME_KIND_CONNECT4, 0, 2, 16, 1, 7, 0);
+	check_against_torch(GAME_KIND_CONNECT4, 0, 2, 16, 1, 7, 0, 0);
 }
 
 Test(train_torch, connect4_wdl_adamw_steps_match_pytorch)
 {
-	check_against_torch(GAME_KIND_CONNECT4, 0, 2, 16, 1, 7, 1);
+	check_against_torch(GAME_KIND_CONNECT4, 0, 2, 16, 1, 7, 1, 0);
 }
 
 Test(train_torch, go_tanh_adamw_steps_match_pytorch)
 {
-	check_against_torch(GAME_KIND_GO, 5, 1, 8, 0, 8, 1);
+	check_against_torch(GAME_KIND_GO, 5, 1, 8, 0, 8, 1, 0);
 }
 
 Test(train_torch, go_tanh_sgd_steps_match_pytorch)
 {
-	check_against_torch(GAME_KIND_GO, 5, 1, 8, 0, 8, 0);
+	check_against_torch(GAME_KIND_GO, 5, 1, 8, 0, 8, 0, 0);
+}
+
+Test(train_torch, go_three_heads_sgd_steps_match_pytorch)
+{
+	check_against_torch(GAME_KIND_GO, 5, 1, 8, 0, 9, 0, TU_OPP | TU_OWN | TU_SCORE);
+}
+
+Test(train_torch, go_three_heads_adamw_steps_match_pytorch)
+{
+	check_against_torch(GAME_KIND_GO, 5, 1, 8, 0, 9, 1, TU_OPP | TU_OWN | TU_SCORE);
+}
+
+Test(train_torch, connect4_opponent_reply_sgd_steps_match_pytorch)
+{
+	check_against_torch(GAME_KIND_CONNECT4, 0, 2, 16, 1, 10, 0, TU_OPP);
 }
