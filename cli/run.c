@@ -73,6 +73,9 @@ int cli_run(int argc, char **argv)
 			    "self-play games at once", .given = &par_given, .def = "C4 32, Go 64"),
 		CLI_OPT_INT("--games-per-thread", NULL, &o.games_per_thread, 1, 1024, "K",
 			    "self-play games one worker thread plays, their leaves evaluated as one batch"),
+		CLI_OPT_INT("--learner-ranks", NULL, &o.learner_ranks, 1, 256, "L",
+			    "under mpirun: ranks 0..L-1 train (CPU, data parallel, the batch split "
+			    "evenly), the others play"),
 		CLI_OPT_INT("--eval-batch", NULL, &o.eval_batch, 1, 4096, "N",
 			    "the self-play evaluator's largest batch (a GPU may want more than "
 			    "64: bench/results/gpu-2026-11-27-cf9090c.md)",

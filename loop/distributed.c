@@ -15,6 +15,7 @@
 #include "selfplay/selfplay.h"
 #include "train/comm.h"
 #include "train/launch.h"
+#include "train/learner.h"
 
 /* Message tags (distributed.h). */
 enum {
@@ -86,11 +87,12 @@ typedef struct hub_worker {
 } hub_worker;
 
 typedef struct hub {
-	comm *c;               /* the world; workers are ranks 1.. */
+	comm *c;               /* the world; workers are ranks first.. */
+	int first;             /* the first worker rank (ranks below it train) */
 	FILE *log;             /* progress; NULL none */
 	const char *who;       /* "sente run" or "sente selfplay" */
 	bool quiet;            /* fewer lines */
-	hub_worker *w;         /* [size] (entry 0 unused) */
+	hub_worker *w;         /* [size] (entries below first unused) */
 	int live;              /* workers that have not said BYE */
 	uint8_t *model;        /* the MODEL message: id, then the file */
 	size_t model_len;      /* its bytes */
@@ -107,14 +109,15 @@ typedef struct hub {
 				  * from their BYE */
 } hub;
 
-static int hub_init(hub *h, comm *c, FILE *log, const char *who, bool quiet)
+static int hub_init(hub *h, comm *c, int first, FILE *log, const char *who, bool quiet)
 {
 	memset(h, 0, sizeof(*h));
 	h->c = c;
+	h->first = first;
 	h->log = log;
 	h->who = who;
 	h->quiet = quiet;
-	h->live = comm_size(c) - 1;
+	h->live = comm_size(c) - first;
 	h->t0 = clock_now();
 	h->next_progress = h->t0 + PROGRESS_SECONDS;
 	h->w = calloc((size_t)comm_size(c), sizeof(*h->w));
@@ -169,17 +172,17 @@ static void hub_progress(hub *h, const char *what)
 	double now = clock_now(), total = 0;
 	char per[1024] = "";
 	size_t used = 0;
-	for (int i = 1; i < comm_size(h->c); i++) {
+	for (int i = h->first; i < comm_size(h->c); i++) {
 		double g = worker_rate(h, i, now);
 		total += g;
 		if (used < sizeof(per) - 1)
 			used += (size_t)snprintf(per + used, sizeof(per) - used, "%s%s %.3f",
-						 i > 1 ? ", " : "", h->w[i].name[0] ? h->w[i].name : "?", g);
+						 i > h->first ? ", " : "", h->w[i].name[0] ? h->w[i].name : "?", g);
 	}
 	say(h->log, h->who,
 	    "%s: %lld games from %d workers, %.3f games/s in all (%s); %.0f bytes per game, "
 	    "%lld models sent (%.0f bytes each)",
-	    what, (long long)h->games, comm_size(h->c) - 1, total, per,
+	    what, (long long)h->games, comm_size(h->c) - h->first, total, per,
 	    h->games ? (double)h->game_bytes / (double)h->games : 0.0, (long long)h->models_sent,
 	    h->models_sent ? (double)h->model_bytes / (double)h->models_sent : 0.0);
 }
@@ -299,7 +302,7 @@ static int64_t hub_play(hub *h, int64_t games, double seconds, loop_game_fn fn, 
  * through fn, e.g. straight into the store) until each has said BYE. */
 static int hub_drain(hub *h, loop_game_fn fn, void *ctx, char *err, size_t errlen)
 {
-	for (int i = 1; i < comm_size(h->c); i++)
+	for (int i = h->first; i < comm_size(h->c); i++)
 		if (!h->w[i].stop_sent) {
 			h->w[i].stop_sent = true;
 			if (comm_send(h->c, NULL, 0, i, TAG_STOP) != 0) {
@@ -322,7 +325,7 @@ static int hub_drain(hub *h, loop_game_fn fn, void *ctx, char *err, size_t errle
 static void hub_metrics(hub *h, store *db, int64_t step)
 {
 	double now = clock_now(), total = 0;
-	for (int i = 1; i < comm_size(h->c); i++) {
+	for (int i = h->first; i < comm_size(h->c); i++) {
 		char name[64];
 		double g = worker_rate(h, i, now);
 		total += g;
@@ -639,18 +642,40 @@ static comm *open_world(bool *single, char *err, size_t errlen)
 	return c;
 }
 
-int loop_run_ranks(const loop_options *o, comm *c, char *err, size_t errlen)
+int loop_run_ranks(const loop_options *o, comm *c, comm *learners, char *err, size_t errlen)
 {
-	int rc = -1;
-	if (comm_rank(c) != 0) {
+	int rc = -1, first = o->learner_ranks > 1 ? o->learner_ranks : 1;
+	if (first >= comm_size(c)) {
+		snprintf(err, errlen, "--learner-ranks %d leaves no self-play rank among %d", first,
+			 comm_size(c));
+		return -1;
+	}
+	if (first > 1 && o->batch % first != 0) {
+		snprintf(err, errlen, "--batch %d does not split evenly over --learner-ranks %d",
+			 o->batch, first);
+		return -1;
+	}
+	if (first > 1 && comm_rank(c) < first && (!learners || comm_size(learners) != first)) {
+		snprintf(err, errlen, "the learner ranks' comm is missing or of the wrong size");
+		return -1;
+	}
+	if (comm_rank(c) >= first) {
 		selfplay_options so = loop_selfplay_options(o);
 		rc = worker_main(c, &so, true, NULL, o->log, "sente run", o->stop);
 		if (rc != 0)
 			snprintf(err, errlen, "self-play rank %d failed", comm_rank(c));
 		return rc;
 	}
+	if (comm_rank(c) != 0) {
+		rc = learner_follow(learners, &learner_cpu, err, errlen);
+		if (rc != 0) {
+			say(o->log, "sente run", "%s", err);
+			comm_abort(c, 1);
+		}
+		return rc;
+	}
 	run_hub rh;
-	if (hub_init(&rh.h, c, o->log, "sente run", o->quiet) != 0) {
+	if (hub_init(&rh.h, c, first, o->log, "sente run", o->quiet) != 0) {
 		snprintf(err, errlen, "out of memory");
 		comm_abort(c, 1);
 		hub_free(&rh.h);
@@ -661,8 +686,13 @@ int loop_run_ranks(const loop_options *o, comm *c, char *err, size_t errlen)
 	loop_game_source src = { run_play, run_model, &rh };
 	loop_options lo = *o;
 	lo.source = &src;
-	say(o->log, "sente run", "%d ranks: rank 0 trains and stores, %d play", comm_size(c),
-	    comm_size(c) - 1);
+	lo.learners = first > 1 ? learners : NULL;
+	if (first > 1)
+		say(o->log, "sente run", "%d ranks: ranks 0-%d train (rank 0 also stores), %d play",
+		    comm_size(c), first - 1, comm_size(c) - first);
+	else
+		say(o->log, "sente run", "%d ranks: rank 0 trains and stores, %d play", comm_size(c),
+		    comm_size(c) - 1);
 	rc = loop_run(&lo, err, errlen);
 	if (rc != 0) {
 		/* What was committed stays; the other ranks cannot go on. */
@@ -683,11 +713,33 @@ int loop_run_main(const loop_options *o, char *err, size_t errlen)
 {
 	bool single;
 	comm *c = open_world(&single, err, errlen);
-	if (single)
+	if (single) {
+		if (o->learner_ranks > 1) {
+			snprintf(err, errlen, "--learner-ranks %d needs mpirun (or srun) with more ranks",
+				 o->learner_ranks);
+			return -1;
+		}
 		return loop_run(o, err, errlen);
+	}
 	if (!c)
 		return -1;
-	int rc = loop_run_ranks(o, c, err, errlen);
+	comm *learners = NULL;
+	int first = o->learner_ranks > 1 ? o->learner_ranks : 1;
+	if (first > 1 && first < comm_size(c)) {
+		/* Every rank takes part in the split; the workers' part is not used. */
+		comm *part = comm_split(c, comm_rank(c) < first ? 0 : 1, comm_rank(c), err, errlen);
+		if (!part) {
+			comm_abort(c, 1);
+			comm_free(c);
+			return -1;
+		}
+		if (comm_rank(c) < first)
+			learners = part;
+		else
+			comm_free(part);
+	}
+	int rc = loop_run_ranks(o, c, learners, err, errlen);
+	comm_free(learners);
 	comm_free(c);
 	return rc;
 }
@@ -723,7 +775,7 @@ static int selfplay_rank0(comm *c, const char *db_path, const selfplay_worker_op
 							     o->max_store_failures : 3,
 				      .limit = o->games } };
 	bool quiet = o->play.quiet;
-	if (hub_init(&sh.h, c, o->log, "sente selfplay", quiet) != 0 ||
+	if (hub_init(&sh.h, c, 1, o->log, "sente selfplay", quiet) != 0 ||
 	    !(sh.sink.db = store_open(db_path, err, sizeof(err))) ||
 	    selfplay_model(&sh, o, err, sizeof(err)) != 0) {
 		say(o->log, "sente selfplay", "%s", err[0] ? err : "out of memory");

@@ -38,14 +38,18 @@
 
 /* `sente run` as this process was started: alone (or one rank of one),
  * loop_run; one rank of several, rank 0 runs the loop on the others'
- * games and the others play. 0, or -1 with a message (a worker's failure
- * aborts the job). */
+ * games and the others play; with o->learner_ranks L > 1, ranks 1..L-1
+ * train beside rank 0 (learner_follow: the CPU learner, data parallel
+ * over a comm of the L ranks split from the world) and ranks L.. play.
+ * 0, or -1 with a message (a worker's failure aborts the job). */
 int loop_run_main(const loop_options *o, char *err, size_t errlen);
 /* One rank of that over c (of two or more ranks; tests run them as
- * threads of one process, train/comm.h). 0, or -1 with a message. A
- * failure aborts the job under MPI (comm_abort); on other transports the
- * rank returns -1 and may leave the others waiting. */
-int loop_run_ranks(const loop_options *o, comm *c, char *err, size_t errlen);
+ * threads of one process, train/comm.h); `learners` is this rank's comm
+ * among the o->learner_ranks learner ranks (NULL on a self-play rank, or
+ * when rank 0 trains alone). 0, or -1 with a message. A failure aborts
+ * the job under MPI (comm_abort); on other transports the rank returns -1
+ * and may leave the others waiting. */
+int loop_run_ranks(const loop_options *o, comm *c, comm *learners, char *err, size_t errlen);
 
 /* `sente selfplay` as this process was started: alone, the worker of
  * selfplay/worker.h into the database at db_path; one rank of several,

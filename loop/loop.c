@@ -82,6 +82,7 @@ loop_options loop_options_default(const game_params *g)
 	o.parallel_games = d.parallel_games;
 	o.games_per_thread = selfplay_options_default(g).games_per_thread;
 	o.own_weight = LOOP_OWN_WEIGHT_AUTO;
+	o.learner_ranks = 1;
 	o.visits = d.visits;
 	o.cheap_visits = d.cheap_visits;
 	o.positions_per_iter = 2000;
@@ -162,7 +163,7 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 "bn-momentum %g\nlr-drops %s\nwindow-min %lld\nwindow-alpha %g\n"
 		 "window-beta %g\nreuse-cap %g\nbn-batches %d\nforced-playouts %g\n"
 		 "gumbel %d\ngumbel-m %d\nmeasure-every %d\nmeasure-share %g\nopp-weight %g\n"
-		 "own-weight %g\nscore-weight %g\n",
+		 "own-weight %g\nscore-weight %g\nlearner-ranks %d\n",
 		 game_desc_from_params(&o->game)->name, o->blocks, o->channels, o->parallel_games,
 		 o->games_per_thread, selfplay_batch(o), o->visits, o->cheap_visits,
 		 (long long)o->positions_per_iter, (long long)o->window,
@@ -179,7 +180,7 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 o->weight_decay, o->bn_momentum, drops, (long long)o->window_min, o->window_alpha,
 		 o->window_beta, o->reuse_cap, o->bn_batches, x->forced_k,
 		 (int)x->gumbel, x->gumbel_m, o->measure_every, o->measure_share, o->opp_weight,
-		 o->own_weight, o->score_weight);
+		 o->own_weight, o->score_weight, o->learner_ranks > 1 ? o->learner_ranks : 1);
 }
 
 /* " with the X, Y and Z heads" for the optional heads of a, or "". */
@@ -325,6 +326,16 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 	if (o->nn.precision_given && o->nn.precision != NN_DTYPE_INT8)
 		lo.precision = o->nn.precision;
 	bool want_cuda = wants_cuda(o);
+	int ranks = o->learners ? comm_size(o->learners) : 1;
+	if (ranks > 1) {
+		/* Data parallel: each learner rank trains its share of the
+		 * batch (learner_lead), on the CPU. */
+		lo.train.batch = o->batch / ranks;
+		if (want_cuda)
+			say(r, "training on the CPU: %d learner ranks train there (several GPU ranks: "
+			       "mpirun -np L sente train beside sente selfplay)", ranks);
+		want_cuda = false;
+	}
 	learner *L = NULL;
 	if (want_cuda) {
 		L = learner_new(&learner_cuda, r->net, &lo, err, errlen);
@@ -335,6 +346,10 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 	}
 	if (!L)
 		L = learner_new(&learner_cpu, r->net, &lo, err, errlen);
+	if (L && ranks > 1 && learner_lead(L, o->learners, &lo, err, errlen) != 0) {
+		learner_free(L);
+		return NULL;
+	}
 	return L;
 }
 

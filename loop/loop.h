@@ -39,6 +39,7 @@
 #include "engine/game.h"
 #include "nn/backend.h"
 #include "selfplay/selfplay.h"
+#include "train/comm.h"
 #include "train/trainer.h"
 
 /* A finished game from a game source, with who played it (stored with
@@ -137,6 +138,10 @@ typedef struct loop_options {
 	bool quiet;                /* fewer progress lines */
 	volatile sig_atomic_t *stop; /* set (by a signal handler) to stop soon; may be NULL */
 	const loop_game_source *source; /* NULL: self-play in this process */
+	int learner_ranks;         /* --learner-ranks: ranks 0..L-1 of an MPI run
+				    * train (data parallel), the rest play */
+	comm *learners;            /* rank 0's comm of those ranks (set by
+				    * loop_run_ranks; NULL: the learner alone) */
 } loop_options;
 
 /* The defaults for game g on two CPU cores (README lists them). */

@@ -544,6 +544,13 @@ void comm_group_free(comm_group *g)
 /* MPI counts are ints: larger buffers go in chunks. */
 #define MPI_CHUNK ((size_t)1 << 30)
 
+/* A comm's MPI communicator: the world, or a part of it (comm_split). */
+typedef struct mpi_impl {
+	MPI_Comm mc; /* MPI_COMM_WORLD, or one of MPI_Comm_split's */
+	bool ours;   /* this comm initialised MPI (and finalises it) */
+} mpi_impl;
+#define MC(c) (((mpi_impl *)(c)->impl)->mc)
+
 static int mpi_fail(comm *c, const char *what, int code)
 {
 	char msg[MPI_MAX_ERROR_STRING];
@@ -558,7 +565,7 @@ static int mpi_allreduce(comm *c, float *buf, size_t n, comm_op op)
 {
 	for (size_t off = 0; off < n; off += MPI_CHUNK) {
 		int cnt = (int)(n - off < MPI_CHUNK ? n - off : MPI_CHUNK);
-		int e = MPI_Allreduce(MPI_IN_PLACE, buf + off, cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+		int e = MPI_Allreduce(MPI_IN_PLACE, buf + off, cnt, MPI_FLOAT, MPI_SUM, MC(c));
 		if (e != MPI_SUCCESS)
 			return mpi_fail(c, "MPI_Allreduce", e);
 	}
@@ -574,7 +581,7 @@ static int mpi_broadcast(comm *c, void *buf, size_t bytes, int root)
 {
 	for (size_t off = 0; off < bytes; off += MPI_CHUNK) {
 		int cnt = (int)(bytes - off < MPI_CHUNK ? bytes - off : MPI_CHUNK);
-		int e = MPI_Bcast((char *)buf + off, cnt, MPI_BYTE, root, MPI_COMM_WORLD);
+		int e = MPI_Bcast((char *)buf + off, cnt, MPI_BYTE, root, MC(c));
 		if (e != MPI_SUCCESS)
 			return mpi_fail(c, "MPI_Bcast", e);
 	}
@@ -583,21 +590,28 @@ static int mpi_broadcast(comm *c, void *buf, size_t bytes, int root)
 
 static int mpi_barrier(comm *c)
 {
-	int e = MPI_Barrier(MPI_COMM_WORLD);
+	int e = MPI_Barrier(MC(c));
 	return e == MPI_SUCCESS ? 0 : mpi_fail(c, "MPI_Barrier", e);
 }
 
-/* impl is non-NULL when this comm initialised MPI (and so finalises it). */
 static void mpi_destroy(comm *c)
 {
+	mpi_impl *m = c->impl;
 	int done = 0;
-	if (c->impl && MPI_Finalized(&done) == MPI_SUCCESS && !done)
-		MPI_Finalize();
+	if (!m)
+		return;
+	if (MPI_Finalized(&done) == MPI_SUCCESS && !done) {
+		if (m->mc != MPI_COMM_WORLD)
+			MPI_Comm_free(&m->mc);
+		if (m->ours)
+			MPI_Finalize();
+	}
+	free(m);
 }
 
 static void mpi_abort(comm *c, int code)
 {
-	MPI_Abort(MPI_COMM_WORLD, code);
+	MPI_Abort(MC(c), code);
 }
 
 /* Point to point: one message of at most INT_MAX bytes (a model or a
@@ -614,7 +628,7 @@ static int mpi_send(comm *c, const void *buf, size_t bytes, int dest, int tag)
 {
 	if (!mpi_size_ok(c, bytes))
 		return -1;
-	int e = MPI_Send(buf, (int)bytes, MPI_BYTE, dest, tag, MPI_COMM_WORLD);
+	int e = MPI_Send(buf, (int)bytes, MPI_BYTE, dest, tag, MC(c));
 	return e == MPI_SUCCESS ? 0 : mpi_fail(c, "MPI_Send", e);
 }
 
@@ -623,7 +637,7 @@ static int mpi_probe(comm *c, int src, int tag, int *src_out, int *tag_out, size
 	int flag = 0, count = 0;
 	MPI_Status st;
 	int e = MPI_Iprobe(src == COMM_ANY ? MPI_ANY_SOURCE : src, tag == COMM_ANY ? MPI_ANY_TAG : tag,
-			   MPI_COMM_WORLD, &flag, &st);
+			   MC(c), &flag, &st);
 	if (e != MPI_SUCCESS)
 		return mpi_fail(c, "MPI_Iprobe", e);
 	if (!flag)
@@ -641,7 +655,7 @@ static int mpi_recv(comm *c, void *buf, size_t bytes, int src, int tag)
 		return -1;
 	MPI_Status st;
 	int count = 0;
-	int e = MPI_Recv(buf, (int)bytes, MPI_BYTE, src, tag, MPI_COMM_WORLD, &st);
+	int e = MPI_Recv(buf, (int)bytes, MPI_BYTE, src, tag, MC(c), &st);
 	if (e != MPI_SUCCESS)
 		return mpi_fail(c, "MPI_Recv", e);
 	MPI_Get_count(&st, MPI_BYTE, &count);
@@ -676,15 +690,48 @@ static comm *comm_new_mpi(char *err, size_t errlen)
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	comm *c = comm_alloc(&mpi_ops, COMM_KIND_MPI, rank, size);
-	if (!c) {
+	mpi_impl *m = calloc(1, sizeof(*m));
+	if (!c || !m) {
 		snprintf(err, errlen, "out of memory");
+		free(c);
+		free(m);
 		if (ours)
 			MPI_Finalize();
 		return NULL;
 	}
-	c->impl = ours ? (void *)c : NULL;
+	m->mc = MPI_COMM_WORLD;
+	m->ours = ours;
+	c->impl = m;
 	return c;
 }
+
+static comm *mpi_split(comm *c, int color, int key, char *err, size_t errlen)
+{
+	MPI_Comm nc;
+	int rank = 0, size = 1;
+	int e = MPI_Comm_split(MC(c), color, key, &nc);
+	if (e != MPI_SUCCESS) {
+		mpi_fail(c, "MPI_Comm_split", e);
+		snprintf(err, errlen, "%s", c->err);
+		return NULL;
+	}
+	MPI_Comm_set_errhandler(nc, MPI_ERRORS_RETURN);
+	MPI_Comm_rank(nc, &rank);
+	MPI_Comm_size(nc, &size);
+	comm *s = comm_alloc(&mpi_ops, COMM_KIND_MPI, rank, size);
+	mpi_impl *m = calloc(1, sizeof(*m));
+	if (!s || !m) {
+		snprintf(err, errlen, "out of memory");
+		free(s);
+		free(m);
+		MPI_Comm_free(&nc);
+		return NULL;
+	}
+	m->mc = nc;
+	s->impl = m;
+	return s;
+}
+
 #endif
 
 comm *comm_new_world(char *err, size_t errlen)
@@ -703,4 +750,23 @@ comm *comm_new_world(char *err, size_t errlen)
 		 "(install libopenmpi-dev and rebuild: the Makefile says 'sente: MPI found')");
 #endif
 	return c;
+}
+
+comm *comm_split(comm *c, int color, int key, char *err, size_t errlen)
+{
+	if (c->kind == COMM_KIND_SINGLE) {
+		comm *s = comm_new_single();
+		if (!s)
+			snprintf(err, errlen, "out of memory");
+		return s;
+	}
+#if SENTE_HAVE_MPI
+	if (c->kind == COMM_KIND_MPI)
+		return mpi_split(c, color, key, err, errlen);
+#endif
+	snprintf(err, errlen, "a %s comm cannot be split (make the ranks' comms directly)",
+		 comm_name(c));
+	(void)color;
+	(void)key;
+	return NULL;
 }

@@ -79,6 +79,11 @@ int comm_hex_decode(const char *hex, void *bytes, size_t n);
  * where there is no MPI (ranks of the single-machine launcher). Its kind
  * is COMM_KIND_NCCL. NULL with a message, or when not built. */
 comm *comm_new_nccl_host(comm *nccl, char *err, size_t errlen);
+/* The ranks of c with the same `color`, as a comm of their own, ranked by
+ * `key` (MPI_Comm_split); every rank of c must call it. MPI and single
+ * comms only (threads: make a comm_group of the part instead). NULL with
+ * a message. Free it before c. */
+comm *comm_split(comm *c, int color, int key, char *err, size_t errlen);
 /* Frees the comm (finalising MPI when comm_new_world initialised it).
  * Accepts NULL. */
 void comm_free(comm *c);

@@ -141,6 +141,28 @@ int learner_checkpoint_world(const learner *l);
 const char *learner_describe(const learner *l);
 const char *learner_error(const learner *l);
 
+/* Several learner ranks driven by one (`sente run --learner-ranks L`):
+ * rank 0 of c makes its learner as usual (options.train.batch its share of
+ * the global batch), then calls learner_lead, which sends its network and
+ * options to ranks 1..n-1 of c, each in learner_follow, and makes their
+ * state its own. From then on the calls that change the window or train
+ * (learner_add_game, learner_step, learner_set_window,
+ * learner_recompute_bn, learner_checkpoint_load and the broadcast after
+ * it) are sent to every follower before rank 0 makes them, and each
+ * follower makes the same call (a step at first = its rank times its
+ * share): their windows hold the same games, and their gradients meet in
+ * the trainer's all-reduce over c. learner_free on rank 0 ends the
+ * followers. Commands travel as point-to-point messages that followers
+ * poll for with short sleeps. c must outlive the learner. 0, or -1 with a
+ * message (c of one rank or NULL: nothing to do). */
+int learner_lead(learner *l, comm *c, const learner_options *o, char *err, size_t errlen);
+/* A follower (rank > 0 of c): makes a learner of kind ops from rank 0's
+ * network and options and does what rank 0's learner is told, until rank
+ * 0 ends it. 0 when ended; -1 with a message when a command failed here
+ * alone (the caller aborts the job: rank 0 would wait in the next
+ * collective). */
+int learner_follow(comm *c, const learner_ops *ops, char *err, size_t errlen);
+
 /* Refills the window from the store: the games with id > *last_id, newest
  * first up to `window` positions, added oldest first (as they were played),
  * and *last_id moved to the newest. With a comm of several ranks, rank 0

@@ -200,3 +200,45 @@ Test(run_mpi, two_workers_a_kill_and_a_resume, .timeout = 150)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
 }
+
+/* --learner-ranks 2 under mpirun -np 3: ranks 0 and 1 train, rank 2
+ * plays; the run ends on its own and every game is rank 2's. */
+Test(run_mpi, two_learner_ranks_train_one_worker_plays, .timeout = 150)
+{
+	const char *b = cli_test_bin();
+	cli_test_need_mpirun();
+	char dir[] = "/tmp/sente-runmpi-XXXXXX", cmd[4096], dbpath[1024];
+	static char out[1 << 16];
+	cr_assert(mkdtemp(dir));
+	snprintf(dbpath, sizeof(dbpath), "%s/run/sente.db", dir);
+	/* --minutes 0.5 replaces RUN_ARGS' bound: the last option given wins. */
+	snprintf(cmd, sizeof(cmd),
+		 "timeout -k 5 120 mpirun --oversubscribe --bind-to none -np 3 %s run --dir %s/run "
+		 RUN_ARGS " --minutes 0.5 --learner-ranks 2 2>&1",
+		 b, dir);
+	cr_assert_eq(cli_test_shell(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "3 ranks: ranks 0-1 train (rank 0 also stores), 1 play"), "%s", out);
+	sqlite3 *db;
+	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	long long all = query_int(db, "SELECT count(*) FROM games");
+	long long two = query_int(db, "SELECT count(*) FROM games WHERE worker LIKE 'rank2@%'");
+	cr_assert(all > 0 && two == all, "%lld games, %lld of rank 2", all, two);
+	cr_assert(query_int(db, "SELECT count(*) FROM models") >= 3, "%s", out);
+	sqlite3_close(db);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* Without mpirun there is no second rank to train: refused, with why. */
+Test(run_mpi, learner_ranks_without_mpirun_are_refused)
+{
+	char dir[] = "/tmp/sente-runmpi-XXXXXX", args[1024];
+	static char out[1 << 14];
+	cr_assert(mkdtemp(dir));
+	snprintf(args, sizeof(args), "run --dir %s/run --learner-ranks 2 --minutes 0.1 2>&1", dir);
+	cr_assert_neq(cli_test_run_within(60, args, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "--learner-ranks 2 needs mpirun"), "%s", out);
+	char cmd[1100];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}

@@ -18,6 +18,7 @@
 typedef struct rank_arg {
 	loop_options o;  /* the run's options */
 	comm *c;         /* this rank */
+	comm *learners;  /* its comm among the learner ranks, or NULL */
 	int rc;          /* loop_run_ranks' outcome */
 	char err[1024];  /* its message */
 } rank_arg;
@@ -25,7 +26,7 @@ typedef struct rank_arg {
 static void *run_rank(void *p)
 {
 	rank_arg *a = p;
-	a->rc = loop_run_ranks(&a->o, a->c, a->err, sizeof(a->err));
+	a->rc = loop_run_ranks(&a->o, a->c, a->learners, a->err, sizeof(a->err));
 	return NULL;
 }
 
@@ -40,27 +41,36 @@ static long long query_int(sqlite3 *db, const char *sql)
 	return v;
 }
 
-Test(distributed, two_thread_workers_feed_the_loop, .timeout = 120)
+/* RANKS thread ranks of `sente run`, the first `learners` of them training
+ * (a comm group of their own when more than one), the rest playing,
+ * stopped once three models are exported; then the store is checked:
+ * games from every worker rank and none from a learner rank, models the
+ * workers played, the workers' rates. */
+static void run_thread_ranks(int ranks, int learners)
 {
+	enum { MAX_RANKS = 4 };
 	char dir[] = "/tmp/sente-dist-XXXXXX";
 	cr_assert(mkdtemp(dir));
-	enum { RANKS = 3 };
-	comm_group *g = comm_group_new(RANKS);
-	cr_assert(g);
-	rank_arg a[RANKS];
-	pthread_t th[RANKS];
+	cr_assert(ranks <= MAX_RANKS && learners < ranks);
+	comm_group *g = comm_group_new(ranks);
+	comm_group *lg = learners > 1 ? comm_group_new(learners) : NULL;
+	cr_assert(g && (learners < 2 || lg));
+	rank_arg a[MAX_RANKS];
+	pthread_t th[MAX_RANKS];
 	/* Ctrl-C, as every rank sees it: set once the run has exported three
 	 * models (a slow machine, or the sanitizers, take longer to get there
 	 * than a fixed time would allow). */
 	static volatile sig_atomic_t stop;
 	stop = 0;
-	for (int r = 0; r < RANKS; r++) {
+	for (int r = 0; r < ranks; r++) {
 		a[r].o = loop_test_options(dir);
 		a[r].o.minutes = 10; /* a bound: the test stops it */
 		a[r].o.parallel_games = 3;
 		a[r].o.nn.threads = 1;
 		a[r].o.stop = &stop;
+		a[r].o.learner_ranks = learners;
 		a[r].c = comm_group_rank(g, r);
+		a[r].learners = lg && r < learners ? comm_group_rank(lg, r) : NULL;
 		a[r].err[0] = '\0';
 		cr_assert_eq(pthread_create(&th[r], NULL, run_rank, &a[r]), 0);
 	}
@@ -79,30 +89,52 @@ Test(distributed, two_thread_workers_feed_the_loop, .timeout = 120)
 		sqlite3_close(db);
 	}
 	stop = 1;
-	for (int r = 0; r < RANKS; r++)
+	for (int r = 0; r < ranks; r++)
 		pthread_join(th[r], NULL);
-	for (int r = 0; r < RANKS; r++)
+	for (int r = 0; r < ranks; r++)
 		cr_assert_eq(a[r].rc, 0, "rank %d: %s", r, a[r].err);
+	comm_group_free(lg);
 	comm_group_free(g);
 
 	sqlite3 *db;
 	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
-	/* Games from both workers, tagged with their rank; none from rank 0. */
-	long long one = query_int(db, "SELECT count(*) FROM games WHERE worker LIKE 'rank1@%'");
-	long long two = query_int(db, "SELECT count(*) FROM games WHERE worker LIKE 'rank2@%'");
-	long long all = query_int(db, "SELECT count(*) FROM games");
-	cr_assert(one > 0 && two > 0 && one + two == all, "rank 1 %lld, rank 2 %lld, all %lld", one,
-		  two, all);
+	/* Games from every worker, tagged with its rank; none from a learner. */
+	long long sum = 0, all = query_int(db, "SELECT count(*) FROM games");
+	for (int r = 0; r < ranks; r++) {
+		char q[128];
+		snprintf(q, sizeof(q), "SELECT count(*) FROM games WHERE worker LIKE 'rank%d@%%'", r);
+		long long n = query_int(db, q);
+		if (r < (learners > 1 ? learners : 1))
+			cr_assert_eq(n, 0, "learner rank %d played %lld games", r, n);
+		else
+			cr_assert_gt(n, 0, "worker rank %d played no game", r);
+		sum += n;
+	}
+	cr_assert_eq(sum, all, "games from ranks %lld, all %lld", sum, all);
 	/* The learner trained on them and exported models the workers played. */
 	long long models = query_int(db, "SELECT count(*) FROM models");
 	cr_assert(models >= 3, "%lld models", models);
 	cr_assert(query_int(db, "SELECT count(DISTINCT model_id) FROM games") >= 2);
 	cr_assert(query_int(db, "SELECT count(*) FROM metrics WHERE name = 'selfplay_games_per_s' "
 				"AND value > 0") >= 1);
-	cr_assert(query_int(db, "SELECT count(*) FROM metrics WHERE "
-				"name = 'selfplay_games_per_s/rank2'") >= 1);
+	char q[128];
+	snprintf(q, sizeof(q), "SELECT count(*) FROM metrics WHERE name = 'selfplay_games_per_s/rank%d'",
+		 ranks - 1);
+	cr_assert(query_int(db, q) >= 1);
 	sqlite3_close(db);
 	loop_test_rmdir(dir);
+}
+
+Test(distributed, two_thread_workers_feed_the_loop, .timeout = 120)
+{
+	run_thread_ranks(3, 1);
+}
+
+/* --learner-ranks 2: rank 1 trains beside rank 0 (learner_follow), ranks 2
+ * and 3 play. */
+Test(distributed, two_learner_ranks_and_two_workers, .timeout = 180)
+{
+	run_thread_ranks(4, 2);
 }
 
 typedef struct sp_rank_arg {

@@ -231,3 +231,77 @@ Test(learner, refill_over_thread_ranks_equals_one_process)
 	store_close(db);
 	remove_dir(dir);
 }
+
+/* ---- several ranks led by one ------------------------------------------------ */
+
+typedef struct follow_arg {
+	comm *c;        /* the follower's rank */
+	int rc;         /* learner_follow's outcome */
+	char err[512];  /* its message */
+} follow_arg;
+
+static void *follow_rank(void *p)
+{
+	follow_arg *a = p;
+	a->rc = learner_follow(a->c, &learner_cpu, a->err, sizeof(a->err));
+	return NULL;
+}
+
+/* What one learner is told, from the same start: 20 games, a narrowed
+ * window, 3 steps of a global batch of 16. */
+static void lead_script(learner *L, int global)
+{
+	uint64_t rng = 5;
+	for (int i = 0; i < 20; i++) {
+		game_record r;
+		random_game(&r, &rng);
+		cr_assert_eq(learner_add_game(L, &r), 0);
+		record_free(&r);
+	}
+	cr_assert_eq(learner_set_window(L, 400), 0);
+	train_stats st;
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(learner_step(L, global, 0, &st), 0, "%s", learner_error(L));
+}
+
+/* Rank 0 leading a follower thread trains as one learner of the whole
+ * batch does: the follower receives the games and trains the other half
+ * of every global batch, their gradients meet in the all-reduce (a
+ * follower that trained rank 0's half instead moves the weights 0.64 of
+ * the update away; the right one 1e-6). The batch-norm recomputation runs
+ * on both ranks (a follower that skipped it would leave rank 0 waiting in
+ * its all-reduce). */
+Test(learner, a_follower_trains_the_other_half_of_each_batch, .timeout = 120)
+{
+	nn_net *net = tu_net(GAME_KIND_CONNECT4, 0, 1, 8, 2);
+	learner_options lo = learner_options_default();
+	lo.window = 500;
+	char err[512];
+	/* One learner, the whole batch. */
+	lo.train.batch = 16;
+	learner *one = learner_new(&learner_cpu, net, &lo, err, sizeof(err));
+	cr_assert(one, "%s", err);
+	lead_script(one, 16);
+	/* Two ranks, half each. */
+	comm_group *g = comm_group_new(2);
+	cr_assert(g);
+	follow_arg fa = { .c = comm_group_rank(g, 1) };
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, follow_rank, &fa), 0);
+	lo.train.batch = 8;
+	learner *lead = learner_new(&learner_cpu, net, &lo, err, sizeof(err));
+	cr_assert(lead, "%s", err);
+	cr_assert_eq(learner_lead(lead, comm_group_rank(g, 0), &lo, err, sizeof(err)), 0, "%s", err);
+	lead_script(lead, 16);
+	cr_assert_eq(learner_steps(lead), 3);
+	nn_net *a = learner_net(one), *b = learner_net(lead);
+	double d = tu_update_difference(net->data, a->data, b->data, net->n_floats);
+	cr_assert_lt(d, TU_SAME_UPDATE, "two ranks' update differs from one learner's by %g", d);
+	cr_assert_eq(learner_recompute_bn(lead, 2), 0, "%s", learner_error(lead));
+	learner_free(lead); /* ends the follower */
+	pthread_join(th, NULL);
+	cr_assert_eq(fa.rc, 0, "%s", fa.err);
+	comm_group_free(g);
+	learner_free(one);
+	nn_net_free(net);
+}
