@@ -9,13 +9,15 @@
  * answered `noResults` at once and dropped when popped; a searched one is
  * interrupted (mcts_interrupt) and answered with what its search found.
  *
- * Scores and ownership are gtp_estimate's, as GTP's kata-analyze shows
- * them: the network's ownership and score heads for the root and for the
- * position after each move where the network has them (the network's
- * answer, not an average over the search; no scoreStdev then), otherwise
- * fast random playouts of the position: the root's from
- * opt.score_playouts playouts, each move's from a quarter as many.
- * opt.score_playouts 0 turns both off. */
+ * With a score head, scores are the search's, as KataGo's: the head's
+ * answers averaged below each move and over the whole search
+ * (mcts_child_info.score, mcts_root_score; no scoreStdev). Ownership, and
+ * scores without the head, are gtp_estimate's, as GTP's kata-analyze
+ * shows them: the network's ownership head for the root and for the
+ * position after each move where it has one (its answer, not an average
+ * over the search), otherwise fast random playouts of the position: the
+ * root's from opt.score_playouts playouts, each move's from a quarter as
+ * many. opt.score_playouts 0 turns both off. */
 #include "gtp/analysis.h"
 
 #include <cjson/cJSON.h>
@@ -412,6 +414,11 @@ static void write_analysis(worker *w, const turn *t, bool during)
 	bool go = game_desc_of(g)->has_go_board;
 	int root_playouts = go ? a->opt.score_playouts : 0;
 	int move_playouts = root_playouts > 0 ? (root_playouts + 3) / 4 : 0;
+	/* With a score head the scores are the search's (the head's answers
+	 * averaged below each move, as the values are); estimates then only
+	 * give ownership. */
+	bool tree_scores = go && root_playouts > 0 && (eval_heads(a->ev) & NN_HEAD_SCORE);
+	bool moves_own = q->moves_ownership || q->moves_ownership_stdev;
 	char text[8];
 
 	cJSON *o = cJSON_CreateObject();
@@ -429,13 +436,14 @@ static void write_analysis(worker *w, const turn *t, bool during)
 		if (q->avoiding && q->avoid.until_ply[mover][c->move] >= 1)
 			continue;
 		estimate *e = &w->moves[c->move];
-		if (move_playouts > 0) {
+		if (move_playouts > 0 && (!tree_scores || moves_own)) {
 			w->after = *g;
 			if (game_play(&w->after, c->move) == GAME_OK)
-				estimate_of(a->ev, &w->after, move_playouts, q->moves_ownership ||
-					    q->moves_ownership_stdev, e);
+				estimate_of(a->ev, &w->after, move_playouts, moves_own, e);
 			else
 				e = NULL;
+		} else {
+			e = NULL;
 		}
 		cJSON *mi = cJSON_CreateObject();
 		double wr = gtp_winrate(c->q), lcb = gtp_winrate(c->lcb);
@@ -458,7 +466,11 @@ static void write_analysis(worker *w, const turn *t, bool during)
 			cJSON_AddItemToObject(mi, "pvEdgeVisits", cJSON_CreateIntArray(pvv, np));
 			cJSON_AddItemToObject(mi, "pvVisits", cJSON_CreateIntArray(pvv, np));
 		}
-		if (e && e->done) {
+		if (tree_scores && !isnan(c->score)) {
+			add_num(mi, "scoreLead", vs * c->score);
+			add_num(mi, "scoreMean", vs * c->score);
+			add_num(mi, "scoreSelfplay", vs * c->score);
+		} else if (e && e->done) {
 			add_num(mi, "scoreLead", bs * e->score);
 			add_num(mi, "scoreMean", bs * e->score);
 			add_num(mi, "scoreSelfplay", bs * e->score);
@@ -479,7 +491,8 @@ static void write_analysis(worker *w, const turn *t, bool during)
 	bool raw = (q->policy || eval_has_network(a->ev)) &&
 		   eval_position(a->ev, g, pol, &raw_v) == 0;
 	bool own = q->ownership || q->ownership_stdev;
-	if (root_playouts > 0)
+	float root_score = tree_scores ? mcts_root_score(m) : NAN;
+	if (root_playouts > 0 && (isnan(root_score) || own))
 		estimate_of(a->ev, g, root_playouts, own, &w->root);
 	if (own && w->root.own) {
 		if (q->ownership)
@@ -517,7 +530,10 @@ static void write_analysis(worker *w, const turn *t, bool during)
 		double rw = gtp_winrate(raw_v);
 		add_num(ri, "rawWinrate", vs > 0 ? rw : 1 - rw);
 	}
-	if (w->root.done) {
+	if (!isnan(root_score)) {
+		add_num(ri, "scoreLead", vs * root_score);
+		add_num(ri, "scoreSelfplay", vs * root_score);
+	} else if (w->root.done) {
 		add_num(ri, "scoreLead", bs * w->root.score);
 		add_num(ri, "scoreSelfplay", bs * w->root.score);
 		if (!isnan(w->root.sd))

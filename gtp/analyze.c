@@ -5,11 +5,12 @@
  * analysis engine.
  *
  * A network with the ownership and score heads (nn/net.h) gives that
- * estimate: kata-analyze's `ownership`, `movesOwnership`, scoreLead and
- * scoreMean, kata-raw-nn's whiteOwnership and whiteLead, GoGui's board.
- * They are the network's answer for the position (the root, or the
- * position after a move), not averages over the search tree as KataGo's
- * are. Without those heads (older networks, a Leela Zero network)
+ * estimate: kata-analyze's `ownership` and `movesOwnership`, kata-raw-nn's
+ * whiteOwnership and whiteLead, GoGui's board: the network's answer for
+ * the position (the root, or the position after a move), not averaged
+ * over the search tree as KataGo's ownership is. kata-analyze's scoreLead
+ * and scoreMean are the search's: the score head's answers averaged over
+ * each move's subtree, as the values are (mcts_root_score). Without those heads (older networks, a Leela Zero network)
  * ownership is an estimate from fast random playouts of
  * the position, kata-raw-nn prints no whiteLead/whiteOwnership and
  * kata-analyze no scoreLead/scoreMean, as KataGo's consumers allow
@@ -272,9 +273,8 @@ typedef struct analysis_cache {
 	float root[GO_MAX_SIZE * GO_MAX_SIZE];         /* root's ownership, mover's view */
 	float root_sd[GO_MAX_SIZE * GO_MAX_SIZE];      /* its standard deviation */
 	double root_score;                             /* root's score, mover's view */
-	bool move_done[GAME_MAX_ACTIONS];              /* moves[m], move_score[m] hold it */
+	bool move_done[GAME_MAX_ACTIONS];              /* moves[m] holds it */
 	float moves[GAME_MAX_ACTIONS][GO_MAX_SIZE * GO_MAX_SIZE]; /* after move m */
-	double move_score[GAME_MAX_ACTIONS];           /* after move m, mover's view */
 } analysis_cache;
 
 /* The estimate of g (gtp_estimate) for `color` (+1 its own, its lead):
@@ -296,14 +296,12 @@ static void move_estimate(gtp_engine *e, analysis_cache *cache, int color, int m
 	if (cache->move_done[m])
 		return;
 	static game after; /* 30 KB; GTP runs on one thread */
+	double score;
 	after = e->game;
 	if (game_play(&after, m) == GAME_OK)
-		estimate_for(e, &after, MOVE_OWN_PLAYOUTS, color, cache->moves[m], NULL,
-			     &cache->move_score[m]);
-	else {
+		estimate_for(e, &after, MOVE_OWN_PLAYOUTS, color, cache->moves[m], NULL, &score);
+	else
 		memset(cache->moves[m], 0, sizeof(cache->moves[m]));
-		cache->move_score[m] = 0;
-	}
 	cache->move_done[m] = true;
 }
 
@@ -342,6 +340,20 @@ static void print_analysis(gtp_engine *e, bool kata, const analyze_args *a, anal
 	bool scores = go && kata && (eval_heads(e->ev) & NN_HEAD_SCORE);
 	int color = game_to_move(&e->game);
 	float root_v = mcts_root_value(e->search) + 0.0f; /* never -0 */
+	bool root_est = go && kata && (a->ownership || a->ownership_stdev);
+	if (root_est && !cache->root_done) {
+		estimate_for(e, &e->game, OWN_PLAYOUTS, color, cache->root, cache->root_sd,
+			     &cache->root_score);
+		cache->root_done = true;
+	}
+	/* Scores are the search's: the score head's answers averaged below
+	 * each move (KataGo's scoreLead); the head's own answer for the root
+	 * before the search has any. */
+	double root_score = scores ? mcts_root_score(e->search) : 0;
+	if (scores && isnan(root_score)) {
+		float own[GO_MAX_SIZE * GO_MAX_SIZE];
+		estimate_for(e, &e->game, OWN_PLAYOUTS, color, own, NULL, &root_score);
+	}
 	gtp_reply l = { 0 };
 	char text[8];
 	for (int i = 0; i < n; i++) {
@@ -362,8 +374,7 @@ static void print_analysis(gtp_engine *e, bool kata, const analyze_args *a, anal
 			gtp_reply_add(&l, "%sinfo move %s visits %d utility %.6f winrate %.6f", i ? " " : "",
 				      mv, ci[i].visits, q, wr);
 			if (scores) {
-				move_estimate(e, cache, color, ci[i].move);
-				double sc = cache->move_score[ci[i].move] + 0.0;
+				double sc = (isnan(ci[i].score) ? root_score : ci[i].score) + 0.0;
 				gtp_reply_add(&l, " scoreMean %.6f scoreLead %.6f", sc, sc);
 			}
 			gtp_reply_add(&l, " prior %.6f lcb %.6f utilityLcb %.6f order %d pv", ci[i].prior,
@@ -389,17 +400,11 @@ static void print_analysis(gtp_engine *e, bool kata, const analyze_args *a, anal
 			line_board(&l, e, "movesOwnership", cache->moves[ci[i].move]);
 		}
 	}
-	bool root_est = go && kata && (scores || a->ownership || a->ownership_stdev);
-	if (root_est && !cache->root_done) {
-		estimate_for(e, &e->game, OWN_PLAYOUTS, color, cache->root, cache->root_sd,
-			     &cache->root_score);
-		cache->root_done = true;
-	}
 	if (kata && a->root_info) {
 		gtp_reply_add(&l, "%srootInfo visits %d utility %.6f winrate %.6f", l.len ? " " : "",
 			      mcts_root_visits(e->search), root_v + 0.0f, gtp_winrate(root_v));
 		if (scores)
-			gtp_reply_add(&l, " scoreLead %.6f", cache->root_score + 0.0);
+			gtp_reply_add(&l, " scoreLead %.6f", root_score + 0.0);
 	}
 	if (kata && go && (a->ownership || a->ownership_stdev)) {
 		if (a->ownership)

@@ -60,6 +60,7 @@ typedef struct eval_cache {
 	int n_actions;            /* policy floats per entry */
 	uint64_t *keys;           /* 0 = empty */
 	float *values;            /* [n] */
+	float *scores;            /* [n] the score head's answer, NAN without */
 	float *policies;          /* [n][n_actions] */
 	pthread_mutex_t stripe[EVAL_CACHE_STRIPES]; /* lock of index % stripes */
 } eval_cache;
@@ -108,13 +109,14 @@ static void cache_free(eval_cache *c)
 		pthread_mutex_destroy(&c->stripe[i]);
 	free(c->keys);
 	free(c->values);
+	free(c->scores);
 	free(c->policies);
 	free(c);
 }
 
 static eval_cache *cache_new(size_t bytes, int n_actions)
 {
-	size_t per = sizeof(uint64_t) + sizeof(float) * (size_t)(n_actions + 1);
+	size_t per = sizeof(uint64_t) + sizeof(float) * (size_t)(n_actions + 2);
 	size_t n = bytes / per;
 	if (n < 16)
 		return NULL;
@@ -125,17 +127,19 @@ static eval_cache *cache_new(size_t bytes, int n_actions)
 	c->n_actions = n_actions;
 	c->keys = calloc(n, sizeof(uint64_t));
 	c->values = malloc(n * sizeof(float));
+	c->scores = malloc(n * sizeof(float));
 	c->policies = malloc(n * (size_t)n_actions * sizeof(float));
 	for (int i = 0; i < EVAL_CACHE_STRIPES; i++)
 		pthread_mutex_init(&c->stripe[i], NULL);
-	if (!c->keys || !c->values || !c->policies) {
+	if (!c->keys || !c->values || !c->scores || !c->policies) {
 		cache_free(c);
 		return NULL;
 	}
 	return c;
 }
 
-static bool cache_get(eval_cache *c, uint64_t key, float *policy, int n_actions, float *value)
+static bool cache_get(eval_cache *c, uint64_t key, float *policy, int n_actions, float *value,
+		      float *score)
 {
 	size_t i = key % c->n;
 	bool hit = false;
@@ -143,13 +147,16 @@ static bool cache_get(eval_cache *c, uint64_t key, float *policy, int n_actions,
 	if (c->keys[i] == key && n_actions == c->n_actions) {
 		memcpy(policy, c->policies + i * (size_t)c->n_actions, sizeof(float) * (size_t)n_actions);
 		*value = c->values[i];
+		if (score)
+			*score = c->scores[i];
 		hit = true;
 	}
 	pthread_mutex_unlock(&c->stripe[i % EVAL_CACHE_STRIPES]);
 	return hit;
 }
 
-static void cache_put(eval_cache *c, uint64_t key, const float *policy, int n_actions, float value)
+static void cache_put(eval_cache *c, uint64_t key, const float *policy, int n_actions, float value,
+		      float score)
 {
 	if (n_actions != c->n_actions)
 		return;
@@ -157,6 +164,7 @@ static void cache_put(eval_cache *c, uint64_t key, const float *policy, int n_ac
 	pthread_mutex_lock(&c->stripe[i % EVAL_CACHE_STRIPES]);
 	c->keys[i] = key;
 	c->values[i] = value;
+	c->scores[i] = score;
 	memcpy(c->policies + i * (size_t)c->n_actions, policy, sizeof(float) * (size_t)n_actions);
 	pthread_mutex_unlock(&c->stripe[i % EVAL_CACHE_STRIPES]);
 }
@@ -247,12 +255,18 @@ static void *server_main(void *arg)
 		for (int i = 0; i < k; i++)
 			memcpy(s->planes + (size_t)i * (size_t)ev->input_floats, batch[i]->planes,
 			       sizeof(float) * (size_t)ev->input_floats);
-		bool heads = false;
-		for (int i = 0; i < k; i++)
-			heads |= batch[i]->own || batch[i]->score;
-		int rc = heads ? nn_backend_forward_heads(s->be, k, s->planes, s->logits, s->values, NULL,
-							  s->own, s->score)
-			       : nn_backend_forward(s->be, k, s->planes, s->logits, s->values, NULL);
+		/* The heads only where a request wants them (the search asks
+		 * for the score, one number; ownership is a board's worth). */
+		bool want_own = false, want_score = false;
+		for (int i = 0; i < k; i++) {
+			want_own |= batch[i]->own != NULL;
+			want_score |= batch[i]->score != NULL;
+		}
+		int rc = want_own || want_score
+				 ? nn_backend_forward_heads(s->be, k, s->planes, s->logits, s->values, NULL,
+							    want_own ? s->own : NULL,
+							    want_score ? s->score : NULL)
+				 : nn_backend_forward(s->be, k, s->planes, s->logits, s->values, NULL);
 		atomic_fetch_add(&ev->n_batches, 1);
 		atomic_fetch_add(&ev->n_evals, (uint64_t)k);
 		if (rc != 0)
@@ -267,7 +281,7 @@ static void *server_main(void *arg)
 				*batch[i]->score = s->score[i] * (float)ev->n_points;
 			if (batch[i]->store)
 				cache_put(ev->cache, batch[i]->key, batch[i]->policy, batch[i]->n_actions,
-					  *batch[i]->value);
+					  *batch[i]->value, batch[i]->score ? *batch[i]->score : NAN);
 		}
 
 		pthread_mutex_lock(&ev->mu);
@@ -415,11 +429,15 @@ static void plain_prior(const game *g, const int *legal, int n_legal, float *pol
  * is ready to post, -1 on failure (answered uniform). planes, legal and idx
  * are the caller's buffers, which must outlive the request. */
 static int prepare(evaluator *ev, const game *g, int sym, bool use_cache, float *policy,
-		   float *value, float *planes, int *legal, int *idx, eval_request *r)
+		   float *value, float *score, float *planes, int *legal, int *idx, eval_request *r)
 {
 	int n_legal = game_legal_moves(g, legal);
 	int n_actions = game_num_actions(g);
 	atomic_fetch_add(&ev->n_requests, 1);
+	if (score) /* until the score head answers */
+		*score = NAN;
+	if (score && !(eval_heads(ev) & NN_HEAD_SCORE))
+		score = NULL;
 	if (ev->n_servers == 0 || n_legal == 0) {
 		uniform(g, legal, n_legal, policy, value);
 		if (ev->opt.plain_prior && n_legal > 0)
@@ -428,7 +446,7 @@ static int prepare(evaluator *ev, const game *g, int sym, bool use_cache, float 
 	}
 	uint64_t key = eval_key(g, ev->enc);
 	use_cache = use_cache && ev->cache;
-	if (use_cache && cache_get(ev->cache, key, policy, n_actions, value)) {
+	if (use_cache && cache_get(ev->cache, key, policy, n_actions, value, score)) {
 		atomic_fetch_add(&ev->n_hits, 1);
 		return 0;
 	}
@@ -456,7 +474,8 @@ static int prepare(evaluator *ev, const game *g, int sym, bool use_cache, float 
 	r->store = use_cache;
 	r->policy = policy;
 	r->value = value;
-	r->own = r->score = NULL;
+	r->own = NULL;
+	r->score = score;
 	r->point_idx = NULL;
 	r->n_points = 0;
 	r->status = 0;
@@ -505,7 +524,7 @@ static int evaluate(evaluator *ev, const game *g, int sym, bool use_cache, float
 	int legal[GAME_MAX_ACTIONS], idx[GAME_MAX_ACTIONS];
 	float planes[EVAL_MAX_INPUT];
 	eval_request r;
-	int rc = prepare(ev, g, sym, use_cache, policy, value, planes, legal, idx, &r);
+	int rc = prepare(ev, g, sym, use_cache, policy, value, NULL, planes, legal, idx, &r);
 	if (rc <= 0)
 		return rc;
 	return post_one(ev, &r);
@@ -571,12 +590,14 @@ void eval_scratch_free(eval_scratch *s)
 	free(s);
 }
 
-int eval_stage(evaluator *ev, eval_scratch *s, const game *g, float *policy, float *value)
+int eval_stage(evaluator *ev, eval_scratch *s, const game *g, float *policy, float *value,
+	       float *score)
 {
 	int i = s->staged;
 	assert(i < s->cap);
 	eval_request *r = &s->reqs[i];
-	int rc = prepare(ev, g, -1, true, policy, value, s->planes + (size_t)i * (size_t)s->input_floats,
+	int rc = prepare(ev, g, -1, true, policy, value, score,
+			 s->planes + (size_t)i * (size_t)s->input_floats,
 			 s->legal + (size_t)i * GAME_MAX_ACTIONS, s->idx + (size_t)i * GAME_MAX_ACTIONS, r);
 	if (rc > 0)
 		s->posted[s->staged++] = r;
@@ -591,12 +612,13 @@ int eval_post(evaluator *ev, eval_scratch *s)
 }
 
 int eval_batch(evaluator *ev, eval_scratch *s, int n, const game *const *games, float *const *policies,
-	       float *values)
+	       float *values, float *scores)
 {
 	int failed = 0;
 	assert(n <= s->cap);
 	for (int i = 0; i < n; i++)
-		failed += eval_stage(ev, s, games[i], policies[i], &values[i]) < 0;
+		failed += eval_stage(ev, s, games[i], policies[i], &values[i],
+				     scores ? &scores[i] : NULL) < 0;
 	failed += eval_post(ev, s) < 0;
 	return failed ? -1 : 0;
 }
@@ -630,7 +652,7 @@ int eval_raw_heads(evaluator *ev, const game *g, int sym, float *policy, float *
 	}
 	if (sym < 0 || sym >= game_num_symmetries(g))
 		sym = 0;
-	int rc = prepare(ev, g, sym, false, policy, value, planes, legal, idx, &r);
+	int rc = prepare(ev, g, sym, false, policy, value, NULL, planes, legal, idx, &r);
 	if (rc <= 0) /* answered at once: no network, or no legal move */
 		return rc < 0 || ownership || score ? -1 : 0;
 	/* Our point p is the transformed position's sym(p), as for moves. */

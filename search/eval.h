@@ -69,19 +69,25 @@ eval_scratch *eval_scratch_new(evaluator *ev, int cap);
 void eval_scratch_free(eval_scratch *s);
 /* Evaluates n positions (n <= the scratch's cap) in one go: they are posted
  * to the queue together, so one search thread can fill a batch by itself.
- * Same outputs per position as eval_position. 0, or -1 when any failed. */
+ * Same outputs per position as eval_position, and with scores (may be
+ * NULL) each position's score head answer: the side to move's final lead
+ * in points, as eval_raw_heads gives it (cached with the rest), or NAN
+ * when the network has no score head (eval_heads) or the evaluation
+ * failed. 0, or -1 when any failed. */
 int eval_batch(evaluator *ev, eval_scratch *s, int n, const game *const *games,
-	       float *const *policies, float *values);
+	       float *const *policies, float *values, float *scores);
 /* eval_batch in two steps, for a thread that gathers the leaves of
  * several searches (self-play) and goes on at once with one whose leaf
  * needs no network. eval_stage: 0 when g was answered at once (the
  * uniform evaluator, no legal move, an NN cache hit: policy and *value
  * written), 1 when it waits in the scratch for the next eval_post (at most
- * the scratch's cap), -1 when it failed (answered uniform). Each position
+ * the scratch's cap), -1 when it failed (answered uniform); *score (score
+ * may be NULL) as eval_batch gives it, once answered. Each position
  * is a request, encoded once. eval_post posts the waiting positions as one
  * batch and returns when every answer is written: 0, or -1 when any
  * failed. */
-int eval_stage(evaluator *ev, eval_scratch *s, const game *g, float *policy, float *value);
+int eval_stage(evaluator *ev, eval_scratch *s, const game *g, float *policy, float *value,
+	       float *score);
 int eval_post(evaluator *ev, eval_scratch *s);
 
 /* The network's own answer for g under symmetry `sym` (no cache, no random

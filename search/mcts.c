@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "engine/clock.h"
+#include "engine/game_desc.h"
+#include "engine/go.h"
 #include "engine/rng.h"
 
 #define MCTS_MAX_DEPTH 2048
@@ -31,7 +33,12 @@ typedef struct mcts_node {
 	uint16_t n_children;          /* children, contiguous from first_child */
 	int16_t move;                 /* the move into the node */
 	_Atomic uint8_t state;        /* NODE_* */
+	_Atomic uint32_t ssum;        /* float bits: sum of the score head's answers,
+				       * mover's view (networks with the head) */
 } mcts_node;
+/* The score sum is a float so that it fits the padding of the node's 48
+ * bytes: a tree's memory is its nodes. */
+_Static_assert(sizeof(mcts_node) == 48, "mcts_node grew");
 
 /* One arena of nodes; the tree lives in one, the other takes the subtree
  * kept on tree reuse. */
@@ -57,6 +64,7 @@ typedef struct mcts_thread {
 	const game **games;           /* [gather] pointers handed to eval_batch */
 	float **policies;             /* [gather] */
 	float *values;                /* [gather] */
+	float *scores;                /* [gather] score head answers, NAN without */
 	int round_done;               /* round_gather: playouts ended in a finished game */
 	int round_collisions;         /* round_gather: descents that collided */
 } mcts_thread;
@@ -77,6 +85,7 @@ typedef struct mcts_gumbel {
 
 struct mcts {
 	evaluator *ev;                /* leaf evaluation (not owned) */
+	bool scores;                  /* the network has a score head: nodes sum it */
 	mcts_options opt;             /* limits and parameters */
 	mcts_arena arena[2];          /* the tree and the spare */
 	int cur;                      /* arena holding the tree */
@@ -153,6 +162,26 @@ static void add_d(_Atomic uint64_t *a, double x)
 							memory_order_relaxed));
 }
 
+static float load_f(_Atomic uint32_t *a)
+{
+	uint32_t bits = atomic_load_explicit(a, memory_order_relaxed);
+	float f;
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+static void add_f(_Atomic uint32_t *a, float x)
+{
+	uint32_t old = atomic_load_explicit(a, memory_order_relaxed), new;
+	do {
+		float f;
+		memcpy(&f, &old, sizeof(f));
+		f += x;
+		memcpy(&new, &f, sizeof(f));
+	} while (!atomic_compare_exchange_weak_explicit(a, &old, new, memory_order_relaxed,
+							memory_order_relaxed));
+}
+
 static void store_d(_Atomic uint64_t *a, double x)
 {
 	uint64_t bits;
@@ -168,6 +197,7 @@ static void node_reset(mcts_node *n, int move, float prior)
 	atomic_store_explicit(&n->vloss, 0, memory_order_relaxed);
 	store_d(&n->wsum, 0);
 	store_d(&n->w2sum, 0);
+	atomic_store_explicit(&n->ssum, 0, memory_order_relaxed); /* 0.0f */
 	n->prior = prior;
 	n->value = 0;
 	n->first_child = 0;
@@ -222,6 +252,7 @@ static void thread_free(mcts_thread *t)
 	free(t->games);
 	free(t->policies);
 	free(t->values);
+	free(t->scores);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -249,7 +280,9 @@ static int ensure_threads(mcts *m, int n, int gather)
 		t->games = malloc(sizeof(game *) * (size_t)gather);
 		t->policies = malloc(sizeof(float *) * (size_t)gather);
 		t->values = malloc(sizeof(float) * (size_t)gather);
-		if (!t->leaves || !t->scratch || !t->games || !t->policies || !t->values)
+		t->scores = malloc(sizeof(float) * (size_t)gather);
+		if (!t->leaves || !t->scratch || !t->games || !t->policies || !t->values ||
+		    !t->scores)
 			return -1;
 		for (int k = 0; k < gather; k++) {
 			t->games[k] = &t->leaves[k].game;
@@ -273,6 +306,7 @@ mcts *mcts_new(evaluator *ev, const mcts_options *opt, char *err, size_t errlen)
 		return NULL;
 	}
 	m->ev = ev;
+	m->scores = (eval_heads(ev) & NN_HEAD_SCORE) != 0;
 	m->opt = opt ? *opt : mcts_options_default();
 	pthread_mutex_init(&m->expand_mu, NULL);
 	pthread_mutex_init(&m->gumbel.mu, NULL);
@@ -722,17 +756,32 @@ static float terminal_value(const game *g)
 	return (float)(mover == GAME_BLACK ? r : -r);
 }
 
-/* Adds value v (for the player who moved into the last node of the path)
- * up the path, flipping sides at each step, and removes the virtual loss. */
-static void backup(mcts *m, const uint32_t *path, int depth, float v)
+/* The final score of a finished game for the player who made its last
+ * move (Go's area count, komi counted); NAN for a game without one. */
+static float terminal_score(const game *g)
 {
+	if (!game_desc_of(g)->has_go_board)
+		return NAN;
+	double s = go_score(&g->u.go); /* Black's view */
+	return (float)(1 - game_to_move(g) == GAME_BLACK ? s : -s);
+}
+
+/* Adds value v and score s (NAN: none; for the player who moved into the
+ * last node of the path) up the path, flipping sides at each step, and
+ * removes the virtual loss. */
+static void backup(mcts *m, const uint32_t *path, int depth, float v, float s)
+{
+	bool scored = !isnan(s);
 	for (int i = depth - 1; i >= 0; i--) {
 		mcts_node *n = node_at(m, path[i]);
 		add_d(&n->wsum, v);
 		add_d(&n->w2sum, (double)v * v);
+		if (scored)
+			add_f(&n->ssum, s);
 		atomic_fetch_add_explicit(&n->visits, 1, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&n->vloss, 1, memory_order_relaxed);
 		v = -v;
+		s = -s;
 	}
 }
 
@@ -827,9 +876,11 @@ static int round_gather(mcts *m, mcts_thread *t, int gather)
 		float v;
 		int r = descend(m, leaf, &v);
 		if (r == DESCENT_TERMINAL) {
-			backup(m, leaf->path, leaf->depth, v);
+			backup(m, leaf->path, leaf->depth, v,
+			       m->scores ? terminal_score(&leaf->game) : NAN);
 			t->round_done++;
 		} else if (r == DESCENT_LEAF) {
+			t->scores[n_leaves] = NAN; /* until the score head answers */
 			n_leaves++;
 		} else {
 			/* The tree is too narrow for more leaves this round. */
@@ -853,7 +904,7 @@ static int round_apply(mcts *m, mcts_thread *t, int n_leaves)
 			mcts_leaf *leaf = &t->leaves[i];
 			node_at(m, leaf->path[leaf->depth - 1])->value = -t->values[i];
 			expand(m, leaf->path[leaf->depth - 1], &leaf->game, leaf->policy);
-			backup(m, leaf->path, leaf->depth, -t->values[i]);
+			backup(m, leaf->path, leaf->depth, -t->values[i], -t->scores[i]);
 		}
 		done += n_leaves;
 		pthread_mutex_lock(&m->expand_mu);
@@ -871,7 +922,7 @@ static int search_round(mcts *m, mcts_thread *t, int gather)
 {
 	int n_leaves = round_gather(m, t, gather);
 	if (n_leaves > 0)
-		eval_batch(m->ev, t->scratch, n_leaves, t->games, t->policies, t->values);
+		eval_batch(m->ev, t->scratch, n_leaves, t->games, t->policies, t->values, t->scores);
 	return round_apply(m, t, n_leaves);
 }
 
@@ -1005,6 +1056,7 @@ int mcts_gather(mcts *m, mcts_round *out)
 	out->games = t->games;
 	out->policies = t->policies;
 	out->values = t->values;
+	out->scores = t->scores;
 	return n;
 }
 
@@ -1070,7 +1122,7 @@ void mcts_search(mcts *m)
 			mcts_round r;
 			int n = mcts_gather(m, &r);
 			if (n > 0)
-				eval_batch(m->ev, t->scratch, n, r.games, r.policies, r.values);
+				eval_batch(m->ev, t->scratch, n, r.games, r.policies, r.values, r.scores);
 			mcts_apply(m, n);
 		}
 		eval_client_leave(m->ev);
@@ -1105,6 +1157,15 @@ float mcts_root_value(mcts *m)
 	return v > 0 ? (float)(-load_d(&r->wsum) / v) : 0;
 }
 
+float mcts_root_score(mcts *m)
+{
+	if (m->root == MCTS_NONE || !m->scores)
+		return NAN;
+	mcts_node *r = node_at(m, m->root);
+	int v = atomic_load(&r->visits);
+	return v > 0 ? -load_f(&r->ssum) / (float)v : NAN;
+}
+
 static int cmp_info(const void *a, const void *b)
 {
 	const mcts_child_info *x = a, *y = b;
@@ -1130,6 +1191,7 @@ int mcts_root_children(mcts *m, mcts_child_info *out, int max)
 		ci->move = ch->move;
 		ci->visits = v;
 		ci->prior = ch->prior;
+		ci->score = m->scores && v > 0 ? load_f(&ch->ssum) / (float)v : NAN;
 		if (v > 0) {
 			double q = load_d(&ch->wsum) / v;
 			double var = load_d(&ch->w2sum) / v - q * q;

@@ -83,6 +83,9 @@ typedef struct mcts_child_info {
 	float q;        /* mean value for the player to move at the root */
 	float prior;    /* network prior (after noise) */
 	float lcb;      /* lower confidence bound of q */
+	float score;    /* mean of the score head's answers below it, the
+			 * final lead in points of the player to move at the
+			 * root; NAN without the head or visits */
 } mcts_child_info;
 
 /* Moves the search may not explore (GTP's analyze `avoid`/`allow`):
@@ -150,6 +153,8 @@ typedef struct mcts_round {
 	const game *const *games; /* [n] the leaves' positions */
 	float *const *policies;   /* [n] where each leaf's policy goes (GAME_MAX_ACTIONS) */
 	float *values;            /* [n] each leaf's value, for its side to move */
+	float *scores;            /* [n] each leaf's score (eval_batch's), NAN
+				   * until answered */
 } mcts_round;
 
 /* Sets the search up from the position given (limits, noise when the
@@ -217,6 +222,11 @@ int mcts_pv_visits(mcts *m, int move, int *pv, int *visits, int max);
 /* Root visits and mean value (for the player to move at the root). */
 int mcts_root_visits(mcts *m);
 float mcts_root_value(mcts *m);
+/* The mean of the score head's answers over the search (the final lead in
+ * points of the player to move at the root, as KataGo's rootInfo
+ * scoreLead), backed up beside the values; NAN when the network has no
+ * score head or nothing was searched. */
+float mcts_root_score(mcts *m);
 
 /* The move to play: with temperature > 0, drawn with probability
  * proportional to visits^(1/temperature); else the most visited child, or

@@ -637,7 +637,7 @@ static int game_gather(selfplay *sp, sp_worker *w, sp_game *gm)
 		int staged = 0;
 		for (int k = 0; k < gm->n_leaves; k++)
 			staged += eval_stage(gm->mdl->ev, s, gm->round.games[k], gm->round.policies[k],
-					     &gm->round.values[k]) > 0;
+					     &gm->round.values[k], &gm->round.scores[k]) > 0;
 		if (staged > 0 || quick == SP_QUICK_ROUNDS)
 			return 0;
 		mcts_apply(gm->m, gm->n_leaves);

@@ -394,11 +394,35 @@ Test(analysis, winrates_as_black_or_white)
 	stop();
 }
 
-/* A network with the ownership and score heads answers both: the root's
- * ownership and scoreLead are the heads' (the reference's) for the
- * position, in Black's view, with no scoreStdev (the head has none), and
- * each move's scoreLead is the head's after that move. */
-Test(analysis, ownership_and_score_from_the_heads)
+/* The score head's answers for g under each of its symmetries (the
+ * engine's evaluator draws one at random), side to move's view, in points. */
+static int head_scores(const nn_net *net, const game *g, float *answers_out)
+{
+	float planes[32 * 81], pol[82], v, own[81], score;
+	int n = game_num_symmetries(g);
+	for (int s = 0; s < n; s++) {
+		cr_assert_gt(nn_encode_sym(g, net->arch.encoding, s, planes), 0);
+		nn_reference_forward_heads(net, 1, planes, pol, &v, NULL, own, &score);
+		answers_out[s] = 81 * score;
+	}
+	return n;
+}
+
+static bool among(double x, const float *set, int n, double tol)
+{
+	for (int i = 0; i < n; i++)
+		if (fabs(x - set[i]) <= tol * (1 + fabs(x)))
+			return true;
+	return false;
+}
+
+/* A network with the ownership and score heads: the root's ownership is
+ * the ownership head's (the reference's) for the position, in Black's
+ * view; scores are the search's, as KataGo's: a move searched once has
+ * the score head's answer after it, and the root's mean times its visits
+ * is its own answer plus each move's mean times its visits; no
+ * scoreStdev (the head has none). */
+Test(analysis, ownership_from_the_head_and_scores_from_the_search)
 {
 	start(go9h, 1, 16);
 	send("{\"id\":\"h\",\"moves\":[[\"B\",\"E5\"]],\"rules\":\"chinese\",\"komi\":7.5,"
@@ -418,23 +442,43 @@ Test(analysis, ownership_and_score_from_the_heads)
 	nn_reference_forward_heads(net, 1, planes, pol, &v, NULL, own, &score);
 	/* White to move: Black's view is the heads' negated. */
 	const cJSON *ri = get(h[0], "rootInfo"), *ow = get(h[0], "ownership");
-	cr_assert_float_eq(num(ri, "scoreLead"), -81 * score, 1e-4);
-	cr_assert_null(cJSON_GetObjectItemCaseSensitive(ri, "scoreStdev"));
 	cr_assert(cJSON_IsArray(ow) && cJSON_GetArraySize(ow) == 81);
 	for (int row = 0; row < 9; row++) /* KataGo's rows: the top one first */
 		for (int x = 0; x < 9; x++) {
 			double got = cJSON_GetArrayItem(ow, row * 9 + x)->valuedouble;
 			cr_assert_float_eq(got, -own[(8 - row) * 9 + x], 1e-5, "row %d x %d", row, x);
 		}
-	/* The first move's score: the heads after it (Black to move again). */
-	const cJSON *mi = cJSON_GetArrayItem(get(h[0], "moveInfos"), 0);
-	int m;
-	cr_assert_eq(game_move_from_text(&g, str(mi, "move"), &m), GAME_OK);
-	cr_assert_eq(game_play(&g, m), GAME_OK);
-	cr_assert_gt(nn_encode(&g, net->arch.encoding, planes), 0);
-	nn_reference_forward_heads(net, 1, planes, pol, &v, NULL, own, &score);
-	cr_assert_float_eq(num(mi, "scoreLead"), 81 * score, 1e-4);
-	cr_assert_null(cJSON_GetObjectItemCaseSensitive(mi, "scoreStdev"));
+	cr_assert_null(cJSON_GetObjectItemCaseSensitive(ri, "scoreStdev"));
+	/* Everything in White's view (the player to move), from Black's. */
+	double root = -num(ri, "scoreLead"), sum = 0;
+	int visits = (int)num(ri, "visits"), ones = 0;
+	const cJSON *mi;
+	cJSON_ArrayForEach(mi, get(h[0], "moveInfos")) {
+		double sc = -num(mi, "scoreLead");
+		int n = (int)num(mi, "visits");
+		cr_assert_null(cJSON_GetObjectItemCaseSensitive(mi, "scoreStdev"));
+		sum += n * sc;
+		if (n != 1)
+			continue;
+		game after = g;
+		int m;
+		cr_assert_eq(game_move_from_text(&g, str(mi, "move"), &m), GAME_OK);
+		cr_assert_eq(game_play(&after, m), GAME_OK);
+		float want[8];
+		int ns = head_scores(net, &after, want);
+		/* The head answers for Black, to move after it: White's view
+		 * is its negation. */
+		for (int k = 0; k < ns; k++)
+			want[k] = -want[k];
+		cr_assert(among(sc, want, ns, 1e-4), "%s searched once: %g, not the head's answer",
+			  str(mi, "move"), sc);
+		ones++;
+	}
+	cr_assert_gt(ones, 0, "some move was searched once");
+	float want[8];
+	int ns = head_scores(net, &g, want);
+	cr_assert(among(visits * root - sum, want, ns, 1e-3), "root %g x %d - moves %g is not the "
+		  "root's own answer", root, visits, sum);
 	nn_net_free(net);
 	stop();
 }

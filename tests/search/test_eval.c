@@ -328,11 +328,11 @@ Test(eval, stage_answers_hits_at_once_and_posts_misses)
 	eval_scratch *s = eval_scratch_new(ev, 2);
 	cr_assert(s);
 	float pol1[GAME_MAX_ACTIONS], pol2[GAME_MAX_ACTIONS], v1 = 5, v2 = 5;
-	cr_assert_eq(eval_stage(ev, s, &g, pol1, &v1), 1, "not in the cache yet");
+	cr_assert_eq(eval_stage(ev, s, &g, pol1, &v1, NULL), 1, "not in the cache yet");
 	cr_assert_eq(v1, 5, "a staged miss is written by eval_post");
 	cr_assert_eq(eval_post(ev, s), 0);
 	cr_assert(v1 != 5);
-	cr_assert_eq(eval_stage(ev, s, &g, pol2, &v2), 0, "in the cache now");
+	cr_assert_eq(eval_stage(ev, s, &g, pol2, &v2, NULL), 0, "in the cache now");
 	cr_assert_eq(memcmp(pol1, pol2, sizeof(float) * 7), 0);
 	cr_assert_eq(v1, v2);
 	cr_assert_eq(eval_post(ev, s), 0, "nothing staged");
@@ -361,7 +361,7 @@ Test(eval, uniform_without_network)
 	v = 5;
 	eval_scratch *s = eval_scratch_new(ev, 1);
 	cr_assert(s);
-	cr_assert_eq(eval_stage(ev, s, &g, pol, &v), 0, "the uniform answer needs no network");
+	cr_assert_eq(eval_stage(ev, s, &g, pol, &v, NULL), 0, "the uniform answer needs no network");
 	cr_assert_eq(v, 0);
 	eval_scratch_free(s);
 	cr_assert(!eval_has_network(ev));

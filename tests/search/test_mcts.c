@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/game_desc.h"
 #include "search/mcts.h"
 #include "tests/search/fake_net.h"
 
@@ -637,7 +638,7 @@ static void search_together(evaluator *ev, mcts **ms, int n, int gather)
 		if (n_live == 0)
 			break;
 		if (total > 0)
-			cr_assert_eq(eval_batch(ev, sc, total, games, policies, values), 0);
+			cr_assert_eq(eval_batch(ev, sc, total, games, policies, values, NULL), 0);
 		total = 0;
 		for (int i = 0; i < n; i++) {
 			if (!live[i])
@@ -882,4 +883,87 @@ Test(mcts, gumbel_target_is_the_improved_policy)
 	}
 	mcts_free(m);
 	eval_free(ev);
+}
+
+/* A CPU backend of a random 9x9 Go network with the given heads, and an
+ * evaluator over it that always takes symmetry 0. */
+static evaluator *go9_heads_evaluator(int heads, nn_net **net, nn_backend **be)
+{
+	char err[256];
+	game_params gp = game_params_sized(GAME_KIND_GO, 9, 7.5);
+	nn_arch a = nn_arch_default(&gp, 1, 8);
+	nn_arch_set_heads(&a, heads);
+	*net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(*net, "%s", err);
+	nn_net_init_random(*net, 3);
+	nn_backend_options bo = nn_backend_options_default();
+	bo.threads = 1;
+	*be = nn_backend_new(&nn_backend_cpu, *net, 8, &bo, err, sizeof(err));
+	cr_assert(*be, "%s", err);
+	eval_options eo = eval_options_default();
+	eo.random_symmetry = 0;
+	evaluator *ev = eval_new(be, 1, a.encoding, &eo, err, sizeof(err));
+	cr_assert(ev, "%s", err);
+	return ev;
+}
+
+/* With a score head, every playout backs the score up beside the value:
+ * the root's mean times its visits is the root's own answer plus each
+ * child's mean times its visits, all from the player to move at the root
+ * (a sign lost on the way, or a playout left out, breaks it); without the
+ * head there is no score. */
+Test(mcts, scores_are_backed_up_beside_the_values)
+{
+	nn_net *net;
+	nn_backend *be;
+	evaluator *ev = go9_heads_evaluator(NN_HEAD_OWN | NN_HEAD_SCORE, &net, &be);
+	game_params gp = game_params_sized(GAME_KIND_GO, 9, 7.5);
+	game_init(&g, &gp);
+	cr_assert_eq(game_play(&g, 40), GAME_OK);
+	mcts_options o = mcts_options_default();
+	o.threads = 1;
+	o.max_visits = 60;
+	o.max_memory = 16 << 20;
+	char err[128];
+	mcts *m = mcts_new(ev, &o, err, sizeof(err));
+	cr_assert(m, "%s", err);
+	mcts_set_position(m, &g);
+	mcts_search(m);
+	cr_assert_eq(mcts_root_visits(m), 60);
+	float pol[GAME_MAX_ACTIONS], v, own[81], root_answer;
+	cr_assert_eq(eval_raw_heads(ev, &g, 0, pol, &v, own, &root_answer), 0);
+	mcts_child_info ci[GAME_MAX_ACTIONS];
+	int n = mcts_root_children(m, ci, GAME_MAX_ACTIONS), deep = 0;
+	double sum = root_answer;
+	for (int i = 0; i < n; i++) {
+		if (ci[i].visits == 0) {
+			cr_assert(isnan(ci[i].score), "an unvisited move has no score");
+			continue;
+		}
+		cr_assert(!isnan(ci[i].score));
+		sum += ci[i].visits * (double)ci[i].score;
+		deep += ci[i].visits > 1;
+	}
+	cr_assert_gt(deep, 0, "some move was searched below its first visit");
+	float root = mcts_root_score(m);
+	cr_assert_float_eq(60 * (double)root, sum, 1e-3 * (1 + fabs(sum)), "root %g x 60, sum %g",
+			   root, sum);
+	mcts_free(m);
+	eval_free(ev);
+	nn_backend_free(be);
+	nn_net_free(net);
+
+	ev = go9_heads_evaluator(NN_HEAD_OWN, &net, &be);
+	m = mcts_new(ev, &o, err, sizeof(err));
+	cr_assert(m, "%s", err);
+	mcts_set_position(m, &g);
+	mcts_search(m);
+	cr_assert(isnan(mcts_root_score(m)), "no score head, no score");
+	n = mcts_root_children(m, ci, GAME_MAX_ACTIONS);
+	for (int i = 0; i < n; i++)
+		cr_assert(isnan(ci[i].score));
+	mcts_free(m);
+	eval_free(ev);
+	nn_backend_free(be);
+	nn_net_free(net);
 }
