@@ -189,6 +189,8 @@ int learner_lead(learner *l, comm *c, const learner_options *o, char *err, size_
 	memcpy(buf + sizeof(*o) + sizeof(nn_arch) + sizeof(folded), net->data, nf);
 	l->led = c;
 	l->ops->set_comm(l->ctx, c);
+	size_t at = strlen(l->what);
+	snprintf(l->what + at, sizeof(l->what) - at, ", %d ranks", comm_size(c));
 	int rc = lead_send(l, LEAD_INIT, 0, buf, len);
 	free(buf);
 	if (rc == 0)
