@@ -52,7 +52,8 @@ int cli_analysis(int argc, char **argv)
 			    "search tree memory of each analysis thread"),
 		CLI_OPT_INT("--score-playouts", NULL, &opt.score_playouts, 0, 100000, "N",
 			    "random playouts behind a position's scoreLead and ownership estimate "
-			    "(each move's: a quarter); 0 leaves score and ownership out"),
+			    "where the network lacks the score or ownership head (each move's: a "
+			    "quarter); 0 leaves score and ownership out"),
 		CLI_OPT_INT("--seed", "-s", &opt.seed, 0, 0x7fffffffL, "N", "random seed"),
 		CLI_OPT_STRING("--config", "-config", &config, "FILE",
 			       "KataGo's config file: accepted for KataGo's command line, not read",
