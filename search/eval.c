@@ -36,6 +36,8 @@ typedef struct eval_request {
 	float *value;         /* answer */
 	float *own;           /* answer of the ownership head: [n_points], or NULL */
 	float *score;         /* answer of the score head, or NULL */
+	float score_buf;      /* where it goes when the caller wants none: the
+			       * cache keeps every answer's score */
 	const int *point_idx; /* for each point, its index in the ownership output */
 	int n_points;         /* entries of own[] and point_idx[] */
 	int status;           /* 0 pending, 1 done, -1 backend failure */
@@ -475,7 +477,9 @@ static int prepare(evaluator *ev, const game *g, int sym, bool use_cache, float 
 	r->policy = policy;
 	r->value = value;
 	r->own = NULL;
-	r->score = score;
+	/* A network with the score head answers it for every position, so
+	 * that a cached answer has it when a search later asks. */
+	r->score = score ? score : eval_heads(ev) & NN_HEAD_SCORE ? &r->score_buf : NULL;
 	r->point_idx = NULL;
 	r->n_points = 0;
 	r->status = 0;

@@ -484,3 +484,40 @@ Test(eval, a_missing_head_is_refused_with_the_policy_still_answered)
 	nn_backend_free(be);
 	nn_net_free(net);
 }
+
+/* The cache keeps the score head's answer even for a request that did not
+ * ask for it, so a search that later meets the position gets its score. */
+Test(eval, a_cached_answer_keeps_its_score)
+{
+	nn_net *net;
+	nn_backend *be = go9_backend(NN_HEAD_OWN | NN_HEAD_SCORE, &net);
+	eval_options o = eval_options_default();
+	o.random_symmetry = 0;
+	char err[128];
+	evaluator *ev = eval_new(&be, 1, net->arch.encoding, &o, err, sizeof(err));
+	cr_assert(ev, "%s", err);
+	game_params gp = game_params_default(GAME_KIND_GO);
+	gp.size = 9;
+	game g;
+	game_init(&g, &gp);
+	cr_assert_eq(game_play(&g, 30), GAME_OK);
+	float pol[GAME_MAX_ACTIONS], v, own[81], want;
+	cr_assert_eq(eval_position(ev, &g, pol, &v), 0);
+	eval_stats st;
+	eval_get_stats(ev, &st);
+	cr_assert_eq(st.evals, 1);
+	eval_scratch *s = eval_scratch_new(ev, 4);
+	cr_assert(s);
+	float score = 0;
+	cr_assert_eq(eval_stage(ev, s, &g, pol, &v, &score), 0, "answered from the cache");
+	cr_assert_eq(eval_post(ev, s), 0);
+	eval_get_stats(ev, &st);
+	cr_assert_eq(st.evals, 1, "no second network call");
+	cr_assert_eq(eval_raw_heads(ev, &g, 0, pol, &v, own, &want), 0);
+	cr_assert(!isnan(score));
+	cr_assert_float_eq(score, want, 1e-4);
+	eval_scratch_free(s);
+	eval_free(ev);
+	nn_backend_free(be);
+	nn_net_free(net);
+}
