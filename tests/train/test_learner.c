@@ -305,3 +305,25 @@ Test(learner, a_follower_trains_the_other_half_of_each_batch, .timeout = 120)
 	learner_free(one);
 	nn_net_free(net);
 }
+
+/* A follower refuses what no leader sends: a command before the set-up,
+ * or a command too short to read, with a message (its caller then ends
+ * the job). */
+Test(learner, a_follower_refuses_bad_commands)
+{
+	static const struct {
+		int32_t kind, pad;
+		int64_t arg;
+	} step = { 3, 0, 16 }; /* LEAD_STEP, before any LEAD_INIT */
+	for (int k = 0; k < 2; k++) {
+		comm_group *g = comm_group_new(2);
+		cr_assert(g);
+		comm *lead = comm_group_rank(g, 0);
+		/* learner.c's LEAD_TAG */
+		cr_assert_eq(comm_send(lead, &step, k ? 5 : sizeof(step), 1, 77), 0);
+		char err[256] = "";
+		cr_assert_eq(learner_follow(comm_group_rank(g, 1), &learner_cpu, err, sizeof(err)), -1);
+		cr_assert(strstr(err, k ? "5-byte command" : "before the set-up"), "%s", err);
+		comm_group_free(g);
+	}
+}
