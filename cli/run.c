@@ -55,6 +55,7 @@ int cli_run(int argc, char **argv)
 	bool visits_given = false, cheap_given = false, window_given = false;
 	bool tmoves_given = false, tend_given = false;
 	cli_int_list drops = { .v = o.lr_drops, .cap = TRAIN_MAX_LR_STEPS, .n = &o.n_lr_drops };
+	cli_int_list sizes = { .v = o.sizes, .cap = SELFPLAY_MAX_SIZES, .n = &o.n_sizes };
 	const cli_opt opts[] = {
 		CLI_OPT_CALL("--game", NULL, &gp.kind, cli_opt_game, "go|connect4", "what to learn",
 			     .def = "connect4"),
@@ -73,6 +74,10 @@ int cli_run(int argc, char **argv)
 			    "self-play games at once", .given = &par_given, .def = "C4 32, Go 64"),
 		CLI_OPT_INT("--games-per-thread", NULL, &o.games_per_thread, 1, 1024, "K",
 			    "self-play games one worker thread plays, their leaves evaluated as one batch"),
+		CLI_OPT_CALL("--sizes", NULL, &sizes, cli_opt_int_list, "LIST",
+			     "Go: one network for these board sizes (e.g. 9,13), each self-play "
+			     "game on one of them; the network's frame is the largest",
+			     .lo = 5, .hi = 19, .def = "--size alone"),
 		CLI_OPT_INT("--learner-ranks", NULL, &o.learner_ranks, 1, 256, "L",
 			    "under mpirun: ranks 0..L-1 train (CPU, data parallel, the batch split "
 			    "evenly), the others play"),
@@ -206,6 +211,14 @@ int cli_run(int argc, char **argv)
 	gp = game_desc_by_kind(gp.kind)->defaults;
 	if (game_desc_by_kind(gp.kind)->has_size)
 		gp.size = (int)size;
+	if (o.n_sizes > 0) {
+		if (!game_desc_by_kind(gp.kind)->has_go_board)
+			return cli_usage_error("run", "--sizes is for Go");
+		/* The network's frame, and the defaults of its size. */
+		gp.size = 0;
+		for (int i = 0; i < o.n_sizes; i++)
+			gp.size = o.sizes[i] > gp.size ? o.sizes[i] : gp.size;
+	}
 	if (game_desc_by_kind(gp.kind)->has_komi) {
 		gp.komi = komi;
 		if (komi * 2 != floor(komi * 2))

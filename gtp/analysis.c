@@ -764,6 +764,16 @@ static bool parse_board(const qctx *c, game_params *p)
 		p->size = (int)x;
 		return true;
 	}
+	if (a->net && a->net->arch.sizes) { /* a network of several sizes */
+		game_params q = *p;
+		q.size = (int)x;
+		char sizes[128];
+		if (x != y || !nn_arch_plays(&a->net->arch, &q))
+			FAIL(x != y ? "boardYSize" : "boardXSize", "The network plays %s only",
+			     nn_arch_sizes_text(&a->net->arch, sizes, sizeof(sizes)));
+		p->size = (int)x;
+		return true;
+	}
 	game_numbers nb = game_numbers_of(p);
 	if (x != nb.width || y != nb.height)
 		FAIL(x != nb.width ? "boardXSize" : "boardYSize", "The network plays %s only: "

@@ -244,7 +244,7 @@ static bool cmd_boardsize(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 	game_params p = e->game.params;
 	p.size = size;
 	const game_desc *d = game_desc_of(&e->game);
-	if (size < d->min_size || size > d->max_size || (e->net && size != e->net->arch.board_w) ||
+	if (size < d->min_size || size > d->max_size || (e->net && !nn_arch_plays(&e->net->arch, &p)) ||
 	    game_init(&e->game, &p) != GAME_OK)
 		return gtp_fail(r, "unacceptable size");
 	return true;
@@ -730,9 +730,12 @@ static bool cmd_loadsgf(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 		gtp_reply_add(r, "cannot load file: %s", err);
 		goto out;
 	}
-	if (e->net && rec.size != e->net->arch.board_w) {
-		gtp_reply_add(r, "cannot load file: %dx%d, the network plays %dx%d", rec.size, rec.size,
-			  e->net->arch.board_w, e->net->arch.board_w);
+	game_params rp = e->game.params;
+	rp.size = rec.size;
+	if (e->net && !nn_arch_plays(&e->net->arch, &rp)) {
+		char sizes[128];
+		gtp_reply_add(r, "cannot load file: %dx%d, the network plays %s", rec.size, rec.size,
+			      nn_arch_sizes_text(&e->net->arch, sizes, sizeof(sizes)));
 		goto out;
 	}
 	/* GTP: the position before move `upto` is played. */
@@ -899,13 +902,18 @@ gtp_engine *gtp_engine_new(const gtp_options *opt, char *err, size_t errlen)
 		const game_desc *nd = game_desc_from_params(&np);
 		if (np.kind != gp.kind)
 			gp = game_params_sized(np.kind, np.size, nd->has_komi ? gp.komi : NAN);
-		if (nd->has_size && opt->size_given && gp.size != np.size) {
-			snprintf(err, errlen, "%s plays %s %dx%d only; --size %d cannot be played with it "
+		game_params asked = np;
+		asked.size = gp.size;
+		if (nd->has_size && opt->size_given && !nn_arch_plays(&e->net->arch, &asked)) {
+			char sizes[128];
+			snprintf(err, errlen, "%s plays %s %s only; --size %d cannot be played with it "
 				 "(leave --size out, or use a network of that size)",
-				 opt->weights, nd->title, np.size, np.size, gp.size);
+				 opt->weights, nd->title,
+				 nn_arch_sizes_text(&e->net->arch, sizes, sizeof(sizes)), gp.size);
 			goto fail;
 		}
-		gp.size = np.size;
+		if (!opt->size_given || !nd->has_size)
+			gp.size = np.size; /* a net of several sizes: its largest */
 		e->enc = e->net->arch.encoding;
 		if (nn_backend_set_open(&e->bes, e->net, opt->batch > 0 ? opt->batch : 1, &opt->nn,
 					lerr, sizeof(lerr)) < 0) {

@@ -474,8 +474,10 @@ static int take_model(worker_rank *k)
 				 game_kind_name(net->arch.game), game_kind_name(gp.kind));
 			goto out;
 		}
-		if (net)
+		if (net) {
 			gp = game_params_sized(net->arch.game, net->arch.board_w, gp.komi);
+			selfplay_take_sizes(&k->so, &net->arch);
+		}
 		k->so.game = game_params_sized(gp.kind, gp.size, gp.komi);
 		if (k->so.explore.temperature_moves < 0)
 			k->so.explore.temperature_moves = selfplay_options_default(&k->so.game).explore.temperature_moves;

@@ -134,6 +134,9 @@ selfplay_options loop_selfplay_options(const loop_options *o)
 	selfplay_options so = selfplay_options_default(&o->game);
 	so.parallel_games = o->parallel_games;
 	so.games_per_thread = o->games_per_thread;
+	so.n_sizes = o->n_sizes;
+	for (int i = 0; i < o->n_sizes; i++)
+		so.sizes[i] = o->sizes[i];
 	so.batch = selfplay_batch(o);
 	so.visits = o->visits;
 	so.cheap_visits = o->cheap_visits;
@@ -148,6 +151,12 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 {
 	const selfplay_explore *x = &o->explore;
 	char drops[16 * TRAIN_MAX_LR_STEPS + 8] = "none";
+	char sizes[8 * SELFPLAY_MAX_SIZES + 8] = "";
+	for (int k = 0, at = 0; k < o->n_sizes; k++)
+		at += snprintf(sizes + at, sizeof(sizes) - (size_t)at, "%s%d", k ? "," : "",
+			       o->sizes[k]);
+	if (!o->n_sizes)
+		snprintf(sizes, sizeof(sizes), "%d", o->game.size);
 	for (int k = 0, at = 0; k < o->n_lr_drops; k++)
 		at += snprintf(drops + at, sizeof(drops) - (size_t)at, "%s%d", k ? "," : "",
 			       o->lr_drops[k]);
@@ -163,7 +172,7 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 "bn-momentum %g\nlr-drops %s\nwindow-min %lld\nwindow-alpha %g\n"
 		 "window-beta %g\nreuse-cap %g\nbn-batches %d\nforced-playouts %g\n"
 		 "gumbel %d\ngumbel-m %d\nmeasure-every %d\nmeasure-share %g\nopp-weight %g\n"
-		 "own-weight %g\nscore-weight %g\nlearner-ranks %d\n",
+		 "own-weight %g\nscore-weight %g\nlearner-ranks %d\nsizes %s\n",
 		 game_desc_from_params(&o->game)->name, o->blocks, o->channels, o->parallel_games,
 		 o->games_per_thread, selfplay_batch(o), o->visits, o->cheap_visits,
 		 (long long)o->positions_per_iter, (long long)o->window,
@@ -180,7 +189,8 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 o->weight_decay, o->bn_momentum, drops, (long long)o->window_min, o->window_alpha,
 		 o->window_beta, o->reuse_cap, o->bn_batches, x->forced_k,
 		 (int)x->gumbel, x->gumbel_m, o->measure_every, o->measure_share, o->opp_weight,
-		 o->own_weight, o->score_weight, o->learner_ranks > 1 ? o->learner_ranks : 1);
+		 o->own_weight, o->score_weight, o->learner_ranks > 1 ? o->learner_ranks : 1,
+		 sizes);
 }
 
 /* " with the X, Y and Z heads" for the optional heads of a, or "". */
@@ -591,8 +601,15 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 				: o->own_weight > 0;
 	int heads = (o->opp_weight > 0 ? NN_HEAD_OPP : 0) | (own_new ? NN_HEAD_OWN : 0) |
 		    (o->score_weight > 0 ? NN_HEAD_SCORE : 0);
-	r->net = rundir_learner_net(r->rd, &o->game, o->blocks, o->channels, heads, o->seed,
-				    &r->resumed, err, errlen);
+	/* --sizes: one network for several boards, its frame the largest. */
+	uint32_t sizes = 0;
+	game_params frame = o->game;
+	for (int i = 0; i < o->n_sizes; i++) {
+		sizes |= 1u << o->sizes[i];
+		frame.size = i == 0 || o->sizes[i] > frame.size ? o->sizes[i] : frame.size;
+	}
+	r->net = rundir_learner_net(r->rd, &frame, o->blocks, o->channels, heads,
+				    o->n_sizes > 1 ? sizes : 0, o->seed, &r->resumed, err, errlen);
 	if (r->net && own_auto)
 		r->o.own_weight = r->net->arch.ownership ? LOOP_OWN_WEIGHT : 0;
 	if (r->net && r->resumed && r->net->arch.game != o->game.kind) {
@@ -609,8 +626,16 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	if (!r->net)
 		goto fail;
 	const game_desc *desc = game_desc_from_params(&o->game);
-	if (r->resumed && desc->has_size)
-		r->o.game.size = r->net->arch.board_w;
+	if (desc->has_size)
+		r->o.game.size = r->net->arch.board_w; /* the frame of several sizes */
+	/* The sizes are the network's (a resumed run keeps its own). */
+	uint32_t net_sizes = r->net->arch.sizes;
+	if (r->resumed && o->n_sizes && net_sizes != sizes)
+		say(r, "--sizes is not used: the run's network plays the sizes it was made for");
+	r->o.n_sizes = 0;
+	for (int s = 0; s < 32 && net_sizes; s++)
+		if (net_sizes >> s & 1u && r->o.n_sizes < SELFPLAY_MAX_SIZES)
+			r->o.sizes[r->o.n_sizes++] = s;
 	char config[4096];
 	loop_config_text(&r->o, config, sizeof(config));
 	if (store_set_meta(r->db, LOOP_CONFIG_KEY, config) != 0) {
@@ -678,10 +703,14 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	if (r->sp)
 		selfplay_backend(r->sp, sp_what, sizeof(sp_what));
 	game_numbers gn = game_numbers_of(&r->o.game);
-	char heads_buf[96];
-	say(r, "%s %dx%d in %s, network %dx%d%s, %s at step %lld, %lld games and %lld positions "
+	char heads_buf[96], board[128];
+	if (r->net->arch.sizes)
+		nn_arch_sizes_text(&r->net->arch, board, sizeof(board));
+	else
+		snprintf(board, sizeof(board), "%dx%d", gn.width, gn.height);
+	say(r, "%s %s in %s, network %dx%d%s, %s at step %lld, %lld games and %lld positions "
 	       "stored, window %lld; %g minutes; self-play %s, training %s",
-	    desc->name, gn.width, gn.height, r->o.dir, r->net->arch.blocks, r->net->arch.channels,
+	    desc->name, board, r->o.dir, r->net->arch.blocks, r->net->arch.channels,
 	    heads_text(&r->net->arch, heads_buf, sizeof(heads_buf)),
 	    r->resumed ? "resumed" : "new",
 	    (long long)learner_steps(r->L), (long long)games0, (long long)positions0,

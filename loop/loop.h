@@ -138,6 +138,10 @@ typedef struct loop_options {
 	bool quiet;                /* fewer progress lines */
 	volatile sig_atomic_t *stop; /* set (by a signal handler) to stop soon; may be NULL */
 	const loop_game_source *source; /* NULL: self-play in this process */
+	int sizes[SELFPLAY_MAX_SIZES]; /* --sizes (Go): a network of these board
+				    * sizes, each game one of them; n_sizes 0:
+				    * game.size alone */
+	int n_sizes;
 	int learner_ranks;         /* --learner-ranks: ranks 0..L-1 of an MPI run
 				    * train (data parallel), the rest play */
 	comm *learners;            /* rank 0's comm of those ranks (set by

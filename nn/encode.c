@@ -167,3 +167,46 @@ int nn_encode(const game *g, nn_encoding enc, float *planes)
 {
 	return nn_encode_sym(g, enc, 0, planes);
 }
+
+int nn_encode_frame(const game *g, nn_encoding enc, int sym, int fw, int fh, float *planes)
+{
+	int w = game_width(g), h = game_height(g);
+	if (w == fw && h == fh)
+		return nn_encode_sym(g, enc, sym, planes);
+	if (w > fw || h > fh || (unsigned)enc >= NN_ENC_COUNT)
+		return -1;
+	/* The board's planes first, at the end of the frame's room (the frame
+	 * is larger, so the two never overlap while rows move down front to
+	 * back), then each row to its place in the frame. */
+	int np = encodings[enc].planes;
+	size_t board = (size_t)np * w * h, frame = (size_t)np * fw * fh;
+	float *tmp = planes + frame - board;
+	if (nn_encode_sym(g, enc, sym, tmp) < 0)
+		return -1;
+	for (int p = 0; p < np; p++)
+		for (int y = 0; y < h; y++) {
+			float *dst = planes + ((size_t)p * fh + y) * fw;
+			const float *src = tmp + ((size_t)p * h + y) * w;
+			memmove(dst, src, sizeof(float) * (size_t)w);
+		}
+	/* What lies outside the board: zero it, after the rows moved. */
+	for (int p = 0; p < np; p++)
+		for (int y = 0; y < fh; y++) {
+			float *row = planes + ((size_t)p * fh + y) * fw;
+			if (y < h)
+				memset(row + w, 0, sizeof(float) * (size_t)(fw - w));
+			else
+				memset(row, 0, sizeof(float) * (size_t)fw);
+		}
+	return np;
+}
+
+int nn_frame_action(const game *g, int a, int fw, int fh)
+{
+	int w = game_width(g), h = game_height(g);
+	if (w == fw && h == fh)
+		return a;
+	if (a == game_pass_move(g))
+		return fw * fh;
+	return a / w * fw + a % w;
+}

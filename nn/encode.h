@@ -74,4 +74,16 @@ int nn_encode_sym(const game *g, nn_encoding enc, int sym, float *planes);
  * on columns, the same row of the column's image. */
 int nn_encode_sym_point(const game *g, int sym, int q);
 
+/* A net of several board sizes (nn_arch.sizes) sees each board in the
+ * lower left corner of its frame of fw x fh points: nn_encode_sym's
+ * planes there, 0 elsewhere (the on-board plane marks the board). Room for
+ * planes * fw * fh floats; the plane count, or -1 as nn_encode_sym, or
+ * when the board is larger than the frame. A board of the frame's size
+ * is nn_encode_sym. */
+int nn_encode_frame(const game *g, nn_encoding enc, int sym, int fw, int fh, float *planes);
+/* Where action a of g (a point y * width + x, or the pass) is in a frame
+ * of fw x fh: y * fw + x, the pass fw * fh; a itself when the frame is
+ * g's board. */
+int nn_frame_action(const game *g, int a, int fw, int fh);
+
 #endif

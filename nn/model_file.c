@@ -94,8 +94,9 @@ int nn_net_save(const nn_net *net, const char *path, char *err, size_t errlen)
 		free(hdr.p);
 		return -1;
 	}
-	/* Version 1 unless the net has what only version 2 can say. */
-	uint32_t version = nn_arch_heads(&net->arch) ? NN_FILE_VERSION : 1u;
+	/* The oldest version that can say what the net has: 3 for board
+	 * sizes, 2 for a head, else 1. */
+	uint32_t version = net->arch.sizes ? 3u : nn_arch_heads(&net->arch) ? 2u : 1u;
 	uint32_t hlen = (uint32_t)hdr.n;
 	uint64_t count = net->n_floats;
 	fileio_put(&w, MF_MAGIC, MF_MAGIC_LEN);
@@ -177,8 +178,11 @@ nn_net *nn_net_load_mem(const void *vbuf, size_t len, const nn_expect *expect, c
 	a.value_channels = (int)f[10];
 	a.value_hidden = (int)f[11];
 	a.value_outputs = (int)f[12];
-	/* The heads' flags are version 2's. */
-	uint32_t flags = f[13], known = version >= 2 ? NN_FLAGS_ALL : NN_FLAG_FOLDED;
+	/* The heads' flags are version 2's, the board sizes version 3's. */
+	uint32_t flags = f[13];
+	uint32_t known = version >= 3   ? NN_FLAGS_ALL
+			 : version == 2 ? NN_FLAG_FOLDED | NN_FLAGS_HEADS
+					: NN_FLAG_FOLDED;
 	int folded;
 	if (nn_flags_apply(flags, known, &a, &folded) < 0) {
 		snprintf(err, errlen, "corrupt model: version %u header has unknown flags 0x%x",
@@ -216,9 +220,13 @@ if (fileio_crc(p, len - 4) != fileio_u32(p + len - 4)) {
 		snprintf(err, errlen, "unusable model: %s", aerr);
 		goto fail;
 	}
-	if (expect && ((expect->game >= 0 && expect->game != (int)a.game) ||
-		       (expect->board_w > 0 && expect->board_w != a.board_w) ||
-		       (expect->board_h > 0 && expect->board_h != a.board_h))) {
+	/* A net of several sizes takes any of them (square boards). */
+	bool board_ok = a.sizes ? expect && (expect->board_w <= 0 ||
+					     (expect->board_w < 32 && a.sizes >> expect->board_w & 1u &&
+					      (expect->board_h <= 0 || expect->board_h == expect->board_w)))
+				: expect && (expect->board_w <= 0 || expect->board_w == a.board_w) &&
+					  (expect->board_h <= 0 || expect->board_h == a.board_h);
+	if (expect && ((expect->game >= 0 && expect->game != (int)a.game) || !board_ok)) {
 		snprintf(err, errlen, "model is for %s, but %s %dx%d was asked for",
 			 nn_arch_describe(&a, desc, sizeof(desc)),
 			 expect->game >= 0 ? game_kind_name((game_kind)expect->game) : "any game",

@@ -61,6 +61,29 @@ game_params nn_arch_params(const nn_arch *a)
 	return p;
 }
 
+bool nn_arch_plays(const nn_arch *a, const game_params *p)
+{
+	if (p->kind != a->game)
+		return false;
+	const game_desc *d = game_desc_by_kind(a->game);
+	if (!d || !d->has_size)
+		return true;
+	return a->sizes ? p->size >= 0 && p->size < 32 && (a->sizes >> p->size & 1u)
+			: p->size == a->board_w;
+}
+
+const char *nn_arch_sizes_text(const nn_arch *a, char *buf, size_t len)
+{
+	size_t at = 0;
+	buf[0] = '\0';
+	for (int s = 0; s < 32 && at < len; s++)
+		if (a->sizes ? a->sizes >> s & 1u : s == a->board_w)
+			at += (size_t)snprintf(buf + at, len - at, "%s%dx%d", at ? ", " : "", s, s);
+	if (!a->sizes && a->board_w != a->board_h)
+		snprintf(buf, len, "%dx%d", a->board_w, a->board_h);
+	return buf;
+}
+
 #define ARCH_FAIL(...)                                  \
 	do {                                            \
 		snprintf(err, errlen, __VA_ARGS__);     \
@@ -125,6 +148,16 @@ int nn_arch_check(const nn_arch *a, char *err, size_t errlen)
 		ARCH_FAIL("score head flag %d: must be 0 or 1", a->score);
 	if (a->score && !d->ownership)
 		ARCH_FAIL("%s has no territory: no score head", d->title);
+	if (a->sizes) {
+		if (!d->has_size || !d->has_go_board)
+			ARCH_FAIL("%s has one board: no board sizes", d->title);
+		uint32_t allowed = 0;
+		for (int sz = d->min_size; sz <= a->board_w; sz++)
+			allowed |= 1u << sz;
+		if ((a->sizes & ~allowed) || !(a->sizes >> a->board_w & 1u))
+			ARCH_FAIL("board sizes 0x%x: each must be %d..%d, the frame's %d among them",
+				  a->sizes, d->min_size, a->board_w, a->board_w);
+	}
 	return 0;
 }
 
@@ -231,7 +264,8 @@ void nn_arch_set_heads(nn_arch *a, int heads)
 
 uint32_t nn_net_flags(const nn_net *net)
 {
-	return (net->bn_folded ? NN_FLAG_FOLDED : 0u) | (uint32_t)nn_arch_heads(&net->arch) << 1;
+	return (net->bn_folded ? NN_FLAG_FOLDED : 0u) | (uint32_t)nn_arch_heads(&net->arch) << 1 |
+	       (net->arch.sizes >> 5 << NN_FLAGS_SIZES_SHIFT & NN_FLAGS_SIZES);
 }
 
 int nn_flags_apply(uint32_t flags, uint32_t known, nn_arch *a, int *folded)
@@ -239,7 +273,8 @@ int nn_flags_apply(uint32_t flags, uint32_t known, nn_arch *a, int *folded)
 	if (flags & ~known)
 		return -1;
 	*folded = (flags & NN_FLAG_FOLDED) != 0;
-	nn_arch_set_heads(a, (int)(flags >> 1));
+	nn_arch_set_heads(a, (int)(flags >> 1 & NN_HEADS_ALL));
+	a->sizes = (flags & NN_FLAGS_SIZES) >> NN_FLAGS_SIZES_SHIFT << 5;
 	return 0;
 }
 
@@ -417,10 +452,15 @@ const char *nn_arch_describe(const nn_arch *a, char *buf, size_t len)
 	int se = 0;
 	for (int i = 0; i < a->blocks; i++)
 		se += a->block_kind[i] == NN_BLOCK_SE;
-	snprintf(buf, len, "%s %dx%d %s %dx%d (se blocks %d, value outputs %d%s%s%s)",
+	char sizes[160] = "";
+	if (a->sizes) {
+		char list[128];
+		snprintf(sizes, sizeof(sizes), ", boards %s", nn_arch_sizes_text(a, list, sizeof(list)));
+	}
+	snprintf(buf, len, "%s %dx%d %s %dx%d (se blocks %d, value outputs %d%s%s%s%s)",
 		 game_kind_name(a->game), a->board_w, a->board_h, nn_encoding_name(a->encoding),
 		 a->blocks, a->channels, se, a->value_outputs,
 		 a->opp_policy ? ", opponent-reply head" : "", a->ownership ? ", ownership head" : "",
-		 a->score ? ", score head" : "");
+		 a->score ? ", score head" : "", sizes);
 	return buf;
 }

@@ -48,8 +48,10 @@
  *   header (L bytes): u32 game kind, board w, board h, encoding, in_planes,
  *     blocks, channels, se_channels, policy_channels, policy_outputs,
  *     value_channels, value_hidden, value_outputs, flags (bit 0: BN already
- *     folded into the convs; version 2 only: bit 1 the opponent-reply
- *     head, bit 2 the ownership head, bit 3 the score head); u64 training
+ *     folded into the convs; version 2 and later: bit 1 the opponent-reply
+ *     head, bit 2 the ownership head, bit 3 the score head; version 3:
+ *     bits 8-22 the board sizes 5..19 a net of several sizes plays, its
+ *     frame the largest); u64 training
  *     step, u64 creation time (Unix
  *     seconds); char[64] parent model id, char[64] name (NUL-padded);
  *     u8 block kind [blocks]
@@ -57,8 +59,9 @@
  *   u32 CRC-32 (zlib's) of every byte before it.
  * Files are written to PATH.tmp, flushed, fsync'd and renamed. A net
  * without either optional head is written as version 1, which every sente
- * reads; one with a head as version 2, which a sente from before the heads
- * refuses by its version instead of misreading it.
+ * reads; one with a head as version 2, and one of several board sizes as
+ * version 3, which a sente from before them refuses by its version
+ * instead of misreading it.
  */
 #ifndef SENTE_NN_NET_H
 #define SENTE_NN_NET_H
@@ -72,7 +75,7 @@
 #define NN_MAX_BLOCKS 80
 #define NN_MAX_CHANNELS 1024
 #define NN_BN_EPS 1e-5f
-#define NN_FILE_VERSION 2u /* the newest version read and written */
+#define NN_FILE_VERSION 3u /* the newest version read and written */
 #define NN_ID_LEN 64 /* parent id and name, NUL included */
 
 typedef enum nn_block_kind {
@@ -100,6 +103,11 @@ typedef struct nn_arch {
 	int opp_policy;         /* 1: the opponent-reply head (training only) */
 	int ownership;          /* 1: the ownership head (training only; Go) */
 	int score;              /* 1: the score head (training only; Go) */
+	uint32_t sizes;         /* Go: the board sizes the net plays, bit s for
+				 * size s, each in the lower left corner of the
+				 * board_w x board_h frame (the largest of them),
+				 * the rest of the frame's planes 0 (the encoding's
+				 * on-board plane marks the board); 0: board_w only */
 } nn_arch;
 
 typedef struct nn_conv {
@@ -157,7 +165,12 @@ void nn_arch_set_heads(nn_arch *a, int heads);
  * 1-3 the heads (NN_HEAD_* << 1). nn_flags_apply sets *folded and a's
  * heads from a word; -1 when it has bits beyond `known`. */
 #define NN_FLAG_FOLDED 1u
-#define NN_FLAGS_ALL (NN_FLAG_FOLDED | (uint32_t)NN_HEADS_ALL << 1)
+#define NN_FLAGS_HEADS ((uint32_t)NN_HEADS_ALL << 1)
+/* Bits 8-22: the board sizes 5..19 of nn_arch.sizes (model file version
+ * 3 and checkpoints). */
+#define NN_FLAGS_SIZES_SHIFT 8
+#define NN_FLAGS_SIZES (0x7fffu << NN_FLAGS_SIZES_SHIFT)
+#define NN_FLAGS_ALL (NN_FLAG_FOLDED | NN_FLAGS_HEADS | NN_FLAGS_SIZES)
 uint32_t nn_net_flags(const nn_net *net);
 int nn_flags_apply(uint32_t flags, uint32_t known, nn_arch *a, int *folded);
 
@@ -176,6 +189,11 @@ nn_arch nn_arch_default(const game_params *p, int blocks, int channels);
 /* The game an architecture plays: its kind's defaults with the board size
  * from board_w where the game has a size choice. a->game must be a game. */
 game_params nn_arch_params(const nn_arch *a);
+/* True when the net plays a game of params p: its game, and its board
+ * (one of arch.sizes for a net of several sizes). */
+bool nn_arch_plays(const nn_arch *a, const game_params *p);
+/* "9x9", or "9x9, 13x13" for a net of several sizes, into buf. */
+const char *nn_arch_sizes_text(const nn_arch *a, char *buf, size_t len);
 /* 0 when consistent, else -1 with a message. */
 int nn_arch_check(const nn_arch *a, char *err, size_t errlen);
 

@@ -71,7 +71,9 @@ struct evaluator {
 	nn_encoding enc;          /* input encoding */
 	eval_options opt;         /* as given, max_batch clamped */
 	int input_floats;         /* floats per encoded position */
-	int n_points;             /* points of the network's board */
+	int n_points;             /* points of the network's board (its frame) */
+	int frame_w, frame_h;     /* the network's board: a smaller one sits in its
+				   * lower left corner (nn_encode_frame) */
 	int heads;                /* NN_HEAD_OWN | NN_HEAD_SCORE every backend computes */
 	int n_servers;            /* 0: uniform evaluator */
 	eval_server *servers;     /* [n_servers] */
@@ -335,6 +337,8 @@ evaluator *eval_new(nn_backend **backends, int n_backends, nn_encoding enc,
 		}
 	}
 	ev->n_points = a->board_w * a->board_h;
+	ev->frame_w = a->board_w;
+	ev->frame_h = a->board_h;
 	ev->heads = NN_HEAD_OWN | NN_HEAD_SCORE;
 	for (int i = 0; i < n_backends; i++)
 		ev->heads &= nn_backend_heads(backends[i]);
@@ -460,10 +464,11 @@ static int prepare(evaluator *ev, const game *g, int sym, bool use_cache, float 
 		}
 	}
 	/* The transformed position's logit for its action sym(a) belongs to
-	 * our action a (nn/encode.h). */
+	 * our action a (nn/encode.h), where the frame has it. */
 	for (int i = 0; i < n_legal; i++)
-		idx[i] = game_symmetry_move(g, sym, legal[i]);
-	if (nn_encode_sym(g, ev->enc, sym, planes) < 0) {
+		idx[i] = nn_frame_action(g, game_symmetry_move(g, sym, legal[i]), ev->frame_w,
+					 ev->frame_h);
+	if (nn_encode_frame(g, ev->enc, sym, ev->frame_w, ev->frame_h, planes) < 0) {
 		uniform(g, legal, n_legal, policy, value);
 		return -1;
 	}
@@ -650,7 +655,7 @@ int eval_raw_heads(evaluator *ev, const game *g, int sym, float *policy, float *
 	int n_points = game_width(g) * game_height(g);
 	if ((ownership && !(eval_heads(ev) & NN_HEAD_OWN)) ||
 	    (score && !(eval_heads(ev) & NN_HEAD_SCORE)) ||
-	    (ownership && n_points != ev->n_points)) {
+	    (ownership && n_points > ev->n_points)) {
 		eval_raw(ev, g, sym, policy, value);
 		return -1;
 	}
@@ -659,9 +664,10 @@ int eval_raw_heads(evaluator *ev, const game *g, int sym, float *policy, float *
 	int rc = prepare(ev, g, sym, false, policy, value, NULL, planes, legal, idx, &r);
 	if (rc <= 0) /* answered at once: no network, or no legal move */
 		return rc < 0 || ownership || score ? -1 : 0;
-	/* Our point p is the transformed position's sym(p), as for moves. */
+	/* Our point p is the transformed position's sym(p), as for moves,
+	 * where the frame has it. */
 	for (int p = 0; p < n_points; p++)
-		pts[p] = game_symmetry_move(g, sym, p);
+		pts[p] = nn_frame_action(g, game_symmetry_move(g, sym, p), ev->frame_w, ev->frame_h);
 	r.own = ownership;
 	r.score = score;
 	r.point_idx = pts;

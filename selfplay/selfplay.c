@@ -110,6 +110,16 @@ selfplay_options selfplay_options_default(const game_params *g)
 	return o;
 }
 
+void selfplay_take_sizes(selfplay_options *o, const nn_arch *a)
+{
+	if (!a->sizes)
+		return;
+	o->n_sizes = 0;
+	for (int s = 0; s < 32 && o->n_sizes < SELFPLAY_MAX_SIZES; s++)
+		if (a->sizes >> s & 1u)
+			o->sizes[o->n_sizes++] = s;
+}
+
 double selfplay_temperature(const selfplay_explore *o, int ply)
 {
 	if (ply < o->temperature_moves)
@@ -427,8 +437,11 @@ static int game_begin(selfplay *sp, sp_worker *w, sp_game *gm, sp_model *mdl)
 	if (gm->slot < 0)
 		return -1;
 	gm->live = true;
-	game_init(&gm->g, &o->game);
-	record_init(&gm->rec, &o->game);
+	game_params gp = o->game;
+	if (o->n_sizes > 0) /* a network of several sizes: one drawn for each game */
+		gp.size = o->sizes[rng_next(&w->rng) % (uint64_t)o->n_sizes];
+	game_init(&gm->g, &gp);
+	record_init(&gm->rec, &gp);
 	if (o->explore.gumbel)
 		gm->rec.target = RECORD_TARGET_IMPROVED;
 	gm->no_resign = o->resign_pct <= 0 || rng_uniform(&w->rng) < o->no_resign_fraction;

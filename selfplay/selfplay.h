@@ -53,8 +53,14 @@ typedef struct selfplay_explore {
 	int gumbel_m;             /* moves its root considers (16) */
 } selfplay_explore;
 
+#define SELFPLAY_MAX_SIZES 8
+
 typedef struct selfplay_options {
 	game_params game;        /* what to play */
+	int sizes[SELFPLAY_MAX_SIZES]; /* Go: board sizes each game draws one of
+				  * (a network of several sizes); n_sizes 0:
+				  * game.size alone */
+	int n_sizes;
 	int parallel_games;      /* games at once */
 	int games_per_thread;    /* games one worker thread drives, their leaves
 				  * evaluated as one batch per round: the
@@ -114,6 +120,10 @@ typedef struct selfplay selfplay;
  * first quarter of the board or 8 Connect Four plies) with 10% of games
  * never resigning. */
 selfplay_options selfplay_options_default(const game_params *g);
+/* The board sizes of a network of several (nn_arch.sizes) into o's sizes,
+ * so that self-play with it plays each of them; nothing for a net of one
+ * size. */
+void selfplay_take_sizes(selfplay_options *o, const nn_arch *a);
 /* The temperature of the move at ply `ply` (0-based) under x's schedule. */
 double selfplay_temperature(const selfplay_explore *x, int ply);
 

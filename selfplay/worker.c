@@ -143,6 +143,8 @@ static int open_selfplay(worker *w, const nn_net *net, char *err, size_t errlen)
 	selfplay_options so = w->o->play;
 	so.game = w->game;
 	so.progress = &w->prog;
+	if (net)
+		selfplay_take_sizes(&so, &net->arch);
 	if (so.explore.temperature_moves < 0)
 		so.explore.temperature_moves = selfplay_options_default(&w->game).explore.temperature_moves;
 	w->sp = selfplay_new(&so, err, errlen);

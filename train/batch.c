@@ -4,6 +4,7 @@
 #include "train/trainer.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,8 @@ train_batch *train_batch_new(const nn_arch *a, int cap, int wdl)
 	b->n = cap;
 	b->in_size = a->in_planes * a->board_w * a->board_h;
 	b->n_actions = a->policy_outputs;
+	b->frame_w = a->board_w;
+	b->frame_h = a->board_h;
 	b->planes = calloc((size_t)cap * b->in_size, sizeof(float));
 	b->policy = calloc((size_t)cap * b->n_actions, sizeof(float));
 	b->value = calloc((size_t)cap, sizeof(float));
@@ -72,16 +75,28 @@ static int64_t count_total(const int16_t *moves, const uint16_t *counts, int n, 
 	return total;
 }
 
-/* Row `row` (na actions) set to the counts normalised by total, each move
- * where symmetry sym of g takes it: the planes of the transformed
- * position put point a at game_symmetry_move(g, sym, a), and the target
- * goes along. */
-static void put_distribution(const game *g, int sym, const int16_t *moves, const uint16_t *counts,
-			     int n, int64_t total, float *row, int na)
+/* Where b's net has action a of g under symmetry sym: the planes of the
+ * transformed position put point a at game_symmetry_move(g, sym, a), and
+ * the frame puts that where nn_frame_action says. */
+static int frame_action(const game *g, int sym, int a, const train_batch *b)
 {
-	memset(row, 0, sizeof(float) * (size_t)na);
+	return nn_frame_action(g, game_symmetry_move(g, sym, a), b->frame_w, b->frame_h);
+}
+
+/* Row `row` (b's n_actions) set to the counts normalised by total, each
+ * move where symmetry sym of g and the frame take it. */
+static void put_distribution(const game *g, int sym, const int16_t *moves, const uint16_t *counts,
+			     int n, int64_t total, float *row, const train_batch *b)
+{
+	memset(row, 0, sizeof(float) * (size_t)b->n_actions);
 	for (int i = 0; total > 0 && i < n; i++)
-		row[game_symmetry_move(g, sym, moves[i])] += (float)((double)counts[i] / total);
+		row[frame_action(g, sym, moves[i], b)] += (float)((double)counts[i] / total);
+}
+
+/* True when g's board fits b's frame (a board of several sizes' net). */
+static bool fits(const game *g, const train_batch *b)
+{
+	return game_width(g) <= b->frame_w && game_height(g) <= b->frame_h;
 }
 
 int train_batch_from_position(const game *g, nn_encoding enc, int sym, const int16_t *visit_moves,
@@ -89,17 +104,19 @@ int train_batch_from_position(const game *g, nn_encoding enc, int sym, const int
 			      train_batch *b, int slot)
 {
 	int na = game_num_actions(g);
-	int in_size = nn_encoding_planes(enc) * game_width(g) * game_height(g);
-	if (slot < 0 || slot >= b->cap || na != b->n_actions || in_size != b->in_size ||
-	    sym < 0 || sym >= game_num_symmetries(g) || nn_encoding_game(enc) != g->params.kind)
+	int in_size = nn_encoding_planes(enc) * b->frame_w * b->frame_h;
+	if (slot < 0 || slot >= b->cap || !fits(g, b) || in_size != b->in_size || sym < 0 ||
+	    sym >= game_num_symmetries(g) || nn_encoding_game(enc) != g->params.kind ||
+	    (na != b->n_actions && game_width(g) == b->frame_w))
 		return -1;
 	int64_t total = count_total(visit_moves, visit_counts, n_visits, na);
 	if (total <= 0)
 		return -1;
-	if (nn_encode_sym(g, enc, sym, b->planes + (size_t)slot * b->in_size) < 0)
+	if (nn_encode_frame(g, enc, sym, b->frame_w, b->frame_h,
+			    b->planes + (size_t)slot * b->in_size) < 0)
 		return -1;
 	put_distribution(g, sym, visit_moves, visit_counts, n_visits, total,
-			 b->policy + (size_t)slot * na, na);
+			 b->policy + (size_t)slot * b->n_actions, b);
 	b->value[slot] = value_target;
 	if (b->wdl) {
 		float *w = b->wdl + 3 * (size_t)slot, z = value_target;
@@ -114,31 +131,32 @@ int train_batch_opp_target(const game *g, int sym, const int16_t *moves, const u
 			   int n, train_batch *b, int slot)
 {
 	int na = game_num_actions(g);
-	if (!b->opp || slot < 0 || slot >= b->cap || na != b->n_actions || n < 0 || sym < 0 ||
+	if (!b->opp || slot < 0 || slot >= b->cap || !fits(g, b) || n < 0 || sym < 0 ||
 	    sym >= game_num_symmetries(g))
 		return -1;
 	int64_t total = count_total(moves, counts, n, na);
 	if (total < 0)
 		return -1;
 	/* No reply (total 0): the row stays 0, which the loss skips. */
-	put_distribution(g, sym, moves, counts, n, total, b->opp + (size_t)slot * na, na);
+	put_distribution(g, sym, moves, counts, n, total, b->opp + (size_t)slot * b->n_actions, b);
 	return 0;
 }
 
 int train_batch_own_target(const game *g, int sym, const float *owner, train_batch *b, int slot)
 {
 	int np = game_width(g) * game_height(g);
-	if (!b->own || slot < 0 || slot >= b->cap || np != b->n_points || sym < 0 ||
+	if (!b->own || slot < 0 || slot >= b->cap || !fits(g, b) || sym < 0 ||
 	    sym >= game_num_symmetries(g))
 		return -1;
-	float *row = b->own + (size_t)slot * np;
-	memset(row, 0, sizeof(float) * (size_t)np);
+	/* Points outside a smaller board keep target 0. */
+	float *row = b->own + (size_t)slot * b->n_points;
+	memset(row, 0, sizeof(float) * (size_t)b->n_points);
 	b->own_w[slot] = owner ? 1.0f : 0.0f;
 	if (!owner)
 		return 0;
 	float side = game_to_move(g) == GAME_BLACK ? 1.0f : -1.0f;
 	for (int a = 0; a < np; a++)
-		row[game_symmetry_move(g, sym, a)] = side * owner[a];
+		row[frame_action(g, sym, a, b)] = side * owner[a];
 	return 0;
 }
 
@@ -146,7 +164,9 @@ int train_batch_score_target(const game *g, double score, train_batch *b, int sl
 {
 	if (!b->score || slot < 0 || slot >= b->cap)
 		return -1;
-	int np = game_width(g) * game_height(g);
+	/* Over the frame's points, as the evaluator scales the head's answer
+	 * back (the board's own points for a net of one size). */
+	int np = b->n_points;
 	b->score_w[slot] = isnan(score) ? 0.0f : 1.0f;
 	b->score[slot] = isnan(score) ? 0.0f
 			 : (float)((game_to_move(g) == GAME_BLACK ? score : -score) / np);

@@ -133,13 +133,15 @@ void rundir_close(rundir *r)
 }
 
 nn_net *rundir_learner_net(const rundir *r, const game_params *g, int blocks, int channels,
-			   int heads, uint64_t seed, bool *resumed, char *err, size_t errlen)
+			   int heads, uint32_t sizes, uint64_t seed, bool *resumed, char *err,
+			   size_t errlen)
 {
 	*resumed = access(r->ckpt, R_OK) == 0;
 	if (*resumed)
 		return trainer_checkpoint_net(r->ckpt, err, errlen);
 	nn_arch a = nn_arch_default(g, blocks, channels);
 	nn_arch_set_heads(&a, heads);
+	a.sizes = sizes;
 	nn_net *net = nn_net_new(&a, err, errlen);
 	if (net)
 		nn_net_init_random(net, seed);

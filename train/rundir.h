@@ -47,9 +47,12 @@ void rundir_close(rundir *r);
  * (*resumed true), else a new one of game g, blocks x channels, with the
  * optional heads of `heads` (NN_HEAD_*; ownership and score are
  * refused, with a message, for a game without territory), randomly
- * initialised from seed. NULL with a message. */
+ * initialised from seed; `sizes` (nn_arch.sizes, 0: g's board alone) the
+ * board sizes a new Go network plays, g's the largest. NULL with a
+ * message. */
 nn_net *rundir_learner_net(const rundir *r, const game_params *g, int blocks, int channels,
-			   int heads, uint64_t seed, bool *resumed, char *err, size_t errlen);
+			   int heads, uint32_t sizes, uint64_t seed, bool *resumed, char *err,
+			   size_t errlen);
 
 /* Saves the learner: its checkpoint, then its weights (BN folded) as a new
  * model file DIR/models/model-STEP.sente (model-STEP-K.sente when that

@@ -113,6 +113,9 @@ typedef struct train_batch {
 	int cap;        /* positions allocated */
 	int in_size;    /* floats of planes per position (C * H * W) */
 	int n_actions;  /* policy targets per position */
+	int frame_w, frame_h; /* the net's board (H x W): a smaller game's
+			 * positions sit in its lower left corner, their
+			 * targets where the frame has their points */
 	float *planes;  /* [cap][C][H][W] input planes */
 	float *policy;  /* [cap][n_actions] target probabilities */
 	float *value;   /* [cap] result in [-1, 1] from the side to move */

@@ -54,6 +54,18 @@ static void make_nets(void)
 	write_net("go9h.sente", game_params_sized(GAME_KIND_GO, 9, NAN), false,
 		  NN_HEAD_OWN | NN_HEAD_SCORE);
 	write_net("lz19.sente", game_params_sized(GAME_KIND_GO, 19, NAN), true, 0);
+	{ /* one network for boards 7 and 9 */
+		game_params p = game_params_sized(GAME_KIND_GO, 9, NAN);
+		nn_arch a = nn_arch_default(&p, 1, 8);
+		a.sizes = 1u << 7 | 1u << 9;
+		char err[256], path[256];
+		nn_net *n = nn_net_new(&a, err, sizeof(err));
+		cr_assert(n, "%s", err);
+		nn_net_init_random(n, 7);
+		snprintf(path, sizeof(path), "%s/go79.sente", net_dir);
+		cr_assert(nn_net_save(n, path, err, sizeof(err)) == 0, "%s", err);
+		nn_net_free(n);
+	}
 	write_net("c4.sente", game_params_default(GAME_KIND_CONNECT4), false, 0);
 }
 
@@ -482,4 +494,32 @@ Test(gtp_gui, heads_of_the_network_reach_kata_raw_nn_and_kata_analyze)
 	char first[1 << 16];
 	snprintf(first, sizeof(first), "%.*s", (int)strcspn(line, "\n"), line);
 	cr_assert(analysis_line(first, 81, why, sizeof(why)), "%s: %.500s", why, first);
+}
+
+/* A network of boards 7 and 9 plays both (boardsize, genmove, loadsgf)
+ * and refuses 8, at start and by boardsize, naming what it plays. */
+Test(gtp_gui, a_network_of_two_sizes_plays_both)
+{
+	char cmd[4096], out[8192], args[512];
+	const char *script = "boardsize 7\ngenmove b\nboardsize 9\ngenmove b\nboardsize 8\n"
+			     "genmove w\nquit\n";
+	snprintf(args, sizeof(args), "--noponder -v 20 -w %s/go79.sente", net_dir);
+	session_cmd(script, args, cmd, sizeof(cmd));
+	cr_assert_eq(cli_test_shell(cmd, out, sizeof(out)), 0);
+	char *all[64], *lines[32];
+	int n = 0, k = split_lines(out, all, 64);
+	for (int i = 0; i < k && n < 32; i++)
+		if (all[i][0]) /* answers, without the blank lines that end them */
+			lines[n++] = all[i];
+	cr_assert_geq(n, 6, "%s", out);
+	cr_assert_str_eq(lines[0], "=");
+	cr_assert(matches("= [A-G][1-7]|= pass", lines[1]), "a 7x7 move: %s", lines[1]);
+	cr_assert_str_eq(lines[2], "=");
+	cr_assert(matches("= [A-J][1-9]|= pass", lines[3]), "a 9x9 move: %s", lines[3]);
+	cr_assert_str_eq(lines[4], "? unacceptable size");
+	cr_assert(matches("= [A-J][1-9]|= pass", lines[5]), "still 9x9: %s", lines[5]);
+	snprintf(cmd, sizeof(cmd), "echo quit | %s gtp -q --size 8 -w %s/go79.sente 2>&1", cli_test_bin(),
+		 net_dir);
+	cr_assert_eq(cli_test_shell(cmd, out, sizeof(out)), 1, "%s", out);
+	cr_assert(strstr(out, "7x7, 9x9 only") && strstr(out, "--size 8"), "%s", out);
 }

@@ -13,6 +13,7 @@
 
 #include "data/store.h"
 #include "engine/clock.h"
+#include "engine/game_desc.h"
 #include "loop/loop.h"
 #include "train/replay.h"
 #include "tests/loop/loop_util.h"
@@ -224,6 +225,60 @@ Test(loop, run_stops_when_asked)
 	cr_assert_eq(loop_run(&o, err, sizeof(err)), 0, "%s", err);
 	cr_assert(exists(dir, "report.html"), "a stopped run still writes its report");
 	cr_assert(isnan(last_metric(dir, "loss")), "no iteration ran");
+	loop_test_rmdir(dir);
+}
+
+/* --sizes 5,7: one network for both boards, its frame 7x7; self-play
+ * plays both, the learner trains on both, and the exported network says
+ * so (and a resumed run keeps them without the flag). */
+Test(loop, one_network_for_two_board_sizes, .timeout = 240)
+{
+	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	loop_options o = loop_test_options(dir);
+	o.game = game_params_sized(GAME_KIND_GO, 7, 7.5);
+	o.sizes[0] = 5;
+	o.sizes[1] = 7;
+	o.n_sizes = 2;
+	o.visits = 8;
+	o.cheap_visits = 0;
+	o.positions_per_iter = 150;
+	o.minutes = 0.25;
+	o.measure_every = 0;
+	cr_assert_eq(loop_run(&o, err, sizeof(err)), 0, "%s", err);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/sente.db", dir);
+	sqlite3 *db;
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	int n[2] = { 0, 0 };
+	for (int k = 0; k < 2; k++) {
+		char q[128];
+		sqlite3_stmt *st;
+		snprintf(q, sizeof(q), "SELECT count(*) FROM games WHERE size = %d", k ? 7 : 5);
+		cr_assert_eq(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
+		cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+		n[k] = sqlite3_column_int(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_stmt *st;
+	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT file FROM models ORDER BY id DESC LIMIT 1", -1, &st,
+					NULL),
+		     SQLITE_OK);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+	char model[512];
+	snprintf(model, sizeof(model), "%s/%s", dir, (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	cr_assert(n[0] > 0 && n[1] > 0, "games of 5x5: %d, of 7x7: %d", n[0], n[1]);
+	nn_net *net = nn_net_load(model, NULL, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	cr_assert_eq(net->arch.board_w, 7);
+	cr_assert_eq(net->arch.sizes, 1u << 5 | 1u << 7);
+	nn_net_free(net);
+	/* Resumed without --sizes: still both. */
+	o.n_sizes = 0;
+	o.minutes = 0.1;
+	cr_assert_eq(loop_run(&o, err, sizeof(err)), 0, "%s", err);
 	loop_test_rmdir(dir);
 }
 

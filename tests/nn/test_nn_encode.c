@@ -2,6 +2,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "engine/game_desc.h"
 #include "nn/encode.h"
 
 static game eg, eg2; /* large: keep off the stack */
@@ -212,4 +213,41 @@ Test(nn_encode, names_and_counts)
 	cr_assert_eq(nn_encoding_planes(NN_ENC_LZ18), 18);
 	cr_assert_eq(nn_encoding_planes(NN_ENC_GO_NATIVE), 27);
 	cr_assert_eq(nn_encoding_planes(NN_ENC_C4), 3);
+}
+
+/* A 7x7 position in a 9x9 frame (a network of several sizes): its planes
+ * under a symmetry in the lower left corner, zeros elsewhere (so the
+ * on-board plane marks the board), and its actions where the frame has
+ * them. */
+Test(nn_encode, a_smaller_board_sits_in_the_frame)
+{
+	game_params p = game_params_sized(GAME_KIND_GO, 7, 7.5);
+	game g;
+	game_init(&g, &p);
+	static const int moves[] = { 10, 24, 17, 30, 3 };
+	for (size_t i = 0; i < sizeof(moves) / sizeof(moves[0]); i++)
+		cr_assert_eq(game_play(&g, moves[i]), GAME_OK);
+	enum { NP = 27 };
+	static float board[NP * 49], frame[NP * 81];
+	for (int sym = 0; sym < 8; sym += 3) {
+		cr_assert_eq(nn_encode_sym(&g, NN_ENC_GO_NATIVE, sym, board), NP);
+		for (size_t i = 0; i < NP * 81; i++)
+			frame[i] = -7; /* anything left behind shows */
+		cr_assert_eq(nn_encode_frame(&g, NN_ENC_GO_NATIVE, sym, 9, 9, frame), NP);
+		for (int pl = 0; pl < NP; pl++)
+			for (int y = 0; y < 9; y++)
+				for (int x = 0; x < 9; x++) {
+					float want = x < 7 && y < 7 ? board[(pl * 7 + y) * 7 + x] : 0.0f;
+					cr_assert_eq(frame[(pl * 9 + y) * 9 + x], want,
+						     "sym %d plane %d (%d, %d)", sym, pl, x, y);
+				}
+	}
+	/* The on-board plane (26): ones on the 7x7 board only. */
+	cr_assert_eq(frame[(26 * 9 + 6) * 9 + 6], 1.0f);
+	cr_assert_eq(frame[(26 * 9 + 7) * 9 + 0], 0.0f);
+	cr_assert_eq(nn_frame_action(&g, 3 * 7 + 5, 9, 9), 3 * 9 + 5);
+	cr_assert_eq(nn_frame_action(&g, game_pass_move(&g), 9, 9), 81);
+	cr_assert_eq(nn_frame_action(&g, 3 * 7 + 5, 7, 7), 3 * 7 + 5, "a frame of its size");
+	cr_assert_eq(nn_encode_frame(&g, NN_ENC_GO_NATIVE, 0, 5, 5, frame), -1,
+		     "a board larger than the frame");
 }

@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "nn/backend.h"
+#include "engine/game_desc.h"
 #include "nn/net.h"
 #include "tests/mem_limit.h"
 
@@ -350,7 +351,7 @@ Test(nn_file, heads_are_version_2_and_round_trip)
 			  e ? e : "loaded");
 		e = load_patched(b, len, flags_at, flags | 16, err, sizeof(err));
 		cr_assert(e && strstr(e, "unknown flags"), "%s", e ? e : "loaded");
-		e = load_patched(b, len, 8, 3, err, sizeof(err));
+		e = load_patched(b, len, 8, NN_FILE_VERSION + 1, err, sizeof(err));
 		cr_assert(e && strstr(e, "update sente"), "%s", e ? e : "loaded");
 		e = load_patched(b, len, flags_at, flags & ~2u, err, sizeof(err));
 		cr_assert(e && strstr(e, "floats"), "the head's floats without its flag: %s",
@@ -404,5 +405,53 @@ Test(nn_file, heads_are_version_2_and_round_trip)
 	nn_backend_free(with);
 	nn_backend_free(without);
 	nn_net_free(plain);
+	nn_net_free(net);
+}
+
+/* A net of several board sizes: version 3 with the sizes in the flags
+ * word, read back; a version 2 header with them is refused (a sente of
+ * version 2 would refuse it so); its sizes are checked, and it plays each
+ * of them and no other. */
+Test(nn_file, board_sizes_are_version_3_and_round_trip)
+{
+	char path[128], err[512];
+	game_params p = game_params_sized(GAME_KIND_GO, 9, 7.5);
+	nn_arch a = nn_arch_default(&p, 1, 8);
+	a.sizes = 1u << 7 | 1u << 9;
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 5);
+	snprintf(path, sizeof(path), "%s/sizes.sente", mf_dir);
+	cr_assert_eq(nn_net_save(net, path, err, sizeof(err)), 0, "%s", err);
+	size_t len;
+	uint8_t *b = slurp(path, &len);
+	cr_assert_eq(file_version(b), 3);
+	nn_expect seven = { .game = GAME_KIND_GO, .board_w = 7, .board_h = 7 };
+	nn_net *back = nn_net_load(path, &seven, err, sizeof(err));
+	cr_assert(back, "a 7x7 game takes the net: %s", err);
+	cr_assert_eq(back->arch.sizes, a.sizes);
+	cr_assert(memcmp(back->data, net->data, net->n_floats * sizeof(float)) == 0);
+	nn_net_free(back);
+	nn_expect eight = { .game = GAME_KIND_GO, .board_w = 8, .board_h = 8 };
+	cr_assert_null(nn_net_load(path, &eight, err, sizeof(err)));
+	cr_assert(strstr(err, "boards 7x7, 9x9"), "%s", err);
+	const char *e = load_patched(b, len, 8, 2, err, sizeof(err));
+	cr_assert(e && strstr(e, "unknown flags"), "version 2 with sizes: %s", e ? e : "loaded");
+	free(b);
+	for (int s = 5; s <= 19; s++) {
+		game_params q = game_params_sized(GAME_KIND_GO, s, 7.5);
+		cr_assert_eq(nn_arch_plays(&a, &q), s == 7 || s == 9, "size %d", s);
+	}
+	nn_arch bad = a;
+	bad.sizes = 1u << 7; /* not the frame's */
+	cr_assert_null(nn_net_new(&bad, err, sizeof(err)));
+	cr_assert(strstr(err, "board sizes"), "%s", err);
+	bad.sizes = 1u << 9 | 1u << 11; /* larger than the frame */
+	cr_assert_null(nn_net_new(&bad, err, sizeof(err)));
+	game_params c4 = game_params_default(GAME_KIND_CONNECT4);
+	bad = nn_arch_default(&c4, 1, 8);
+	bad.sizes = 1u << 7;
+	cr_assert_null(nn_net_new(&bad, err, sizeof(err)));
+	cr_assert(strstr(err, "no board sizes"), "%s", err);
 	nn_net_free(net);
 }

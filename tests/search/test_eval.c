@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "engine/clock.h"
+#include "engine/game_desc.h"
 #include "nn/encode.h"
 #include "search/eval.h"
 #include "tests/search/fake_net.h"
@@ -517,6 +518,62 @@ Test(eval, a_cached_answer_keeps_its_score)
 	cr_assert(!isnan(score));
 	cr_assert_float_eq(score, want, 1e-4);
 	eval_scratch_free(s);
+	eval_free(ev);
+	nn_backend_free(be);
+	nn_net_free(net);
+}
+
+/* A network of boards 7 and 9 answers a 7x7 position: the reference on
+ * the framed planes, each legal move's logit read where the frame and
+ * the symmetry put it, and the ownership of each of its 49 points. */
+Test(eval, a_smaller_board_is_read_through_the_frame)
+{
+	char err[256];
+	game_params gp = game_params_sized(GAME_KIND_GO, 9, 7.5);
+	nn_arch a = nn_arch_default(&gp, 1, 8);
+	a.sizes = 1u << 7 | 1u << 9;
+	nn_arch_set_heads(&a, NN_HEAD_OWN);
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 17);
+	nn_backend_options bo = nn_backend_options_default();
+	bo.threads = 1;
+	nn_backend *be = nn_backend_new(&nn_backend_cpu, net, 4, &bo, err, sizeof(err));
+	cr_assert(be, "%s", err);
+	eval_options o = eval_options_default();
+	evaluator *ev = eval_new(&be, 1, a.encoding, &o, err, sizeof(err));
+	cr_assert(ev, "%s", err);
+	game_params p7 = game_params_sized(GAME_KIND_GO, 7, 7.5);
+	game g;
+	game_init(&g, &p7);
+	cr_assert_eq(game_play(&g, 17), GAME_OK);
+	cr_assert_eq(game_play(&g, 30), GAME_OK);
+	static float planes[27 * 81];
+	float pol[GAME_MAX_ACTIONS], v, own[49], ref_pol[82], ref_v, ref_own[81];
+	for (int sym = 0; sym < 8; sym += 5) {
+		cr_assert_eq(eval_raw_heads(ev, &g, sym, pol, &v, own, NULL), 0);
+		cr_assert_eq(nn_encode_frame(&g, a.encoding, sym, 9, 9, planes), 27);
+		nn_reference_forward_heads(net, 1, planes, ref_pol, &ref_v, NULL, ref_own, NULL);
+		cr_assert_float_eq(v, ref_v, 1e-4);
+		int legal[GAME_MAX_ACTIONS], n = game_legal_moves(&g, legal);
+		double mx = -1e30, sum = 0;
+		for (int i = 0; i < n; i++) {
+			int k = nn_frame_action(&g, game_symmetry_move(&g, sym, legal[i]), 9, 9);
+			mx = fmax(mx, ref_pol[k]);
+		}
+		for (int i = 0; i < n; i++)
+			sum += exp(ref_pol[nn_frame_action(&g, game_symmetry_move(&g, sym, legal[i]), 9, 9)] -
+				   mx);
+		for (int i = 0; i < n; i++) {
+			int k = nn_frame_action(&g, game_symmetry_move(&g, sym, legal[i]), 9, 9);
+			cr_assert_float_eq(pol[legal[i]], exp(ref_pol[k] - mx) / sum, 1e-4,
+					   "sym %d move %d", sym, legal[i]);
+		}
+		for (int pt = 0; pt < 49; pt++)
+			cr_assert_float_eq(own[pt],
+					   ref_own[nn_frame_action(&g, game_symmetry_move(&g, sym, pt), 9, 9)],
+					   1e-4, "sym %d point %d", sym, pt);
+	}
 	eval_free(ev);
 	nn_backend_free(be);
 	nn_net_free(net);

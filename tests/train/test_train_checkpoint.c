@@ -306,6 +306,54 @@ Test(train_batch, position_symmetry_permutes_planes_and_policy)
 	train_batch_free(b);
 }
 
+/* A 5x5 position for a network of boards 5 and 7: the framed planes, and
+ * its policy and ownership targets where the frame and the symmetry put
+ * them (outside the board 0), the score over the frame's points. */
+Test(train_batch, a_smaller_board_goes_into_the_frame)
+{
+	static game g;
+	game_params gp = game_params_default(GAME_KIND_GO);
+	gp.size = 5;
+	cr_assert_eq(game_init(&g, &gp), GAME_OK);
+	cr_assert_eq(game_play(&g, 6), GAME_OK);
+	game_params frame = gp;
+	frame.size = 7;
+	nn_arch a = nn_arch_default(&frame, 1, 8);
+	a.sizes = 1u << 5 | 1u << 7;
+	nn_arch_set_heads(&a, NN_HEAD_OWN | NN_HEAD_SCORE);
+	train_batch *b = train_batch_new(&a, 2, 0);
+	cr_assert(b);
+	cr_assert_eq(b->n_actions, 50);
+	int16_t mv[2] = { 12, 25 }; /* C3, pass */
+	uint16_t vc[2] = { 3, 1 };
+	float owner[25], *want = malloc(sizeof(float) * b->in_size);
+	for (int p = 0; p < 25; p++)
+		owner[p] = p % 3 == 0 ? 1.0f : -1.0f;
+	for (int sym = 0; sym < 8; sym += 3) {
+		cr_assert_eq(train_batch_from_position(&g, a.encoding, sym, mv, vc, 2, 1.0f, b, 1), 0);
+		cr_assert_eq(nn_encode_frame(&g, a.encoding, sym, 7, 7, want), a.in_planes);
+		cr_assert_eq(memcmp(want, b->planes + b->in_size, sizeof(float) * b->in_size), 0);
+		const float *pol = b->policy + b->n_actions;
+		int c3 = nn_frame_action(&g, game_symmetry_move(&g, sym, 12), 7, 7);
+		cr_assert_float_eq(pol[c3], 0.75, 1e-6, "sym %d", sym);
+		cr_assert_float_eq(pol[49], 0.25, 1e-6, "the pass is the frame's");
+		cr_assert_eq(train_batch_own_target(&g, sym, owner, b, 1), 0);
+		const float *row = b->own + b->n_points;
+		float side = -1; /* White to move: the owners from its side */
+		int on = 0;
+		for (int k = 0; k < 49; k++)
+			on += row[k] != 0;
+		cr_assert_eq(on, 25, "points outside the board keep 0");
+		for (int p = 0; p < 25; p++)
+			cr_assert_eq(row[nn_frame_action(&g, game_symmetry_move(&g, sym, p), 7, 7)],
+				     side * owner[p]);
+	}
+	cr_assert_eq(train_batch_score_target(&g, 9.8, b, 0), 0);
+	cr_assert_float_eq(b->score[0], -9.8 / 49, 1e-6);
+	free(want);
+	train_batch_free(b);
+}
+
 Test(train_batch, connect4_mirror)
 {
 	static game g;

@@ -465,6 +465,11 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 			 a->opp_policy ? "opponent-reply" : a->ownership ? "ownership" : "score");
 		return NULL;
 	}
+	if (a->sizes) {
+		snprintf(err, errlen, "the net plays several board sizes, which the GPU learner's "
+			 "window does not hold yet: train it on the CPU (--backend cpu)");
+		return NULL;
+	}
 	if (net->n_floats >= (size_t)INT32_MAX) {
 		snprintf(err, errlen, "net of %zu floats: too large for the index maps",
 			 net->n_floats);
