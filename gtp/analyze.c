@@ -10,11 +10,12 @@
  * the position (the root, or the position after a move), not averaged
  * over the search tree as KataGo's ownership is. kata-analyze's scoreLead
  * and scoreMean are the search's: the score head's answers averaged over
- * each move's subtree, as the values are (mcts_root_score). Without those heads (older networks, a Leela Zero network)
- * ownership is an estimate from fast random playouts of
- * the position, kata-raw-nn prints no whiteLead/whiteOwnership and
- * kata-analyze no scoreLead/scoreMean, as KataGo's consumers allow
- * (fields are keyed). final_status_list always reads the playouts. */
+ * each move's subtree, as the values are (mcts_root_score). Without those
+ * heads (older networks, a Leela Zero network) ownership is an estimate
+ * from fast random playouts of the position, kata-raw-nn prints no
+ * whiteLead/whiteOwnership and kata-analyze no scoreLead/scoreMean, as
+ * KataGo's consumers allow (fields are keyed). final_status_list always
+ * reads the playouts. */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -269,10 +270,9 @@ static bool parse_analyze(gtp_engine *e, const gtp_command *c, int first, analyz
 /* What one analysis command keeps between its output lines: estimates,
  * which do not change while the position stays. */
 typedef struct analysis_cache {
-	bool root_done;                                /* root[], root_sd[], root_score hold it */
+	bool root_done;                                /* root[] and root_sd[] hold it */
 	float root[GO_MAX_SIZE * GO_MAX_SIZE];         /* root's ownership, mover's view */
 	float root_sd[GO_MAX_SIZE * GO_MAX_SIZE];      /* its standard deviation */
-	double root_score;                             /* root's score, mover's view */
 	bool move_done[GAME_MAX_ACTIONS];              /* moves[m] holds it */
 	float moves[GAME_MAX_ACTIONS][GO_MAX_SIZE * GO_MAX_SIZE]; /* after move m */
 } analysis_cache;
@@ -342,8 +342,8 @@ static void print_analysis(gtp_engine *e, bool kata, const analyze_args *a, anal
 	float root_v = mcts_root_value(e->search) + 0.0f; /* never -0 */
 	bool root_est = go && kata && (a->ownership || a->ownership_stdev);
 	if (root_est && !cache->root_done) {
-		estimate_for(e, &e->game, OWN_PLAYOUTS, color, cache->root, cache->root_sd,
-			     &cache->root_score);
+		double unused;
+		estimate_for(e, &e->game, OWN_PLAYOUTS, color, cache->root, cache->root_sd, &unused);
 		cache->root_done = true;
 	}
 	/* Scores are the search's: the score head's answers averaged below
