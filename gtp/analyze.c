@@ -278,15 +278,15 @@ typedef struct analysis_cache {
 } analysis_cache;
 
 /* The estimate of g (gtp_estimate) for `color` (+1 its own, its lead):
- * ownership own, its spread sd (may be NULL), the score *score. */
+ * ownership own, its spread sd and the score *score (each may be NULL). */
 static void estimate_for(gtp_engine *e, const game *g, int playouts, int color, float *own,
 			 float *sd, double *score)
 {
 	int n = g->u.go.size * g->u.go.size;
 	gtp_estimate(e->ev, g, playouts, own, sd, score, NULL);
-	for (int p = 0; color != GO_BLACK && p < n; p++)
+	for (int p = 0; own && color != GO_BLACK && p < n; p++)
 		own[p] = -own[p] + 0.0f; /* never -0 */
-	if (color != GO_BLACK)
+	if (color != GO_BLACK && score)
 		*score = -*score;
 }
 
@@ -296,10 +296,9 @@ static void move_estimate(gtp_engine *e, analysis_cache *cache, int color, int m
 	if (cache->move_done[m])
 		return;
 	static game after; /* 30 KB; GTP runs on one thread */
-	double score;
 	after = e->game;
 	if (game_play(&after, m) == GAME_OK)
-		estimate_for(e, &after, MOVE_OWN_PLAYOUTS, color, cache->moves[m], NULL, &score);
+		estimate_for(e, &after, MOVE_OWN_PLAYOUTS, color, cache->moves[m], NULL, NULL);
 	else
 		memset(cache->moves[m], 0, sizeof(cache->moves[m]));
 	cache->move_done[m] = true;
@@ -342,18 +341,15 @@ static void print_analysis(gtp_engine *e, bool kata, const analyze_args *a, anal
 	float root_v = mcts_root_value(e->search) + 0.0f; /* never -0 */
 	bool root_est = go && kata && (a->ownership || a->ownership_stdev);
 	if (root_est && !cache->root_done) {
-		double unused;
-		estimate_for(e, &e->game, OWN_PLAYOUTS, color, cache->root, cache->root_sd, &unused);
+		estimate_for(e, &e->game, OWN_PLAYOUTS, color, cache->root, cache->root_sd, NULL);
 		cache->root_done = true;
 	}
 	/* Scores are the search's: the score head's answers averaged below
 	 * each move (KataGo's scoreLead); the head's own answer for the root
 	 * before the search has any. */
 	double root_score = scores ? mcts_root_score(e->search) : 0;
-	if (scores && isnan(root_score)) {
-		float own[GO_MAX_SIZE * GO_MAX_SIZE];
-		estimate_for(e, &e->game, OWN_PLAYOUTS, color, own, NULL, &root_score);
-	}
+	if (scores && isnan(root_score))
+		estimate_for(e, &e->game, OWN_PLAYOUTS, color, NULL, NULL, &root_score);
 	gtp_reply l = { 0 };
 	char text[8];
 	for (int i = 0; i < n; i++) {
@@ -747,8 +743,7 @@ bool gtp_cmd_gogui_policy(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 bool gtp_cmd_gogui_ownership(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 {
 	float own[GO_MAX_SIZE * GO_MAX_SIZE];
-	double score;
-	estimate_for(e, &e->game, OWN_PLAYOUTS, GO_BLACK, own, NULL, &score);
+	estimate_for(e, &e->game, OWN_PLAYOUTS, GO_BLACK, own, NULL, NULL);
 	gtp_reply_add(r, "\n");
 	reply_rows(r, e, own, NULL, "%.3f", "", "\n");
 	return true;

@@ -632,10 +632,7 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	uint32_t net_sizes = r->net->arch.sizes;
 	if (r->resumed && o->n_sizes && net_sizes != sizes)
 		say(r, "--sizes is not used: the run's network plays the sizes it was made for");
-	r->o.n_sizes = 0;
-	for (int s = 0; s < 32 && net_sizes; s++)
-		if (net_sizes >> s & 1u && r->o.n_sizes < SELFPLAY_MAX_SIZES)
-			r->o.sizes[r->o.n_sizes++] = s;
+	r->o.n_sizes = nn_arch_size_list(&r->net->arch, r->o.sizes, SELFPLAY_MAX_SIZES);
 	char config[4096];
 	loop_config_text(&r->o, config, sizeof(config));
 	if (store_set_meta(r->db, LOOP_CONFIG_KEY, config) != 0) {

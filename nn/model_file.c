@@ -121,6 +121,18 @@ static const char *mf_foreign_hint(const uint8_t *p, size_t len)
 	return "";
 }
 
+/* Whether a's board meets the expectation's (0: any): its own, or for a
+ * net of several sizes any of them, square. */
+static bool expected_board(const nn_arch *a, const nn_expect *e)
+{
+	if (e->board_w <= 0)
+		return e->board_h <= 0 || e->board_h == a->board_h;
+	if (!a->sizes)
+		return e->board_w == a->board_w && (e->board_h <= 0 || e->board_h == a->board_h);
+	return e->board_w < 32 && (a->sizes >> e->board_w & 1u) &&
+	       (e->board_h <= 0 || e->board_h == e->board_w);
+}
+
 nn_net *nn_net_load_mem(const void *vbuf, size_t len, const nn_expect *expect, char *err,
 			size_t errlen)
 {
@@ -220,13 +232,8 @@ if (fileio_crc(p, len - 4) != fileio_u32(p + len - 4)) {
 		snprintf(err, errlen, "unusable model: %s", aerr);
 		goto fail;
 	}
-	/* A net of several sizes takes any of them (square boards). */
-	bool board_ok = a.sizes ? expect && (expect->board_w <= 0 ||
-					     (expect->board_w < 32 && a.sizes >> expect->board_w & 1u &&
-					      (expect->board_h <= 0 || expect->board_h == expect->board_w)))
-				: expect && (expect->board_w <= 0 || expect->board_w == a.board_w) &&
-					  (expect->board_h <= 0 || expect->board_h == a.board_h);
-	if (expect && ((expect->game >= 0 && expect->game != (int)a.game) || !board_ok)) {
+	if (expect && ((expect->game >= 0 && expect->game != (int)a.game) ||
+		       !expected_board(&a, expect))) {
 		snprintf(err, errlen, "model is for %s, but %s %dx%d was asked for",
 			 nn_arch_describe(&a, desc, sizeof(desc)),
 			 expect->game >= 0 ? game_kind_name((game_kind)expect->game) : "any game",

@@ -72,15 +72,22 @@ bool nn_arch_plays(const nn_arch *a, const game_params *p)
 			: p->size == a->board_w;
 }
 
+int nn_arch_size_list(const nn_arch *a, int *out, int max)
+{
+	int n = 0;
+	for (int s = 0; s < 32 && n < max; s++)
+		if (a->sizes >> s & 1u)
+			out[n++] = s;
+	return n;
+}
+
 const char *nn_arch_sizes_text(const nn_arch *a, char *buf, size_t len)
 {
+	int sizes[32], n = nn_arch_size_list(a, sizes, 32);
 	size_t at = 0;
-	buf[0] = '\0';
-	for (int s = 0; s < 32 && at < len; s++)
-		if (a->sizes ? a->sizes >> s & 1u : s == a->board_w)
-			at += (size_t)snprintf(buf + at, len - at, "%s%dx%d", at ? ", " : "", s, s);
-	if (!a->sizes && a->board_w != a->board_h)
-		snprintf(buf, len, "%dx%d", a->board_w, a->board_h);
+	snprintf(buf, len, "%dx%d", a->board_w, a->board_h); /* a net of one size */
+	for (int i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%dx%d", i ? ", " : "", sizes[i], sizes[i]);
 	return buf;
 }
 

@@ -192,6 +192,9 @@ game_params nn_arch_params(const nn_arch *a);
 /* True when the net plays a game of params p: its game, and its board
  * (one of arch.sizes for a net of several sizes). */
 bool nn_arch_plays(const nn_arch *a, const game_params *p);
+/* The board sizes of a net of several (nn_arch.sizes), ascending, into
+ * out (at most max); their count, 0 for a net of one size. */
+int nn_arch_size_list(const nn_arch *a, int *out, int max);
 /* "9x9", or "9x9, 13x13" for a net of several sizes, into buf. */
 const char *nn_arch_sizes_text(const nn_arch *a, char *buf, size_t len);
 /* 0 when consistent, else -1 with a message. */

@@ -763,7 +763,8 @@ static float terminal_score(const game *g)
 	if (!game_desc_of(g)->has_go_board)
 		return NAN;
 	double s = go_score(&g->u.go); /* Black's view */
-	return (float)(1 - game_to_move(g) == GAME_BLACK ? s : -s);
+	int mover = 1 - game_to_move(g);
+	return (float)(mover == GAME_BLACK ? s : -s);
 }
 
 /* Adds value v and score s (NAN: none; for the player who moved into the

@@ -112,12 +112,7 @@ selfplay_options selfplay_options_default(const game_params *g)
 
 void selfplay_take_sizes(selfplay_options *o, const nn_arch *a)
 {
-	if (!a->sizes)
-		return;
-	o->n_sizes = 0;
-	for (int s = 0; s < 32 && o->n_sizes < SELFPLAY_MAX_SIZES; s++)
-		if (a->sizes >> s & 1u)
-			o->sizes[o->n_sizes++] = s;
+	o->n_sizes = nn_arch_size_list(a, o->sizes, SELFPLAY_MAX_SIZES);
 }
 
 double selfplay_temperature(const selfplay_explore *o, int ply)

@@ -121,8 +121,8 @@ typedef struct selfplay selfplay;
  * never resigning. */
 selfplay_options selfplay_options_default(const game_params *g);
 /* The board sizes of a network of several (nn_arch.sizes) into o's sizes,
- * so that self-play with it plays each of them; nothing for a net of one
- * size. */
+ * so that self-play with it plays each of them; none (game.size alone) for
+ * a net of one size. */
 void selfplay_take_sizes(selfplay_options *o, const nn_arch *a);
 /* The temperature of the move at ply `ply` (0-based) under x's schedule. */
 double selfplay_temperature(const selfplay_explore *x, int ply);
