@@ -117,11 +117,14 @@ int train_bench_run(const train_bench_options *o, train_bench_result *out, char 
 	if (!net)
 		return -1;
 	nn_net_init_random(net, 1);
+	if (o->save && nn_net_save(net, o->save, err, errlen) != 0)
+		goto out;
 	out->board = arch.board_w;
 	out->forward_flops = gpu_train_forward_flops(&arch);
 	train_options to = train_options_default();
 	to.batch = o->batch;
 	to.threads = o->threads;
+	to.conv = o->conv;
 	b = train_batch_new(&arch, o->batch, arch.value_outputs == 3);
 	if (!b) {
 		snprintf(err, errlen, "out of memory");
@@ -137,6 +140,8 @@ int train_bench_run(const train_bench_options *o, train_bench_result *out, char 
 	} else {
 		t.ct = trainer_new(net, &to, err, errlen);
 	}
+	if (t.ct)
+		out->conv = trainer_conv_name(t.ct);
 	if (t.gt || t.ct)
 		rc = time_steps(o, &t, b, out, err, errlen);
 out:

@@ -26,6 +26,8 @@ typedef struct train_bench_options {
 	int micro_batch;         /* CUDA: positions per pass; 0 automatic */
 	int threads;             /* CPU: oneDNN threads; 0 the runtime's */
 	int device;              /* CUDA device */
+	train_conv conv;         /* CPU: the 3x3 convolutions' algorithm */
+	const char *save;        /* write the random network trained here, or NULL */
 } train_bench_options;
 
 typedef struct train_bench_result {
@@ -34,6 +36,7 @@ typedef struct train_bench_result {
 	double samples_per_s;    /* batch x steps / seconds */
 	double forward_flops;    /* one position's forward (gpu_train_forward_flops) */
 	double loss;             /* the last step's */
+	const char *conv;        /* CPU: the tower's algorithm ("winograd", "direct") */
 	/* CUDA only: */
 	int micro_batch;         /* positions per pass in use */
 	double compute_samples_per_s; /* over the device's compute time alone */

@@ -77,6 +77,16 @@ typedef enum train_layout {
 	TRAIN_LAYOUT_NHWC = 2,    /* channels last, any width */
 } train_layout;
 
+/* The 3x3 convolutions' algorithm. Winograd F(4x4, 3x3) does about a
+ * quarter of the multiplications of a direct convolution, in fp32, for
+ * all three passes (oneDNN 2.6 has it on AVX-512 with the blocked layout
+ * and widths that are multiples of 16); its results differ from direct's
+ * by rounding only. */
+typedef enum train_conv {
+	TRAIN_CONV_AUTO = 0,   /* Winograd where oneDNN has it for the shape, else direct */
+	TRAIN_CONV_DIRECT = 1, /* direct convolutions only */
+} train_conv;
+
 typedef struct train_options {
 	int batch;                 /* training batch size (fixed) */
 	int threads;               /* oneDNN threads; 0 = the runtime's default */
@@ -105,6 +115,7 @@ typedef struct train_options {
 	int64_t warmup_steps;      /* linear warm-up from 0 over this many steps */
 	uint64_t seed;             /* seed of the trainer's RNG (trainer_random) */
 	train_layout layout;       /* activation layout of the tower */
+	train_conv conv;           /* the 3x3 convolutions' algorithm */
 } train_options;
 
 /* A minibatch, laid out for the net's arch. */
@@ -239,6 +250,9 @@ int train_options_check(const train_options *o, char *err, size_t errlen);
 uint64_t trainer_random(trainer *t);
 /* Message of the last failure. */
 const char *trainer_error(const trainer *t);
+
+/* The tower's convolution algorithm as made: "winograd" or "direct". */
+const char *trainer_conv_name(const trainer *t);
 
 /* Checkpoints (train/checkpoint.c; the format as functions over plain
  * arrays in train/checkpoint.h): the weights, optimizer moments, step,
