@@ -172,7 +172,7 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 "bn-momentum %g\nlr-drops %s\nwindow-min %lld\nwindow-alpha %g\n"
 		 "window-beta %g\nreuse-cap %g\nbn-batches %d\nforced-playouts %g\n"
 		 "gumbel %d\ngumbel-m %d\nmeasure-every %d\nmeasure-share %g\nopp-weight %g\n"
-		 "own-weight %g\nscore-weight %g\nlearner-ranks %d\nsizes %s\n",
+		 "own-weight %g\nscore-weight %g\nlearner-ranks %d\nsizes %s\nse-channels %d\n",
 		 game_desc_from_params(&o->game)->name, o->blocks, o->channels, o->parallel_games,
 		 o->games_per_thread, selfplay_batch(o), o->visits, o->cheap_visits,
 		 (long long)o->positions_per_iter, (long long)o->window,
@@ -190,7 +190,7 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 o->window_beta, o->reuse_cap, o->bn_batches, x->forced_k,
 		 (int)x->gumbel, x->gumbel_m, o->measure_every, o->measure_share, o->opp_weight,
 		 o->own_weight, o->score_weight, o->learner_ranks > 1 ? o->learner_ranks : 1,
-		 sizes);
+		 sizes, o->se_channels);
 }
 
 /* " with the X, Y and Z heads" for the optional heads of a, or "". */
@@ -608,7 +608,7 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 		sizes |= 1u << o->sizes[i];
 		frame.size = i == 0 || o->sizes[i] > frame.size ? o->sizes[i] : frame.size;
 	}
-	r->net = rundir_learner_net(r->rd, &frame, o->blocks, o->channels, heads,
+	r->net = rundir_learner_net(r->rd, &frame, o->blocks, o->channels, o->se_channels, heads,
 				    o->n_sizes > 1 ? sizes : 0, o->seed, &r->resumed, err, errlen);
 	if (r->net && own_auto)
 		r->o.own_weight = r->net->arch.ownership ? LOOP_OWN_WEIGHT : 0;
@@ -705,9 +705,12 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 		nn_arch_sizes_text(&r->net->arch, board, sizeof(board));
 	else
 		snprintf(board, sizeof(board), "%dx%d", gn.width, gn.height);
-	say(r, "%s %s in %s, network %dx%d%s, %s at step %lld, %lld games and %lld positions "
+	char se[48] = "";
+	if (r->net->arch.blocks && r->net->arch.block_kind[0] == NN_BLOCK_SE)
+		snprintf(se, sizeof(se), " (squeeze-excitation %d)", r->net->arch.se_channels);
+	say(r, "%s %s in %s, network %dx%d%s%s, %s at step %lld, %lld games and %lld positions "
 	       "stored, window %lld; %g minutes; self-play %s, training %s",
-	    desc->name, board, r->o.dir, r->net->arch.blocks, r->net->arch.channels,
+	    desc->name, board, r->o.dir, r->net->arch.blocks, r->net->arch.channels, se,
 	    heads_text(&r->net->arch, heads_buf, sizeof(heads_buf)),
 	    r->resumed ? "resumed" : "new",
 	    (long long)learner_steps(r->L), (long long)games0, (long long)positions0,

@@ -77,6 +77,7 @@ typedef struct loop_options {
 	double minutes;            /* the session's length in wall time, from loop_open, the
 				    * closing work included (gating matches are not cut short) */
 	int blocks, channels;      /* a new network's shape */
+	int se_channels;           /* > 0: its blocks squeeze-excitation, this bottleneck */
 	int parallel_games;        /* self-play games at once */
 	int games_per_thread;      /* of them, played by one worker thread
 				    * (selfplay_options.games_per_thread) */

@@ -662,7 +662,21 @@ typedef struct tr_layer {
 	dnnl_memory_t mean, var;   /* batch statistics of the last training pass */
 	dnnl_memory_t z;           /* conv output (BN input) */
 	dnnl_memory_t a;           /* BN output (+ skip), ReLU in place: the layer output */
+	struct tr_se *se;          /* the block's squeeze-excitation (its second layer), or NULL */
 } tr_layer;
+
+/* Squeeze-excitation of one block (net.h: Leela Chess Zero's form), in
+ * plain loops over the tower layout: after the second BN, u, the mean of
+ * each channel over the board, FC1 + ReLU, FC2 to 2C: a sigmoid gate and a
+ * bias per channel, a = gate * u + bias (then + skip, ReLU). Its buffers
+ * are per block; the gradients' scratch is shared. */
+typedef struct tr_se {
+	const nn_block *blk;       /* se1 (C -> S), se2 (S -> 2C) over the net */
+	dnnl_memory_t u;           /* the BN output before the gate (tower layout) */
+	float *pool;               /* [N][C] channel means of u */
+	float *hid;                /* [N][S] ReLU(se1(pool)) */
+	float *gate;               /* [N][2C] sigmoid of se2's first C, then its last C */
+} tr_se;
 
 /* One inner product of the heads. */
 typedef struct tr_fc {
@@ -717,6 +731,10 @@ struct trainer {
 	dnnl_memory_t dvout;      /* value-output gradient */
 	int blocked;              /* 1: activations nChw16c, 0: NHWC */
 	int winograd;             /* 1: the tower's 3x3 convs are Winograd's */
+	tr_se *se;                /* [blocks] SE state (blk NULL: a plain block), or NULL */
+	float *se_buf;            /* one allocation: every SE block's pool, hid, gate, then
+				   * the shared scratch of the backward pass */
+	float *se_dz, *se_dhid, *se_dpool; /* scratch: [2C], [S], [C] of one position */
 	comm *comm;               /* data-parallel ranks, or NULL (not owned) */
 	float *bn_sync;           /* [3 * widest BN] scratch of the BN all-reduces */
 	double *bn_acc;           /* trainer_bn_*: per BN channel of every layer, the sums
@@ -808,6 +826,13 @@ static void tr_roles(trainer *t)
 		if (fcs[f]->w)
 			memset(r + (fcs[f]->w - n->data), TR_ROLE_DECAY,
 			       (size_t)fcs[f]->n_in * fcs[f]->n_out);
+	for (int i = 0; i < n->arch.blocks; i++) {
+		const nn_block *b = &n->block[i];
+		if (!b->se1.w)
+			continue;
+		memset(r + (b->se1.w - n->data), TR_ROLE_DECAY, (size_t)b->se1.n_in * b->se1.n_out);
+		memset(r + (b->se2.w - n->data), TR_ROLE_DECAY, (size_t)b->se2.n_in * b->se2.n_out);
+	}
 }
 
 static float *tr_g(const trainer *t, const float *p)
@@ -854,6 +879,159 @@ static int tr_fc_bind(trainer *t, tr_fc *F, nn_fc *f, const tr_ip_prims *ip, cha
 	return 0;
 }
 
+/* The SE state of every SE block, bound to its second layer; its u in
+ * the arena. 0, or -1 with a message. */
+static int tr_se_make(trainer *t, char *err, size_t errlen)
+{
+	const nn_arch *a = &t->net->arch;
+	size_t N = (size_t)t->batch, C = (size_t)a->channels, S = (size_t)a->se_channels, n_se = 0;
+	for (int i = 0; i < a->blocks; i++)
+		n_se += a->block_kind[i] == NN_BLOCK_SE;
+	if (!n_se)
+		return 0;
+	size_t per = N * (C + S + 2 * C);
+	t->se = calloc((size_t)a->blocks, sizeof(*t->se));
+	t->se_buf = calloc(n_se * per + 2 * C + S + C, sizeof(float));
+	if (!t->se || !t->se_buf) {
+		snprintf(err, errlen, "out of memory for a trainer");
+		return -1;
+	}
+	float *p = t->se_buf;
+	for (int i = 0; i < a->blocks; i++) {
+		if (a->block_kind[i] != NN_BLOCK_SE)
+			continue;
+		tr_se *e = &t->se[i];
+		e->blk = &t->net->block[i];
+		e->pool = p;
+		e->hid = p + N * C;
+		e->gate = p + N * (C + S);
+		p += per;
+		if (tr_buf(&t->c, &t->cp_tower.dst, &e->u, err, errlen) < 0)
+			return -1;
+		t->layer[2 + 2 * i].se = e;
+	}
+	t->se_dz = p;
+	t->se_dhid = p + 2 * C;
+	t->se_dpool = p + 2 * C + S;
+	return 0;
+}
+
+/* Where channel c of position n starts in a tower activation, and (step)
+ * the distance between its points: nChw16c or NHWC, both unpadded. */
+static size_t tr_at(const trainer *t, int n, int c, size_t *step)
+{
+	size_t C = (size_t)t->net->arch.channels,
+	       HW = (size_t)t->net->arch.board_w * t->net->arch.board_h;
+	if (t->blocked) {
+		*step = 16;
+		return (((size_t)n * (C / 16) + (size_t)c / 16) * HW) * 16 + (size_t)c % 16;
+	}
+	*step = C;
+	return (size_t)n * HW * C + (size_t)c;
+}
+
+/* SE forward on the layer's BN output in L->a (kept in se->u): a becomes
+ * gate * u + bias, for all the trainer's positions. */
+static void tr_se_fwd(trainer *t, tr_layer *L)
+{
+	tr_se *e = L->se;
+	const nn_arch *a = &t->net->arch;
+	int C = a->channels, S = a->se_channels, HW = a->board_w * a->board_h;
+	const nn_fc *f1 = &e->blk->se1, *f2 = &e->blk->se2;
+	float *x = tr_ptr(L->a), *u = tr_ptr(e->u);
+	memcpy(u, x, sizeof(float) * tr_floats(L->a));
+	for (int n = 0; n < t->batch; n++) {
+		float *pool = e->pool + (size_t)n * C, *hid = e->hid + (size_t)n * S,
+		      *gate = e->gate + (size_t)n * 2 * C;
+		for (int c = 0; c < C; c++) {
+			size_t st, o = tr_at(t, n, c, &st);
+			double sum = 0;
+			for (int p = 0; p < HW; p++)
+				sum += u[o + (size_t)p * st];
+			pool[c] = (float)(sum / HW);
+		}
+		for (int j = 0; j < S; j++) {
+			double h = f1->b[j];
+			for (int c = 0; c < C; c++)
+				h += (double)f1->w[(size_t)j * C + c] * pool[c];
+			hid[j] = h > 0 ? (float)h : 0.0f;
+		}
+		for (int k = 0; k < 2 * C; k++) {
+			double z = f2->b[k];
+			for (int j = 0; j < S; j++)
+				z += (double)f2->w[(size_t)k * S + j] * hid[j];
+			gate[k] = k < C ? (float)(1 / (1 + exp(-z))) : (float)z;
+		}
+		for (int c = 0; c < C; c++) {
+			size_t st, o = tr_at(t, n, c, &st);
+			float g = gate[c], bias = gate[C + c];
+			for (int p = 0; p < HW; p++)
+				x[o + (size_t)p * st] = g * u[o + (size_t)p * st] + bias;
+		}
+	}
+}
+
+/* SE backward: gy, the gradient of gate * u + bias (the layer's gradient
+ * before its ReLU), into gu, the gradient of u (the BN output), and the
+ * SE weights' gradients (overwritten). gu may not be gy. */
+static void tr_se_bwd(trainer *t, tr_layer *L, dnnl_memory_t gy, dnnl_memory_t gu)
+{
+	tr_se *e = L->se;
+	const nn_arch *a = &t->net->arch;
+	int C = a->channels, S = a->se_channels, HW = a->board_w * a->board_h;
+	const nn_fc *f1 = &e->blk->se1, *f2 = &e->blk->se2;
+	float *gw1 = tr_g(t, f1->w), *gb1 = tr_g(t, f1->b), *gw2 = tr_g(t, f2->w),
+	      *gb2 = tr_g(t, f2->b);
+	const float *dy = tr_ptr(gy), *u = tr_ptr(e->u);
+	float *du = tr_ptr(gu), *dz = t->se_dz, *dhid = t->se_dhid, *dpool = t->se_dpool;
+	memset(gw1, 0, sizeof(float) * (size_t)S * C);
+	memset(gb1, 0, sizeof(float) * (size_t)S);
+	memset(gw2, 0, sizeof(float) * (size_t)2 * C * S);
+	memset(gb2, 0, sizeof(float) * (size_t)2 * C);
+	for (int n = 0; n < t->batch; n++) {
+		const float *pool = e->pool + (size_t)n * C, *hid = e->hid + (size_t)n * S,
+			    *gate = e->gate + (size_t)n * 2 * C;
+		for (int c = 0; c < C; c++) {
+			size_t st, o = tr_at(t, n, c, &st);
+			double dg = 0, db = 0;
+			for (int p = 0; p < HW; p++) {
+				double d = dy[o + (size_t)p * st];
+				dg += d * u[o + (size_t)p * st];
+				db += d;
+			}
+			dz[c] = (float)(dg * gate[c] * (1 - gate[c]));
+			dz[C + c] = (float)db;
+		}
+		for (int k = 0; k < 2 * C; k++) {
+			gb2[k] += dz[k];
+			for (int j = 0; j < S; j++)
+				gw2[(size_t)k * S + j] += dz[k] * hid[j];
+		}
+		for (int j = 0; j < S; j++) {
+			double d = 0;
+			if (hid[j] > 0)
+				for (int k = 0; k < 2 * C; k++)
+					d += (double)f2->w[(size_t)k * S + j] * dz[k];
+			dhid[j] = (float)d;
+			gb1[j] += dhid[j];
+			for (int c = 0; c < C; c++)
+				gw1[(size_t)j * C + c] += dhid[j] * pool[c];
+		}
+		for (int c = 0; c < C; c++) {
+			double d = 0;
+			for (int j = 0; j < S; j++)
+				d += (double)f1->w[(size_t)j * C + c] * dhid[j];
+			dpool[c] = (float)(d / HW);
+		}
+		for (int c = 0; c < C; c++) {
+			size_t st, o = tr_at(t, n, c, &st);
+			float g = gate[c], dp = dpool[c];
+			for (int p = 0; p < HW; p++)
+				du[o + (size_t)p * st] = g * dy[o + (size_t)p * st] + dp;
+		}
+	}
+}
+
 trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_t errlen)
 {
 	trainer *t = NULL;
@@ -868,9 +1046,9 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 		return NULL;
 	}
 	for (int i = 0; i < a->blocks; i++)
-		if (a->block_kind[i] != NN_BLOCK_PLAIN) {
-			snprintf(err, errlen, "the CPU trainer does not train squeeze-excitation "
-				 "blocks (block %d); use plain residual blocks", i);
+		if (a->block_kind[i] != NN_BLOCK_PLAIN && a->block_kind[i] != NN_BLOCK_SE) {
+			snprintf(err, errlen, "the CPU trainer does not train block kind %d (block %d)",
+				 a->block_kind[i], i);
 			return NULL;
 		}
 	t = calloc(1, sizeof(*t));
@@ -974,6 +1152,8 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 	    tr_fc_bind(t, &t->fc_v2, &n->value_fc2, &t->ip_v2, err, errlen) < 0 ||
 	    tr_buf(c, &t->cp_in.src, &t->in, err, errlen) < 0)
 		goto fail;
+	if (tr_se_make(t, err, errlen) < 0)
+		goto fail;
 	if (a->ownership && !(t->own_dz = calloc((size_t)N * H * W, sizeof(float))))
 		goto oom;
 	if (a->score && !(t->score_dy = calloc((size_t)N, sizeof(float))))
@@ -1046,6 +1226,8 @@ void trainer_free(trainer *t)
 	free(t->layer);
 	free(t->own_dz);
 	free(t->score_dy);
+	free(t->se);
+	free(t->se_buf);
 	free(t);
 }
 
@@ -1155,6 +1337,10 @@ static int tr_layer_fwd(trainer *t, tr_layer *L, dnnl_memory_t src, dnnl_memory_
 		RUN(&L->bp->inf, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_DST, L->a },
 		    { DNNL_ARG_MEAN, L->rmean }, { DNNL_ARG_VARIANCE, L->rvar },
 		    { DNNL_ARG_SCALE, L->gamma }, { DNNL_ARG_SHIFT, L->beta });
+	if (L->se) {
+		DNNL_CHECK(dnnl_stream_wait(c->stream));
+		tr_se_fwd(t, L);
+	}
 	if (skip) {
 		DNNL_CHECK(dnnl_stream_wait(c->stream));
 		float *x = tr_ptr(L->a);
@@ -1180,9 +1366,17 @@ static int tr_layer_bwd(trainer *t, tr_layer *L, dnnl_memory_t src, dnnl_memory_
 	int rc = 0;
 	RUN(&L->rp->bwd, { DNNL_ARG_DST, L->a }, { DNNL_ARG_DIFF_DST, ga },
 	    { DNNL_ARG_DIFF_SRC, gb });
+	/* An SE layer's BN gets the gradient through the gate, in ga (whose
+	 * contents are spent); gb stays the skip's. */
+	dnnl_memory_t gbn = gb;
+	if (L->se) {
+		DNNL_CHECK(dnnl_stream_wait(c->stream));
+		tr_se_bwd(t, L, gb, ga);
+		gbn = ga;
+	}
 	RUN(&L->bp->bwd, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_MEAN, L->mean },
 	    { DNNL_ARG_VARIANCE, L->var }, { DNNL_ARG_SCALE, L->gamma }, { DNNL_ARG_SHIFT, L->beta },
-	    { DNNL_ARG_DIFF_DST, gb }, { DNNL_ARG_DIFF_SRC, gc }, { DNNL_ARG_DIFF_SCALE, L->dgamma },
+	    { DNNL_ARG_DIFF_DST, gbn }, { DNNL_ARG_DIFF_SRC, gc }, { DNNL_ARG_DIFF_SCALE, L->dgamma },
 	    { DNNL_ARG_DIFF_SHIFT, L->dbeta });
 	if (tr_sync(t)) {
 		DNNL_CHECK(dnnl_stream_wait(c->stream));

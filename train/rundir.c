@@ -133,8 +133,8 @@ void rundir_close(rundir *r)
 }
 
 nn_net *rundir_learner_net(const rundir *r, const game_params *g, int blocks, int channels,
-			   int heads, uint32_t sizes, uint64_t seed, bool *resumed, char *err,
-			   size_t errlen)
+			   int se_channels, int heads, uint32_t sizes, uint64_t seed, bool *resumed,
+			   char *err, size_t errlen)
 {
 	*resumed = access(r->ckpt, R_OK) == 0;
 	if (*resumed)
@@ -142,6 +142,11 @@ nn_net *rundir_learner_net(const rundir *r, const game_params *g, int blocks, in
 	nn_arch a = nn_arch_default(g, blocks, channels);
 	nn_arch_set_heads(&a, heads);
 	a.sizes = sizes;
+	if (se_channels > 0) {
+		a.se_channels = se_channels;
+		for (int i = 0; i < blocks; i++)
+			a.block_kind[i] = NN_BLOCK_SE;
+	}
 	nn_net *net = nn_net_new(&a, err, errlen);
 	if (net)
 		nn_net_init_random(net, seed);

@@ -108,8 +108,8 @@ static rundir *lead_setup(const train_session_options *o, nn_net **net, setup_ms
 	bool resumed;
 	int heads = (o->opp_weight > 0 ? NN_HEAD_OPP : 0) | (o->own_weight > 0 ? NN_HEAD_OWN : 0) |
 		    (o->score_weight > 0 ? NN_HEAD_SCORE : 0);
-	*net = rundir_learner_net(rd, &o->game, o->blocks, o->channels, heads, 0, o->seed, &resumed,
-				  err, sizeof(err));
+	*net = rundir_learner_net(rd, &o->game, o->blocks, o->channels, o->se_channels, heads, 0,
+				  o->seed, &resumed, err, sizeof(err));
 	msg->resumed = resumed;
 	if (!*net) {
 		say(o, "%s", err);

@@ -56,6 +56,7 @@ typedef struct train_session_options {
 	int threads;                   /* oneDNN threads per rank; 0 the runtime's */
 	game_params game;              /* a new network's game (no checkpoint yet) */
 	int blocks, channels;          /* a new network's shape */
+	int se_channels;               /* > 0: its blocks squeeze-excitation, this bottleneck */
 	uint64_t seed;                 /* a new network's seed, and the trainer's */
 	const learner_ops *learner;    /* learner_cpu or learner_cuda */
 	nn_dtype precision;            /* CUDA arithmetic: fp32, fp16, bf16 */

@@ -282,6 +282,64 @@ Test(loop, one_network_for_two_board_sizes, .timeout = 240)
 	loop_test_rmdir(dir);
 }
 
+/* The newest registered model of the run in dir, loaded. */
+static nn_net *newest_model(const char *dir)
+{
+	char path[512], err[256];
+	snprintf(path, sizeof(path), "%s/sente.db", dir);
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT file FROM models ORDER BY id DESC LIMIT 1", -1, &st,
+					NULL),
+		     SQLITE_OK);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+	snprintf(path, sizeof(path), "%s/%s", dir, (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	nn_net *net = nn_net_load(path, NULL, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	return net;
+}
+
+/* --se-channels 8: a new network of squeeze-excitation blocks, which
+ * self-play evaluates, the learner trains (its SE weights move) and the
+ * exported model keeps; reopened without the option, the run keeps them. */
+Test(loop, squeeze_excitation_blocks_train_and_resume, .timeout = 240)
+{
+	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	loop_options o = loop_test_options(dir);
+	o.blocks = 2;
+	o.se_channels = 8;
+	loop *r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	loop_iteration it;
+	iterate(r, &it);
+	cr_assert_gt(loop_step(r), 0);
+	loop_close(r);
+	nn_net *first = newest_model(dir);
+	cr_assert_eq(first->arch.se_channels, 8);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(first->arch.block_kind[i], NN_BLOCK_SE, "block %d", i);
+	o.se_channels = 0;
+	r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	cr_assert(loop_resumed(r));
+	iterate(r, &it);
+	loop_close(r);
+	nn_net *second = newest_model(dir);
+	cr_assert_eq(second->arch.block_kind[1], NN_BLOCK_SE, "the resumed run keeps its blocks");
+	const nn_fc *a = &first->block[1].se2, *b = &second->block[1].se2;
+	double moved = 0;
+	for (int k = 0; k < a->n_in * a->n_out; k++)
+		moved += fabs((double)a->w[k] - b->w[k]);
+	cr_assert_gt(moved, 0, "training moved the SE weights");
+	nn_net_free(first);
+	nn_net_free(second);
+	loop_test_rmdir(dir);
+}
+
 /* Another process that takes the database's write lock when told (as a
  * long `sente db vacuum` holds it) and lets it go when told. It is forked
  * before the loop starts its threads, so that it runs no code a thread of

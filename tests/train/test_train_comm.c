@@ -230,11 +230,11 @@ out:
  * every weight by about lr whatever the size of its gradient, so weights
  * whose gradient is rounding noise (conv biases before a batch norm) move
  * by +-lr at random; the optimizer code is the same for one rank or many. */
-static void check_dp(game_kind kind, int size, int channels, int K, int by_hand)
+static void check_dp_heads(game_kind kind, int size, int channels, int K, int by_hand, int heads)
 {
 	enum { N = 16 };
 	char err[256];
-	nn_net *net = tu_net(kind, size, 2, channels, 11);
+	nn_net *net = tu_net_heads(kind, size, 2, channels, heads, 11);
 	train_batch *whole[STEPS];
 	for (int s = 0; s < STEPS; s++)
 		whole[s] = tu_batch(net, N, 70 + s, 0, net->arch.value_outputs == 3);
@@ -294,6 +294,18 @@ static void check_dp(game_kind kind, int size, int channels, int K, int by_hand)
 		train_batch_free(whole[s]);
 	trainer_free(ref);
 	nn_net_free(net);
+}
+
+static void check_dp(game_kind kind, int size, int channels, int K, int by_hand)
+{
+	check_dp_heads(kind, size, channels, K, by_hand, 0);
+}
+
+/* Squeeze-excitation blocks: their FCs' gradients are per position,
+ * summed over the share, and all-reduced with the rest. */
+Test(train_dp, two_ranks_equal_one_se_blocks)
+{
+	check_dp_heads(GAME_KIND_CONNECT4, 0, 16, 2, 0, TU_SE);
 }
 
 /* 16 channels: the blocked layout, 2-channel heads padded to 16. */

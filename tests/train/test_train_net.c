@@ -55,6 +55,12 @@ static int net_tensors(const nn_net *net, tensor_ref *t)
 		k = add_conv(t, k, net, &net->block[i].conv1, nm);
 		snprintf(nm, sizeof(nm), "block%d.conv2", i);
 		k = add_conv(t, k, net, &net->block[i].conv2, nm);
+		if (net->block[i].se1.w) {
+			snprintf(nm, sizeof(nm), "block%d.se1", i);
+			k = add_fc(t, k, net, &net->block[i].se1, nm);
+			snprintf(nm, sizeof(nm), "block%d.se2", i);
+			k = add_fc(t, k, net, &net->block[i].se2, nm);
+		}
 	}
 	k = add_conv(t, k, net, &net->policy_conv, "policy_conv");
 	k = add_fc(t, k, net, &net->policy_fc, "policy_fc");
@@ -100,7 +106,7 @@ static void check_net_gradient_opp(game_kind kind, int size, int blocks, int cha
 		  st.own_loss);
 	cr_assert((opp & TU_SCORE) ? st.score_loss > 0 : st.score_loss == 0, "score loss %g",
 		  st.score_loss);
-	tensor_ref ts[4 * (2 * NN_MAX_BLOCKS + 3) + 8];
+	tensor_ref ts[4 * (2 * NN_MAX_BLOCKS + 3) + 4 * NN_MAX_BLOCKS + 8];
 	int nt = net_tensors(net, ts);
 	uint64_t r = seed * 77 + 3;
 	int checked = 0;
@@ -174,6 +180,18 @@ Test(train_net, score_head_gradient_matches_finite_differences, .timeout = 120)
 			       36, TU_SCORE | TU_OWN | TU_OPP);
 }
 
+/* Squeeze-excitation blocks (global pooling: a gate and a bias per
+ * channel from the board's means): their FCs and the convs below, in NHWC
+ * (8 channels) and in the blocked layout (16, Winograd's tower where
+ * oneDNN has it), with the heads beside them. */
+Test(train_net, se_block_gradient_matches_finite_differences, .timeout = 120)
+{
+	check_net_gradient_opp(GAME_KIND_GO, 5, 2, 8, 1e-4, 4, "block1.se", 37, TU_SE);
+	check_net_gradient_opp(GAME_KIND_CONNECT4, 0, 1, 16, 1e-4, 4, "block0.se2", 38, TU_SE);
+	check_net_gradient_opp(GAME_KIND_GO, 7, 1, 16, 1e-4, 4, "block0.conv2", 39,
+			       TU_SE | TU_OWN | TU_OPP);
+}
+
 Test(train_net, residual_block_gradient_matches_finite_differences)
 {
 	/* Every entry of the block's tensors: conv, BN, ReLU and the skip. */
@@ -201,9 +219,10 @@ Test(train_net, go_no_blocks_gradient_matches_finite_differences)
 Test(train_net, eval_matches_reference_forward)
 {
 	char err[256];
-	for (int kind = 0; kind < 2; kind++) {
-		nn_net *net = kind ? tu_net(GAME_KIND_CONNECT4, 0, 1, 16, 9)
-				   : tu_net(GAME_KIND_GO, 5, 1, 8, 9);
+	for (int kind = 0; kind < 3; kind++) {
+		nn_net *net = kind == 1	  ? tu_net(GAME_KIND_CONNECT4, 0, 1, 16, 9)
+			      : kind == 2 ? tu_net_heads(GAME_KIND_GO, 7, 2, 16, TU_SE, 9)
+					  : tu_net(GAME_KIND_GO, 5, 1, 8, 9);
 		const nn_arch *a = &net->arch;
 		train_options o = train_options_default();
 		o.batch = 8;

@@ -188,3 +188,14 @@ Test(train_torch, connect4_opponent_reply_sgd_steps_match_pytorch)
 {
 	check_against_torch(GAME_KIND_CONNECT4, 0, 2, 16, 1, 10, 0, TU_OPP);
 }
+
+/* Squeeze-excitation blocks (global pooling), in both layouts. */
+Test(train_torch, go_se_blocks_sgd_steps_match_pytorch)
+{
+	check_against_torch(GAME_KIND_GO, 5, 2, 8, 0, 11, 0, TU_SE | TU_OWN);
+}
+
+Test(train_torch, connect4_se_blocks_adamw_steps_match_pytorch)
+{
+	check_against_torch(GAME_KIND_CONNECT4, 0, 2, 16, 1, 12, 1, TU_SE);
+}

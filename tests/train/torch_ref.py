@@ -49,7 +49,8 @@ def read_model(path):
                      "pc", "po", "vc", "vh", "vo", "flags"], f))
     assert arch["flags"] & 1 == 0, "folded nets do not train"
     kinds = h[14 * 4 + 16 + 128:14 * 4 + 16 + 128 + arch["blocks"]]
-    assert all(k == 0 for k in kinds), "SE blocks are not supported here"
+    assert all(k in (0, 1) for k in kinds), "block kinds: plain (0) and SE (1) only"
+    arch["kinds"] = list(kinds)
     pos = 16 + hlen
     (n,) = struct.unpack_from("<Q", b, pos)
     data = torch.frombuffer(bytearray(b[pos + 8:pos + 8 + 4 * n]), dtype=torch.float32)
@@ -89,6 +90,9 @@ def carve(arch, data):
     for i in range(arch["blocks"]):
         conv("b%d.1" % i, c, c, 3)
         conv("b%d.2" % i, c, c, 3)
+        if arch["kinds"][i] == 1:
+            fc("b%d.se1" % i, c, arch["se"])
+            fc("b%d.se2" % i, arch["se"], 2 * c)
     conv("pconv", c, arch["pc"], 1)
     fc("pfc", arch["pc"] * hw, arch["po"])
     conv("vconv", c, arch["vc"], 1)
@@ -173,7 +177,14 @@ def main():
         x = F.relu(cbr(planes, "input", 3))
         for i in range(arch["blocks"]):
             y = F.relu(cbr(x, "b%d.1" % i, 3))
-            x = F.relu(cbr(y, "b%d.2" % i, 3) + x)
+            u = cbr(y, "b%d.2" % i, 3)
+            if arch["kinds"][i] == 1:
+                # Squeeze-excitation: a gate and a bias per channel.
+                hid = F.relu(F.linear(u.mean((2, 3)), T["b%d.se1.w" % i], T["b%d.se1.b" % i]))
+                z = F.linear(hid, T["b%d.se2.w" % i], T["b%d.se2.b" % i])
+                c = arch["channels"]
+                u = torch.sigmoid(z[:, :c])[:, :, None, None] * u + z[:, c:, None, None]
+            x = F.relu(u + x)
         pz = F.relu(cbr(x, "pconv", 1)).reshape(n, -1)
         logits = F.linear(pz, T["pfc.w"], T["pfc.b"])
         pl = -(policy * F.log_softmax(logits, 1)).sum(1).mean()

@@ -54,7 +54,12 @@ nn_net *tu_net_heads(game_kind kind, int size, int blocks, int channels, int hea
 		gp.size = size;
 	nn_arch a = nn_arch_default(&gp, blocks, channels);
 	a.value_hidden = 16;
-	nn_arch_set_heads(&a, heads);
+	if (heads & TU_SE) {
+		for (int i = 0; i < blocks; i++)
+			a.block_kind[i] = NN_BLOCK_SE;
+		a.se_channels = channels / 2 > 0 ? channels / 2 : 1;
+	}
+	nn_arch_set_heads(&a, heads & ~TU_SE);
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
 	nn_net_init_random(net, seed);
@@ -216,6 +221,38 @@ static void ref_fc(const nn_net *net, const double *dat, const nn_fc *f, int N, 
 		}
 }
 
+/* Squeeze-excitation (net.h) on u [N][C][hw] in place. */
+static void ref_se(const nn_net *net, const double *dat, const nn_block *blk, int N, int C,
+		   int hw, double *u)
+{
+	int S = blk->se1.n_out;
+	double *pool = malloc(sizeof(double) * (size_t)N * C),
+	       *hid = malloc(sizeof(double) * (size_t)N * S),
+	       *z = malloc(sizeof(double) * (size_t)N * 2 * C);
+	cr_assert(pool && hid && z);
+	for (int n = 0; n < N; n++)
+		for (int c = 0; c < C; c++) {
+			double s = 0;
+			for (int p = 0; p < hw; p++)
+				s += u[((size_t)n * C + c) * hw + p];
+			pool[(size_t)n * C + c] = s / hw;
+		}
+	ref_fc(net, dat, &blk->se1, N, pool, hid);
+	ref_relu(hid, (size_t)N * S);
+	ref_fc(net, dat, &blk->se2, N, hid, z);
+	for (int n = 0; n < N; n++)
+		for (int c = 0; c < C; c++) {
+			double g = 1 / (1 + exp(-z[(size_t)n * 2 * C + c])), bias = z[(size_t)n * 2 * C + C + c];
+			for (int p = 0; p < hw; p++) {
+				double *v = &u[((size_t)n * C + c) * hw + p];
+				*v = g * *v + bias;
+			}
+		}
+	free(pool);
+	free(hid);
+	free(z);
+}
+
 double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, double wd,
 		   double value_weight, int sgd, double *pol, double *val, double *l2out)
 {
@@ -235,6 +272,8 @@ double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, d
 		ref_conv_bn(net, dat, &net->block[bi].conv1, N, H, W, x, t);
 		ref_relu(t, tower);
 		ref_conv_bn(net, dat, &net->block[bi].conv2, N, H, W, t, u);
+		if (net->block[bi].se1.w)
+			ref_se(net, dat, &net->block[bi], N, C, hw, u);
 		for (size_t i = 0; i < tower; i++)
 			x[i] += u[i];
 		ref_relu(x, tower);
@@ -322,9 +361,15 @@ double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, d
 		for (size_t j = 0; j < cnt; j++)
 			l2 += dat[o + j] * dat[o + j];
 	}
-	const nn_fc *fcs[6] = { &net->policy_fc, &net->value_fc1, &net->value_fc2, &net->opp_fc,
-				&net->own_fc, &net->score_fc };
-	for (int i = 0; i < 6; i++) {
+	const nn_fc *fcs[6 + 2 * NN_MAX_BLOCKS] = { &net->policy_fc, &net->value_fc1,
+						    &net->value_fc2, &net->opp_fc, &net->own_fc,
+						    &net->score_fc };
+	int nf = 6;
+	for (int bi = 0; bi < a->blocks; bi++) {
+		fcs[nf++] = &net->block[bi].se1;
+		fcs[nf++] = &net->block[bi].se2;
+	}
+	for (int i = 0; i < nf; i++) {
 		if (!fcs[i]->w)
 			continue;
 		size_t o = fcs[i]->w - net->data, cnt = (size_t)fcs[i]->n_in * fcs[i]->n_out;

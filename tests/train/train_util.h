@@ -13,6 +13,9 @@ nn_net *tu_net(game_kind kind, int size, int blocks, int channels, uint64_t seed
 /* The same with the optional heads of `heads` (TU_OPP; TU_OWN and
  * TU_SCORE: Go only). */
 enum { TU_OPP = NN_HEAD_OPP, TU_OWN = NN_HEAD_OWN, TU_SCORE = NN_HEAD_SCORE };
+/* Not a head: with this bit every block is squeeze-excitation, its
+ * bottleneck half the channels. */
+enum { TU_SE = 1 << 8 };
 nn_net *tu_net_heads(game_kind kind, int size, int blocks, int channels, int heads, uint64_t seed);
 /* A batch of n random positions (random legal play) with random targets:
  * one-hot policy on a legal move when onehot, else random distributions
