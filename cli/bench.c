@@ -254,7 +254,6 @@ static const char train_about[] =
 
 static const char *const learner_names[] = { "cpu", "cuda", NULL };
 static const char *const train_precisions[] = { "fp32", "fp16", "bf16", NULL };
-static const char *const train_convs[] = { "auto", "direct", NULL };
 
 /* The JSON line of `sente bench train`. */
 static void print_train(const train_bench_options *o, const train_bench_result *r,
@@ -279,7 +278,7 @@ static void print_train(const train_bench_options *o, const train_bench_result *
 static int bench_train(int argc, char **argv)
 {
 	train_bench_options o = train_bench_options_default();
-	int backend_i = 0, prec_i = 0, conv_i = 0, size = o.game.size;
+	int backend_i = 0, prec_i = 0, size = o.game.size;
 	const cli_opt opts[] = {
 		CLI_OPT_CHOICE("--backend", NULL, &backend_i, learner_names, "cpu|cuda", "learner"),
 		CLI_OPT_CHOICE("--precision", NULL, &prec_i, train_precisions, "fp32|fp16|bf16",
@@ -296,9 +295,9 @@ static int bench_train(int argc, char **argv)
 		CLI_OPT_INT("--threads", NULL, &o.threads, 0, 1024, "N", "cpu: oneDNN threads",
 			    .def = "the runtime's"),
 		CLI_OPT_INT("--device", NULL, &o.device, 0, 64, "N", "cuda device"),
-		CLI_OPT_CHOICE("--conv", NULL, &conv_i, train_convs, "auto|direct",
-			       "cpu: 3x3 convolutions in Winograd's algorithm where oneDNN has it "
-			       "(auto), or direct only"),
+		CLI_OPT_CHOICE("--algo", NULL, &o.algo, algo_names, "A",
+			       "cpu: the tower's 3x3 convolutions: direct, or (auto, winograd) "
+			       "Winograd's where oneDNN has it"),
 		CLI_OPT_STRING("--save", NULL, &o.save, "FILE",
 			       "write the random network it trains (to time another framework "
 			       "on the same network)"),
@@ -310,7 +309,6 @@ static int bench_train(int argc, char **argv)
 		return rc;
 	const char *prec = train_precisions[prec_i];
 	o.cuda = backend_i == 1;
-	o.conv = conv_i == 1 ? TRAIN_CONV_DIRECT : TRAIN_CONV_AUTO;
 	if (!nn_dtype_from_name(prec, &o.precision) || o.precision == NN_DTYPE_INT8)
 		return cli_usage_error("bench train", "--precision %s: fp32, fp16 or bf16", prec);
 	if (!o.cuda && o.precision != NN_DTYPE_FP32)

@@ -6,7 +6,7 @@
 #
 # `sente bench train --save` writes the random network it trains; then, ROUNDS
 # times in turn, the same steps are timed by `sente bench train` (Winograd
-# where oneDNN has it, the default, and --conv direct) and by
+# where oneDNN has it, the default, and --algo direct) and by
 # scripts/bench_train_torch.py (PyTorch fp32, NCHW and channels-last, with
 # Debian's python3-torch). Prints every JSON line, then one line with each
 # path's median samples/s and sente's ratio to PyTorch's faster layout.
@@ -30,7 +30,7 @@ while [ "$r" -le "$ROUNDS" ]; do
 	# shellcheck disable=SC2086
 	"$BIN" bench train $net --steps "$STEPS" | tee -a "$dir/lines"
 	# shellcheck disable=SC2086
-	"$BIN" bench train $net --steps "$STEPS" --conv direct | tee -a "$dir/lines"
+	"$BIN" bench train $net --steps "$STEPS" --algo direct | tee -a "$dir/lines"
 	for layout in nchw nhwc; do
 		"$PY" "$(dirname "$0")/bench_train_torch.py" "$dir/net.sente" "$BATCH" "$STEPS" \
 			"$THREADS" "$layout" | tee -a "$dir/lines"

@@ -124,7 +124,7 @@ int train_bench_run(const train_bench_options *o, train_bench_result *out, char 
 	train_options to = train_options_default();
 	to.batch = o->batch;
 	to.threads = o->threads;
-	to.conv = o->conv;
+	to.algo = o->algo;
 	b = train_batch_new(&arch, o->batch, arch.value_outputs == 3);
 	if (!b) {
 		snprintf(err, errlen, "out of memory");

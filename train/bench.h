@@ -26,7 +26,7 @@ typedef struct train_bench_options {
 	int micro_batch;         /* CUDA: positions per pass; 0 automatic */
 	int threads;             /* CPU: oneDNN threads; 0 the runtime's */
 	int device;              /* CUDA device */
-	train_conv conv;         /* CPU: the 3x3 convolutions' algorithm */
+	nn_conv_algo algo;       /* CPU: the tower's 3x3 convolutions (train_options.algo) */
 	const char *save;        /* write the random network trained here, or NULL */
 } train_bench_options;
 

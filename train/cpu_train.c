@@ -793,8 +793,8 @@ int train_options_check(const train_options *o, char *err, size_t errlen)
 			 "momentum in [0, 1]");
 	if ((unsigned)o->layout > TRAIN_LAYOUT_NHWC)
 		OPT_FAIL("unknown layout %d", (int)o->layout);
-	if ((unsigned)o->conv > TRAIN_CONV_DIRECT)
-		OPT_FAIL("unknown convolution algorithm %d", (int)o->conv);
+	if ((unsigned)o->algo > NN_CONV_WINOGRAD)
+		OPT_FAIL("unknown convolution algorithm %d", (int)o->algo);
 	if ((unsigned)o->lr_schedule > TRAIN_LR_SCHEDULE_COSINE)
 		OPT_FAIL("unknown learning-rate schedule %d", (int)o->lr_schedule);
 	if (o->n_lr_steps < 0 || o->n_lr_steps > TRAIN_MAX_LR_STEPS)
@@ -1111,7 +1111,7 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 	 * where oneDNN has it: 6x64 19x19 at batch 64 on 2 AVX-512 cores,
 	 * 302 samples/s against 185 direct. The input conv's width rarely
 	 * suits it; it stays direct. */
-	t->winograd = o->conv == TRAIN_CONV_AUTO && a->blocks &&
+	t->winograd = o->algo != NN_CONV_DIRECT && a->blocks &&
 		      tr_conv_has_winograd(c, N, C, C, H, W, tl, tl, 1);
 	dnnl_alg_kind_t tower_alg = t->winograd ? dnnl_convolution_winograd : dnnl_convolution_direct;
 	if (tr_conv_prims_make(c, &t->cp_in, N, a->in_planes, C, 3, H, W, in_tag, tl, 0,

@@ -55,6 +55,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nn/backend.h"
 #include "nn/net.h"
 #include "train/comm.h"
 
@@ -77,15 +78,6 @@ typedef enum train_layout {
 	TRAIN_LAYOUT_NHWC = 2,    /* channels last, any width */
 } train_layout;
 
-/* The 3x3 convolutions' algorithm. Winograd F(4x4, 3x3) does about a
- * quarter of the multiplications of a direct convolution, in fp32, for
- * all three passes (oneDNN 2.6 has it on AVX-512 with the blocked layout
- * and widths that are multiples of 16); its results differ from direct's
- * by rounding only. */
-typedef enum train_conv {
-	TRAIN_CONV_AUTO = 0,   /* Winograd where oneDNN has it for the shape, else direct */
-	TRAIN_CONV_DIRECT = 1, /* direct convolutions only */
-} train_conv;
 
 typedef struct train_options {
 	int batch;                 /* training batch size (fixed) */
@@ -115,7 +107,11 @@ typedef struct train_options {
 	int64_t warmup_steps;      /* linear warm-up from 0 over this many steps */
 	uint64_t seed;             /* seed of the trainer's RNG (trainer_random) */
 	train_layout layout;       /* activation layout of the tower */
-	train_conv conv;           /* the 3x3 convolutions' algorithm */
+	nn_conv_algo algo;         /* the tower's 3x3 convolutions: NN_CONV_DIRECT, or
+				    * (auto or winograd) Winograd F(4x4, 3x3) where oneDNN
+				    * 2.6 has all three passes for the shape (AVX-512, the
+				    * blocked layout, a width that is a multiple of 16), else
+				    * direct. fp32 either way: results differ by rounding */
 } train_options;
 
 /* A minibatch, laid out for the net's arch. */

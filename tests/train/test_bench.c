@@ -44,7 +44,7 @@ Test(train_bench, the_network_is_saved)
 	o.batch = 4;
 	o.steps = 1;
 	o.threads = 1;
-	o.conv = TRAIN_CONV_DIRECT;
+	o.algo = NN_CONV_DIRECT;
 	o.save = path;
 	train_bench_result r;
 	char err[512];

@@ -376,7 +376,7 @@ Test(train_net, winograd_steps_match_direct)
 	o.threads = 1;
 	trainer *w = trainer_new(net, &o, err, sizeof(err));
 	cr_assert(w, "%s", err);
-	o.conv = TRAIN_CONV_DIRECT;
+	o.algo = NN_CONV_DIRECT;
 	trainer *d = trainer_new(net, &o, err, sizeof(err));
 	cr_assert(d, "%s", err);
 	cr_assert_str_eq(trainer_conv_name(d), "direct");
