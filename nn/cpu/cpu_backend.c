@@ -101,6 +101,8 @@ enum { CPU_CONV_INPUT, CPU_CONV_TOWER1, CPU_CONV_TOWER2, CPU_CONV_SE2, CPU_CONV_
 typedef struct cpu_layout {
 	dnnl_dim_t sn, sh, sw; /* strides in elements */
 	dnnl_dim_t *coff;      /* [channels] channel offsets (owned) */
+	int run;               /* channels c..c+run-1 (c a multiple of run) lie side by
+				* side: the block (nChw16c: 16), all (NHWC) or 1 */
 } cpu_layout;
 
 /* Everything for one batch size. */
@@ -530,6 +532,7 @@ static int cpu_layout_of(const dnnl_memory_desc_t *md, int channels, cpu_layout 
 	}
 	for (int ch = 0; ch < channels; ch++)
 		l->coff[ch] = ch / blk * b->strides[1] + ch % blk;
+	l->run = blk > 1 ? (int)blk : b->strides[1] == 1 ? channels : 1;
 	return 0;
 }
 
@@ -850,14 +853,21 @@ out:
 
 /* Squeeze-excitation of block `blk` (net.h) on set s: se_x holds conv2's
  * output (fp32); act[0] holds the skip and receives
- * relu(sigmoid(z1) * x + z2 + skip) in the tower's type. */
-static int cpu_se(cpu_ctx *c, cpu_set *s, int blk, char *err, size_t errlen)
+ * relu(sigmoid(z1) * x + z2 + skip) in the tower's type. The loops walk
+ * each point's channels in the layout's runs of side-by-side channels and
+ * the function is built for AVX-512 and AVX2 beside the baseline (chosen
+ * at load), so that they vectorise: a scalar int8 pass made a 4x48 9x9 SE
+ * network evaluate at 0.34 of the plain one's speed, this one at 0.9. int8
+ * rounds to nearest even by adding and taking away 1.5 x 2^23
+ * (nearbyintf's rounding, without a call into libm per element). */
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), optimize("O3"))) static int
+cpu_se(cpu_ctx *c, cpu_set *s, int blk, char *err, size_t errlen)
 {
 	int rc = 0;
 	const nn_arch *a = &c->arch;
 	const nn_block *b = &c->net->block[blk];
 	const int C = a->channels, S = a->se_channels, H = a->board_h, W = a->board_w;
-	const int nb = s->nb;
+	const int nb = s->nb, run = s->xl.run;
 	const cpu_layout *L = &s->xl;
 	float *pool = s->se_buf, *hid = pool + (size_t)nb * C, *z = hid + (size_t)nb * S;
 	void *xh, *yh;
@@ -868,12 +878,15 @@ static int cpu_se(cpu_ctx *c, cpu_set *s, int blk, char *err, size_t errlen)
 	memset(pool, 0, sizeof(float) * (size_t)nb * C);
 	for (int n = 0; n < nb; n++)
 		for (int y = 0; y < H; y++)
-			for (int xx = 0; xx < W; xx++) {
-				const float *px = x + n * L->sn + y * L->sh + xx * L->sw;
-				float *pp = pool + (size_t)n * C;
-				for (int ch = 0; ch < C; ch++)
-					pp[ch] += px[L->coff[ch]];
-			}
+			for (int xx = 0; xx < W; xx++)
+				for (int c0 = 0; c0 < C; c0 += run) {
+					const float *restrict px =
+						x + n * L->sn + y * L->sh + xx * L->sw + L->coff[c0];
+					float *restrict pp = pool + (size_t)n * C + c0;
+					int m = C - c0 < run ? C - c0 : run;
+					for (int k = 0; k < m; k++)
+						pp[k] += px[k];
+				}
 	for (int n = 0; n < nb; n++) {
 		float *pp = pool + (size_t)n * C, *ph = hid + (size_t)n * S, *pz = z + (size_t)n * 2 * C;
 		for (int ch = 0; ch < C; ch++)
@@ -899,37 +912,39 @@ static int cpu_se(cpu_ctx *c, cpu_set *s, int blk, char *err, size_t errlen)
 		q_skip = 1.0f / c->q_out[2 * blk];
 		q_y = c->q_out[2 + 2 * blk];
 	}
+	const float round = 0x1.8p23f;
 	for (int n = 0; n < nb; n++) {
-		const float *g = z + (size_t)n * 2 * C, *bias = g + C;
+		const float *g0 = z + (size_t)n * 2 * C;
 		for (int y = 0; y < H; y++)
-			for (int xx = 0; xx < W; xx++) {
-				dnnl_dim_t base = n * L->sn + y * L->sh + xx * L->sw;
-				const float *px = x + base;
-				if (c->precision == NN_DTYPE_FP32) {
-					float *py = (float *)yh + base;
-					for (int ch = 0; ch < C; ch++) {
-						dnnl_dim_t o = L->coff[ch];
-						float v = g[ch] * px[o] + bias[ch] + py[o];
-						py[o] = v > 0.0f ? v : 0.0f;
-					}
-				} else if (c->precision == NN_DTYPE_BF16) {
-					uint16_t *py = (uint16_t *)yh + base;
-					for (int ch = 0; ch < C; ch++) {
-						dnnl_dim_t o = L->coff[ch];
-						float v = g[ch] * px[o] + bias[ch] +
-							  nn_float_from_bf16(py[o]);
-						py[o] = nn_bf16_from_float(v > 0.0f ? v : 0.0f);
-					}
-				} else {
-					uint8_t *py = (uint8_t *)yh + base;
-					for (int ch = 0; ch < C; ch++) {
-						dnnl_dim_t o = L->coff[ch];
-						float v = g[ch] * px[o] + bias[ch] + py[o] * q_skip;
-						v = nearbyintf(v * q_y);
-						py[o] = (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
+			for (int xx = 0; xx < W; xx++)
+				for (int c0 = 0; c0 < C; c0 += run) {
+					dnnl_dim_t base = n * L->sn + y * L->sh + xx * L->sw + L->coff[c0];
+					const float *restrict px = x + base, *restrict g = g0 + c0,
+						    *restrict bias = g0 + C + c0;
+					int m = C - c0 < run ? C - c0 : run;
+					if (c->precision == NN_DTYPE_FP32) {
+						float *restrict py = (float *)yh + base;
+						for (int k = 0; k < m; k++) {
+							float v = g[k] * px[k] + bias[k] + py[k];
+							py[k] = v > 0.0f ? v : 0.0f;
+						}
+					} else if (c->precision == NN_DTYPE_BF16) {
+						uint16_t *restrict py = (uint16_t *)yh + base;
+						for (int k = 0; k < m; k++) {
+							float v = g[k] * px[k] + bias[k] +
+								  nn_float_from_bf16(py[k]);
+							py[k] = nn_bf16_from_float(v > 0.0f ? v : 0.0f);
+						}
+					} else {
+						uint8_t *restrict py = (uint8_t *)yh + base;
+						for (int k = 0; k < m; k++) {
+							float v = (g[k] * px[k] + bias[k] + (float)py[k] * q_skip) * q_y;
+							v = v > 0.0f ? v : 0.0f;
+							v = v < 255.0f ? v : 255.0f;
+							py[k] = (uint8_t)(int)(v + round - round);
+						}
 					}
 				}
-			}
 	}
 out:
 	return rc;
