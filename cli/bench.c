@@ -287,6 +287,8 @@ static int bench_train(int argc, char **argv)
 			     .def = "go"),
 		CLI_OPT_INT("--blocks", NULL, &o.blocks, 0, NN_MAX_BLOCKS, "B", "tower: residual blocks"),
 		CLI_OPT_INT("--channels", NULL, &o.channels, 1, NN_MAX_CHANNELS, "C", "tower: channels"),
+		CLI_OPT_INT("--se-channels", NULL, &o.se_channels, 0, NN_MAX_CHANNELS, "N",
+			    "squeeze-excitation blocks of this bottleneck (cpu; 0 plain)"),
 		CLI_OPT_INT("--size", NULL, &size, 5, 19, "N", "Go board"),
 		CLI_OPT_INT("--batch", NULL, &o.batch, 2, 8192, "N", "positions per step"),
 		CLI_OPT_INT("--steps", NULL, &o.steps, 1, 1000000, "N", "timed steps after one warm-up"),

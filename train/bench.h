@@ -21,6 +21,7 @@ typedef struct train_bench_options {
 	nn_dtype precision;      /* CUDA compute type; the CPU trains in fp32 only */
 	game_params game;        /* the network's game and Go board */
 	int blocks, channels;    /* the network's tower */
+	int se_channels;         /* > 0: squeeze-excitation blocks of this bottleneck */
 	int batch;               /* positions per step */
 	int steps;               /* timed steps after one warm-up */
 	int micro_batch;         /* CUDA: positions per pass; 0 automatic */
