@@ -6,7 +6,9 @@
  *   tower conv shared by every block conv, the two head convs, with their
  *   batch norms and ReLUs, and the three inner products. Each conv has
  *   forward_training, backward_data (not for the input conv: the planes
- *   need no gradient) and backward_weights primitives.
+ *   need no gradient) and backward_weights primitives. The tower conv is
+ *   Winograd's where oneDNN has all three passes for its shape
+ *   (train_options.algo; 1.7x direct on 6x64 19x19), else direct.
  * - Layout: the tower and the head convs run in one layout, nChw16c (the
  *   blocked layout of oneDNN's AVX-512 convolutions) when the width is a
  *   multiple of 16, else NHWC; plain NCHW would send the convolutions to
@@ -28,7 +30,8 @@
  * - Threads: oneDNN runs on OpenMP here; omp_set_num_threads (looked up
  *   with dlsym, as in nn/cpu) is applied on the calling thread at create
  *   and at every pass.
- * - Losses, the running-statistics update and the optimizers are plain C.
+ * - Losses, the running-statistics update, the optimizers and the
+ *   squeeze-excitation of SE blocks (tr_se_fwd, tr_se_bwd) are plain C.
  * - Data parallel (trainer_set_comm with several ranks): batch norm in
  *   training runs on the statistics of the global batch (synchronised
  *   batch norm). Forward: oneDNN's training BN gives the local mean and
