@@ -269,6 +269,13 @@ void nn_arch_set_heads(nn_arch *a, int heads)
 	a->score = (heads & NN_HEAD_SCORE) != 0;
 }
 
+void nn_arch_set_se(nn_arch *a, int se_channels)
+{
+	a->se_channels = se_channels > 0 ? se_channels : 0;
+	for (int i = 0; i < a->blocks; i++)
+		a->block_kind[i] = se_channels > 0 ? NN_BLOCK_SE : NN_BLOCK_PLAIN;
+}
+
 uint32_t nn_net_flags(const nn_net *net)
 {
 	return (net->bn_folded ? NN_FLAG_FOLDED : 0u) | (uint32_t)nn_arch_heads(&net->arch) << 1 |

@@ -161,6 +161,9 @@ typedef struct nn_net {
 enum { NN_HEAD_OPP = 1, NN_HEAD_OWN = 2, NN_HEAD_SCORE = 4, NN_HEADS_ALL = 7 };
 int nn_arch_heads(const nn_arch *a);
 void nn_arch_set_heads(nn_arch *a, int heads);
+/* Every block of a squeeze-excitation with bottleneck se_channels (> 0),
+ * or every block plain (0). */
+void nn_arch_set_se(nn_arch *a, int se_channels);
 /* The flags word of model files and checkpoints: bit 0 BN folded, bits
  * 1-3 the heads (NN_HEAD_* << 1). nn_flags_apply sets *folded and a's
  * heads from a word; -1 when it has bits beyond `known`. */

@@ -110,11 +110,7 @@ int train_bench_run(const train_bench_options *o, train_bench_result *out, char 
 	if (check_options(o, err, errlen) != 0)
 		return -1;
 	nn_arch arch = nn_arch_default(&o->game, o->blocks, o->channels);
-	if (o->se_channels > 0) {
-		arch.se_channels = o->se_channels;
-		for (int i = 0; i < arch.blocks; i++)
-			arch.block_kind[i] = NN_BLOCK_SE;
-	}
+	nn_arch_set_se(&arch, o->se_channels);
 	nn_net *net = nn_net_new(&arch, err, errlen);
 	train_batch *b = NULL;
 	bench_trainers t = { 0 };

@@ -142,11 +142,7 @@ nn_net *rundir_learner_net(const rundir *r, const game_params *g, int blocks, in
 	nn_arch a = nn_arch_default(g, blocks, channels);
 	nn_arch_set_heads(&a, heads);
 	a.sizes = sizes;
-	if (se_channels > 0) {
-		a.se_channels = se_channels;
-		for (int i = 0; i < blocks; i++)
-			a.block_kind[i] = NN_BLOCK_SE;
-	}
+	nn_arch_set_se(&a, se_channels);
 	nn_net *net = nn_net_new(&a, err, errlen);
 	if (net)
 		nn_net_init_random(net, seed);

@@ -54,11 +54,8 @@ nn_net *tu_net_heads(game_kind kind, int size, int blocks, int channels, int hea
 		gp.size = size;
 	nn_arch a = nn_arch_default(&gp, blocks, channels);
 	a.value_hidden = 16;
-	if (heads & TU_SE) {
-		for (int i = 0; i < blocks; i++)
-			a.block_kind[i] = NN_BLOCK_SE;
-		a.se_channels = channels / 2 > 0 ? channels / 2 : 1;
-	}
+	if (heads & TU_SE)
+		nn_arch_set_se(&a, channels / 2 > 0 ? channels / 2 : 1);
 	nn_arch_set_heads(&a, heads & ~TU_SE);
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
