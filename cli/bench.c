@@ -298,8 +298,8 @@ static int bench_train(int argc, char **argv)
 			    .def = "the runtime's"),
 		CLI_OPT_INT("--device", NULL, &o.device, 0, 64, "N", "cuda device"),
 		CLI_OPT_CHOICE("--algo", NULL, &o.algo, algo_names, "A",
-			       "cpu: the tower's 3x3 convolutions: direct, or (auto, winograd) "
-			       "Winograd's where oneDNN has it"),
+			       "cpu: the tower's 3x3 convolutions: direct, Winograd's where "
+			       "oneDNN has it, or auto (Winograd from 32 channels)"),
 		CLI_OPT_STRING("--save", NULL, &o.save, "FILE",
 			       "write the random network it trains (to time another framework "
 			       "on the same network)"),

@@ -1112,10 +1112,12 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 	dnnl_format_tag_t in_tag = blocked ? dnnl_format_tag_any : dnnl_nhwc;
 	/* The tower's 3x3 convs (most of the work) in Winograd's algorithm
 	 * where oneDNN has it: 6x64 19x19 at batch 64 on 2 AVX-512 cores,
-	 * 302 samples/s against 185 direct. The input conv's width rarely
-	 * suits it; it stays direct. */
-	t->winograd = o->algo != NN_CONV_DIRECT && a->blocks &&
-		      tr_conv_has_winograd(c, N, C, C, H, W, tl, tl, 1);
+	 * 302 samples/s against 185 direct. Auto keeps narrow towers direct:
+	 * at 16 channels Winograd was 10-20% slower (9x9, batch 256), at 32
+	 * and 48 level, at 64 faster on every board. The input conv's width
+	 * rarely suits it; it stays direct. */
+	t->winograd = (o->algo == NN_CONV_WINOGRAD || (o->algo == NN_CONV_AUTO && C >= 32)) &&
+		      a->blocks && tr_conv_has_winograd(c, N, C, C, H, W, tl, tl, 1);
 	dnnl_alg_kind_t tower_alg = t->winograd ? dnnl_convolution_winograd : dnnl_convolution_direct;
 	if (tr_conv_prims_make(c, &t->cp_in, N, a->in_planes, C, 3, H, W, in_tag, tl, 0,
 			       dnnl_convolution_direct, err, errlen) < 0 ||

@@ -108,10 +108,11 @@ typedef struct train_options {
 	uint64_t seed;             /* seed of the trainer's RNG (trainer_random) */
 	train_layout layout;       /* activation layout of the tower */
 	nn_conv_algo algo;         /* the tower's 3x3 convolutions: NN_CONV_DIRECT, or
-				    * (auto or winograd) Winograd F(4x4, 3x3) where oneDNN
-				    * 2.6 has all three passes for the shape (AVX-512, the
-				    * blocked layout, a width that is a multiple of 16), else
-				    * direct. fp32 either way: results differ by rounding */
+				    * Winograd F(4x4, 3x3) where oneDNN 2.6 has all three
+				    * passes for the shape (AVX-512, the blocked layout, a
+				    * width that is a multiple of 16; auto: and at least 32
+				    * wide), else direct. fp32 either way: results differ
+				    * by rounding */
 } train_options;
 
 /* A minibatch, laid out for the net's arch. */
