@@ -126,6 +126,13 @@ int cli_opt_int_list(const cli_opt *o, const char *value, char *err, size_t errl
 		     "weight of the score loss; W > 0 gives a new Go network a score head (the " \
 		     "final score over the board's points; CPU learner)")
 
+/* --se-channels into *p (an int), as sente run and sente train take it. */
+#define CLI_OPT_SE_CHANNELS(p)                                                                 \
+	CLI_OPT_INT("--se-channels", NULL, p, 0, 512, "N",                                    \
+		    "squeeze-excitation in every block of a new network (Leela Chess Zero's "   \
+		    "global pooling: each block scales and shifts its channels by FCs of "      \
+		    "their means over the board), N the bottleneck; 0 plain blocks (CPU learner)")
+
 /* The three backend options with their usual help; `p` is an
  * nn_backend_options *, the def_* texts say the command's defaults. */
 #define CLI_OPT_NN_BACKEND(p, d, h) CLI_OPT_CALL("--backend", NULL, p, cli_opt_nn_flag, "B", h, .def = (d))

@@ -70,10 +70,7 @@ int cli_run(int argc, char **argv)
 			    .given = &blocks_given, .def = "C4 4, Go 9x9 4, larger Go 6"),
 		CLI_OPT_INT("--channels", NULL, &o.channels, 4, 512, "C", "channels of a new network",
 			    .given = &channels_given, .def = "C4 48, Go 9x9 48, larger Go 64"),
-		CLI_OPT_INT("--se-channels", NULL, &o.se_channels, 0, 512, "N",
-			    "squeeze-excitation in every block of a new network (Leela Chess Zero's "
-			    "global pooling: each block scales and shifts its channels by FCs of "
-			    "their means over the board), N the bottleneck; 0 plain blocks (CPU learner)"),
+		CLI_OPT_SE_CHANNELS(&o.se_channels),
 		CLI_OPT_INT("--parallel-games", NULL, &o.parallel_games, 1, 1024, "K",
 			    "self-play games at once", .given = &par_given, .def = "C4 32, Go 64"),
 		CLI_OPT_INT("--games-per-thread", NULL, &o.games_per_thread, 1, 1024, "K",

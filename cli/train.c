@@ -118,10 +118,7 @@ int cli_train(int argc, char **argv)
 			    .given = &blocks_given, .def = "4 on Connect Four and 9x9 Go, else 6"),
 		CLI_OPT_INT("--channels", NULL, &o.channels, 4, 512, "C", "a new network's channels",
 			    .given = &channels_given, .def = "48 on Connect Four and 9x9 Go, else 64"),
-		CLI_OPT_INT("--se-channels", NULL, &o.se_channels, 0, 512, "N",
-			    "squeeze-excitation in every block of a new network (Leela Chess Zero's "
-			    "global pooling: each block scales and shifts its channels by FCs of "
-			    "their means over the board), N the bottleneck; 0 plain blocks (CPU learner)"),
+		CLI_OPT_SE_CHANNELS(&o.se_channels),
 		CLI_OPT_INT("--seed", NULL, &o.seed, 0, 0x7fffffffL, "N",
 			    "a new network's seed, and the trainer's"),
 		CLI_OPT_FLAG("--json", NULL, &json,

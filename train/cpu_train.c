@@ -933,16 +933,16 @@ static size_t tr_at(const trainer *t, int n, int c, size_t *step)
 	return (size_t)n * HW * C + (size_t)c;
 }
 
-/* SE forward on the layer's BN output in L->a (kept in se->u): a becomes
- * gate * u + bias, for all the trainer's positions. */
+/* SE forward on the layer's BN output, which the BN wrote into se->u:
+ * a = gate * u + bias, for all the trainer's positions. */
 static void tr_se_fwd(trainer *t, tr_layer *L)
 {
 	tr_se *e = L->se;
 	const nn_arch *a = &t->net->arch;
 	int C = a->channels, S = a->se_channels, HW = a->board_w * a->board_h;
 	const nn_fc *f1 = &e->blk->se1, *f2 = &e->blk->se2;
-	float *x = tr_ptr(L->a), *u = tr_ptr(e->u);
-	memcpy(u, x, sizeof(float) * tr_floats(L->a));
+	float *x = tr_ptr(L->a);
+	const float *u = tr_ptr(e->u);
 	for (int n = 0; n < t->batch; n++) {
 		float *pool = e->pool + (size_t)n * C, *hid = e->hid + (size_t)n * S,
 		      *gate = e->gate + (size_t)n * 2 * C;
@@ -1324,22 +1324,24 @@ static int tr_layer_fwd(trainer *t, tr_layer *L, dnnl_memory_t src, dnnl_memory_
 	char *err = t->err;
 	size_t errlen = sizeof(t->err);
 	int rc = 0;
+	/* An SE layer's BN writes the gate's input, kept for the backward. */
+	dnnl_memory_t bn = L->se ? L->se->u : L->a;
 	RUN(&L->cp->fwd, { DNNL_ARG_SRC, src }, { DNNL_ARG_WEIGHTS, L->w.w_fwd },
 	    { DNNL_ARG_BIAS, L->w.b }, { DNNL_ARG_DST, L->z });
 	if (training) {
-		RUN(&L->bp->fwd, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_DST, L->a },
+		RUN(&L->bp->fwd, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_DST, bn },
 		    { DNNL_ARG_MEAN, L->mean }, { DNNL_ARG_VARIANCE, L->var },
 		    { DNNL_ARG_SCALE, L->gamma }, { DNNL_ARG_SHIFT, L->beta });
 		if (tr_sync(t)) {
 			DNNL_CHECK(dnnl_stream_wait(c->stream));
 			if (tr_bn_sync_stats(t, L) < 0)
 				return -1;
-			RUN(&L->bp->inf, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_DST, L->a },
+			RUN(&L->bp->inf, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_DST, bn },
 			    { DNNL_ARG_MEAN, L->mean }, { DNNL_ARG_VARIANCE, L->var },
 			    { DNNL_ARG_SCALE, L->gamma }, { DNNL_ARG_SHIFT, L->beta });
 		}
 	} else
-		RUN(&L->bp->inf, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_DST, L->a },
+		RUN(&L->bp->inf, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_DST, bn },
 		    { DNNL_ARG_MEAN, L->rmean }, { DNNL_ARG_VARIANCE, L->rvar },
 		    { DNNL_ARG_SCALE, L->gamma }, { DNNL_ARG_SHIFT, L->beta });
 	if (L->se) {

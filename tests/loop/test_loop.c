@@ -228,6 +228,26 @@ Test(loop, run_stops_when_asked)
 	loop_test_rmdir(dir);
 }
 
+/* The newest registered model of the run in dir, loaded. */
+static nn_net *newest_model(const char *dir)
+{
+	char path[512], err[256];
+	snprintf(path, sizeof(path), "%s/sente.db", dir);
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT file FROM models ORDER BY id DESC LIMIT 1", -1, &st,
+					NULL),
+		     SQLITE_OK);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+	snprintf(path, sizeof(path), "%s/%s", dir, (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	nn_net *net = nn_net_load(path, NULL, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	return net;
+}
+
 /* --sizes 5,7: one network for both boards, its frame 7x7; self-play
  * plays both, the learner trains on both, and the exported network says
  * so (and a resumed run keeps them without the flag). */
@@ -260,18 +280,9 @@ Test(loop, one_network_for_two_board_sizes, .timeout = 240)
 		n[k] = sqlite3_column_int(st, 0);
 		sqlite3_finalize(st);
 	}
-	sqlite3_stmt *st;
-	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT file FROM models ORDER BY id DESC LIMIT 1", -1, &st,
-					NULL),
-		     SQLITE_OK);
-	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-	char model[512];
-	snprintf(model, sizeof(model), "%s/%s", dir, (const char *)sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
 	sqlite3_close(db);
 	cr_assert(n[0] > 0 && n[1] > 0, "games of 5x5: %d, of 7x7: %d", n[0], n[1]);
-	nn_net *net = nn_net_load(model, NULL, err, sizeof(err));
-	cr_assert(net, "%s", err);
+	nn_net *net = newest_model(dir);
 	cr_assert_eq(net->arch.board_w, 7);
 	cr_assert_eq(net->arch.sizes, 1u << 5 | 1u << 7);
 	nn_net_free(net);
@@ -280,26 +291,6 @@ Test(loop, one_network_for_two_board_sizes, .timeout = 240)
 	o.minutes = 0.1;
 	cr_assert_eq(loop_run(&o, err, sizeof(err)), 0, "%s", err);
 	loop_test_rmdir(dir);
-}
-
-/* The newest registered model of the run in dir, loaded. */
-static nn_net *newest_model(const char *dir)
-{
-	char path[512], err[256];
-	snprintf(path, sizeof(path), "%s/sente.db", dir);
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
-	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT file FROM models ORDER BY id DESC LIMIT 1", -1, &st,
-					NULL),
-		     SQLITE_OK);
-	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-	snprintf(path, sizeof(path), "%s/%s", dir, (const char *)sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	nn_net *net = nn_net_load(path, NULL, err, sizeof(err));
-	cr_assert(net, "%s", err);
-	return net;
 }
 
 /* --se-channels 8: a new network of squeeze-excitation blocks, which
