@@ -142,6 +142,10 @@ static int bench_nn(int argc, char **argv)
 			     "batch sizes, comma-separated", .lo = 1, .hi = 4096, .def = "1,8,32"),
 		CLI_OPT_INT("--threads", NULL, &o.backend.threads, 0, 1024, "N",
 			    "compute threads; 0: the runtime's choice"),
+		CLI_OPT_INT("--lanes", NULL, &o.backend.lanes, 1, 16, "N",
+			    "CPU: copies of the network that split the threads, each running "
+			    "batches of the given size at once in its own thread (as self-play's "
+			    "--nn-lanes); evals_per_s is their sum", .def = "1"),
 		CLI_OPT_NN_BACKEND(&o.backend, "cpu", "cpu, cuda or auto"),
 		CLI_OPT_NN_GPUS(&o.backend, "0", "CUDA device to measure (the first of the list)"),
 		CLI_OPT_NN_PRECISION(&o.backend, "fp32; fp16 on CUDA",
@@ -179,7 +183,8 @@ static const char search_about[] =
 	"Searches from the empty board as genmove would and prints one JSON line\n"
 	"per search: playouts per second, network evaluations, mean batch size, NN\n"
 	"cache hits, and raw_evals_per_s: the backends' own speed at the same\n"
-	"batch (forward calls alone, measured for a second before the searches),\n"
+	"batch (forward calls alone, measured for a second before the searches;\n"
+	"on CPU lanes, every lane at once at one search thread's batch),\n"
 	"with search_to_raw = playouts_per_s / raw_evals_per_s.\n";
 
 /* search_bench_fn: one JSON line per search (ctx: the options). */
@@ -187,12 +192,12 @@ static void print_search(void *ctx, const search_bench_result *r)
 {
 	const search_bench_options *o = ctx;
 	printf("{\"bench\":\"search\",\"backend\":\"%s\",\"precision\":\"%s\",\"gpus\":%d,"
-	       "\"game\":\"%s\",\"size\":%d,"
+	       "\"lanes\":%d,\"game\":\"%s\",\"size\":%d,"
 	       "\"blocks\":%d,\"channels\":%d,\"threads\":%d,\"batch\":%d,\"visits\":%d,"
 	       "\"playouts\":%llu,\"seconds\":%.3f,\"playouts_per_s\":%.1f,"
 	       "\"evals\":%llu,\"mean_batch\":%.2f,\"cache_hits\":%llu,"
 	       "\"raw_evals_per_s\":%.1f,\"search_to_raw\":%.3f}\n",
-	       r->backend, nn_dtype_name(r->precision), r->gpus, game_kind_name(r->game.kind),
+	       r->backend, nn_dtype_name(r->precision), r->gpus, r->lanes, game_kind_name(r->game.kind),
 	       r->game.size, r->blocks, r->channels, o->threads, o->batch, r->visits,
 	       (unsigned long long)r->playouts, r->seconds, r->playouts_per_s,
 	       (unsigned long long)r->evals, r->mean_batch, (unsigned long long)r->cache_hits,
@@ -222,6 +227,9 @@ static int bench_search(int argc, char **argv)
 			    "per round"),
 		CLI_OPT_INT("--nn-threads", NULL, &o.backend.threads, 1, 1024, "N",
 			    "network compute threads", .def = "all cores"),
+		CLI_OPT_INT("--nn-lanes", NULL, &o.backend.lanes, 1, 16, "N",
+			    "CPU: copies of the network that split the compute threads, each "
+			    "running one search thread's batch at a time", .def = "one per compute thread, at most the search threads"),
 		CLI_OPT_NN_BACKEND(&o.backend, "auto", "auto, cpu or cuda"),
 		CLI_OPT_NN_GPUS(&o.backend, "0", "CUDA devices, one evaluator thread each"),
 		CLI_OPT_NN_PRECISION(&o.backend, "fp32 on the CPU, fp16 on CUDA",

@@ -53,6 +53,10 @@ int cli_gtp(int argc, char **argv)
 		CLI_OPT_INT("--batch", "-b", &opt.batch, 1, 4096, "N", "largest network batch"),
 		CLI_OPT_INT("--nn-threads", NULL, &opt.nn.threads, 1, 1024, "N",
 			    "network compute threads", .def = "all cores"),
+		CLI_OPT_INT("--nn-lanes", NULL, &opt.nn.lanes, 1, 16, "N",
+			    "CPU: copies of the network that split the compute threads, each "
+			    "running one search thread's batch at a time",
+			    .def = "one per compute thread, at most the search threads"),
 		CLI_OPT_NN_BACKEND(&opt.nn, "auto: CUDA when a device is present, else the CPU",
 				   "auto, cpu or cuda; cuda falls back to the CPU with a message when "
 				   "no device can be used"),

@@ -138,6 +138,16 @@ int cli_opt_int_list(const cli_opt *o, const char *value, char *err, size_t errl
 #define CLI_OPT_NN_BACKEND(p, d, h) CLI_OPT_CALL("--backend", NULL, p, cli_opt_nn_flag, "B", h, .def = (d))
 #define CLI_OPT_NN_GPUS(p, d, h) CLI_OPT_CALL("--gpus", NULL, p, cli_opt_nn_flag, "LIST", h, .def = (d))
 #define CLI_OPT_NN_PRECISION(p, d, h) CLI_OPT_CALL("--precision", NULL, p, cli_opt_nn_flag, "P", h, .def = (d))
+/* Self-play's CPU lanes and their worker threads, as sente selfplay and
+ * sente run take them: `nn` an nn_backend_options *, `per` an int *. */
+#define CLI_OPT_SELFPLAY_LANES(nn, per)                                                        \
+	CLI_OPT_INT("--nn-lanes", NULL, &(nn)->lanes, 1, 16, "N",                                \
+		    "CPU: independent copies of the network, the compute threads split among "   \
+		    "them, each fed by its share of the games (1: one copy on every thread)",    \
+		    .def = "one per compute thread"),                                            \
+	CLI_OPT_INT("--games-per-thread", NULL, per, 1, 1024, "K",                               \
+		    "games one worker thread plays, their leaves evaluated as one batch",         \
+		    .def = "the games split evenly over the CPU lanes, else 1")
 
 /* A command (or a subcommand such as "bench nn"): its table, its help
  * text and where positional arguments go. */

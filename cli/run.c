@@ -73,8 +73,7 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_SE_CHANNELS(&o.se_channels),
 		CLI_OPT_INT("--parallel-games", NULL, &o.parallel_games, 1, 1024, "K",
 			    "self-play games at once", .given = &par_given, .def = "C4 32, Go 64"),
-		CLI_OPT_INT("--games-per-thread", NULL, &o.games_per_thread, 1, 1024, "K",
-			    "self-play games one worker thread plays, their leaves evaluated as one batch"),
+		CLI_OPT_SELFPLAY_LANES(&o.nn, &o.games_per_thread),
 		CLI_OPT_CALL("--sizes", NULL, &sizes, cli_opt_int_list, "LIST",
 			     "Go: one network for these board sizes (e.g. 9,13), each self-play "
 			     "game on one of them; the network's frame is the largest",

@@ -915,24 +915,30 @@ gtp_engine *gtp_engine_new(const gtp_options *opt, char *err, size_t errlen)
 		if (!opt->size_given || !nd->has_size)
 			gp.size = np.size; /* a net of several sizes: its largest */
 		e->enc = e->net->arch.encoding;
-		if (nn_backend_set_open(&e->bes, e->net, opt->batch > 0 ? opt->batch : 1, &opt->nn,
+		nn_backend_options bo = opt->nn;
+		bo.lanes = nn_lanes_resolve(&bo, opt->search.threads > 0 ? opt->search.threads : 1);
+		if (nn_backend_set_open(&e->bes, e->net, opt->batch > 0 ? opt->batch : 1, &bo,
 					lerr, sizeof(lerr)) < 0) {
 			snprintf(err, errlen, "backend: %s", lerr);
 			goto fail;
 		}
 	}
+	/* Each search thread gathers enough leaves that together they fill
+	 * a batch: few threads, full batches. */
+	if (e->opt.search.gather <= 1 && e->opt.batch > e->opt.search.threads)
+		e->opt.search.gather = e->opt.batch / (e->opt.search.threads > 0 ? e->opt.search.threads : 1);
 	eval_options eo = eval_options_default();
 	eo.max_batch = opt->batch > 0 ? opt->batch : 1;
+	/* On CPU lanes a batch is one search thread's leaves, so that the
+	 * lanes run different threads' batches at once. */
+	if (e->bes.lanes > 1 && e->opt.search.gather > 0 && e->opt.search.gather < eo.max_batch)
+		eo.max_batch = e->opt.search.gather;
 	eo.cache_bytes = opt->cache_bytes;
 	eo.seed = opt->search.seed;
 	eo.plain_prior = opt->plain_prior;
 	e->ev = eval_new(e->bes.be, e->bes.n, e->enc, &eo, err, errlen);
 	if (!e->ev)
 		goto fail;
-	/* Each search thread gathers enough leaves that together they fill
-	 * a batch: few threads, full batches. */
-	if (e->opt.search.gather <= 1 && e->opt.batch > e->opt.search.threads)
-		e->opt.search.gather = e->opt.batch / (e->opt.search.threads > 0 ? e->opt.search.threads : 1);
 	e->search = mcts_new(e->ev, &e->opt.search, err, errlen);
 	if (!e->search)
 		goto fail;

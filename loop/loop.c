@@ -157,11 +157,16 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 			       o->sizes[k]);
 	if (!o->n_sizes)
 		snprintf(sizes, sizeof(sizes), "%d", o->game.size);
+	char per[16] = "auto", lanes[16] = "auto";
+	if (o->games_per_thread > 0)
+		snprintf(per, sizeof(per), "%d", o->games_per_thread);
+	if (o->nn.lanes > 0)
+		snprintf(lanes, sizeof(lanes), "%d", o->nn.lanes);
 	for (int k = 0, at = 0; k < o->n_lr_drops; k++)
 		at += snprintf(drops + at, sizeof(drops) - (size_t)at, "%s%d", k ? "," : "",
 			       o->lr_drops[k]);
 	snprintf(buf, len,
-		 "game %s\nblocks %d\nchannels %d\nparallel-games %d\ngames-per-thread %d\n"
+		 "game %s\nblocks %d\nchannels %d\nparallel-games %d\ngames-per-thread %s\nnn-lanes %s\n"
 		 "eval-batch %d\nvisits %d\ncheap-visits %d\npositions %lld\nwindow %lld\nbatch %d\nsample-ratio %g\n"
 		 "lr %g\ntemperature %g\ntemperature-moves %d\ntemperature-end %d\n"
 		 "temperature-floor %g\ncpuct %g\nfpu %g\nfpu-root %g\nfpu-root-noise %g\n"
@@ -174,7 +179,7 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 "gumbel %d\ngumbel-m %d\nmeasure-every %d\nmeasure-share %g\nopp-weight %g\n"
 		 "own-weight %g\nscore-weight %g\nlearner-ranks %d\nsizes %s\nse-channels %d\n",
 		 game_desc_from_params(&o->game)->name, o->blocks, o->channels, o->parallel_games,
-		 o->games_per_thread, selfplay_batch(o), o->visits, o->cheap_visits,
+		 per, lanes, selfplay_batch(o), o->visits, o->cheap_visits,
 		 (long long)o->positions_per_iter, (long long)o->window,
 		 o->batch, o->sample_ratio, o->lr, x->temperature, x->temperature_moves,
 		 x->temperature_end, x->temperature_floor, x->cpuct, x->fpu_reduction, x->fpu_root,

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nn/cpu/peak.h"
 #include "nn/cuda/cuda.h"
@@ -232,20 +233,55 @@ int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
 		o.precision = NN_DTYPE_FP32;
 		note = ", fp16 is GPU-only";
 	}
-	s->be[0] = nn_backend_new(&nn_backend_cpu, net, max_batch, &o, err, errlen);
-	if (!s->be[0])
-		return -1;
-	s->n = 1;
+	int threads = o.threads > 0 ? o.threads : nn_cpu_threads_default();
+	int lanes = opt->lanes < 1 ? 1 : opt->lanes;
+	if (lanes > threads)
+		lanes = threads;
+	if (lanes > NN_MAX_GPUS)
+		lanes = NN_MAX_GPUS;
+	for (int i = 0; i < lanes; i++) {
+		/* One lane keeps threads 0 (the runtime's default). */
+		if (lanes > 1)
+			o.threads = threads / lanes + (i < threads % lanes);
+		s->be[i] = nn_backend_new(&nn_backend_cpu, net, max_batch, &o, err, errlen);
+		if (!s->be[i]) {
+			nn_backend_set_close(s);
+			return -1;
+		}
+		s->n++;
+	}
+	s->lanes = lanes;
 	s->precision = o.precision;
+	char lane_note[64] = "";
+	if (lanes > 1 && threads % lanes == 0)
+		snprintf(lane_note, sizeof(lane_note), ", %d lanes of %d thread%s", lanes,
+			 threads / lanes, threads == lanes ? "" : "s");
+	else if (lanes > 1)
+		snprintf(lane_note, sizeof(lane_note), ", %d lanes over %d threads", lanes, threads);
 	if (why[0]) /* the note first: a long reason may be cut */
-		snprintf(s->what, sizeof(s->what), "cpu %s (CUDA %s%s: %s)",
-			 nn_dtype_name(o.precision),
+		snprintf(s->what, sizeof(s->what), "cpu %s%s (CUDA %s%s: %s)",
+			 nn_dtype_name(o.precision), lane_note,
 			 opt->kind == NN_BACKEND_CUDA ? "requested but not usable, falling back" : "not used",
 			 note, why);
 	else
-		snprintf(s->what, sizeof(s->what), "cpu %s%s", nn_dtype_name(o.precision),
-			 note[0] ? " (fp16 is GPU-only)" : "");
+		snprintf(s->what, sizeof(s->what), "cpu %s%s%s", nn_dtype_name(o.precision),
+			 note[0] ? " (fp16 is GPU-only)" : "", lane_note);
 	return 0;
+}
+
+int nn_lanes_resolve(const nn_backend_options *opt, int feeders)
+{
+	if (opt->lanes > 0)
+		return opt->lanes;
+	int threads = opt->threads > 0 ? opt->threads : nn_cpu_threads_default();
+	int lanes = threads < feeders ? threads : feeders;
+	return lanes < 1 ? 1 : lanes;
+}
+
+int nn_cpu_threads_default(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
 }
 
 void nn_backend_set_close(nn_backend_set *s)
@@ -253,4 +289,5 @@ void nn_backend_set_close(nn_backend_set *s)
 	for (int i = 0; i < s->n; i++)
 		nn_backend_free(s->be[i]);
 	s->n = 0;
+	s->lanes = 0;
 }

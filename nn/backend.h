@@ -47,6 +47,12 @@ typedef struct nn_backend_options {
 	nn_dtype precision;     /* arithmetic of the tower */
 	nn_conv_algo algo;      /* convolution algorithm choice */
 	int device;             /* device index (CUDA); ignored by the CPU */
+	int lanes;              /* CPU: independent copies of the network that
+				 * nn_backend_set_open makes, the threads split
+				 * among them, each run by its own evaluator
+				 * server; 0 or 1: one. A lane of one thread
+				 * never waits on another thread inside a
+				 * forward call (docs/ARCHITECTURE.md) */
 	int verbose;            /* 1: describe the chosen primitives on stderr */
 	int calib_positions;    /* int8: positions (random legal play, fixed seed)
 				 * whose fp32 activations set the scales; 0 =
@@ -170,6 +176,8 @@ int nn_backend_parse_flag(const char *flag, const char *value, nn_backend_option
 typedef struct nn_backend_set {
 	nn_backend *be[NN_MAX_GPUS]; /* the backends, for eval_new */
 	int n;                       /* used entries */
+	int lanes;                   /* CPU lanes among them (opt->lanes, at most
+				      * the threads); 0 on CUDA */
 	nn_dtype precision;          /* what they run */
 	char what[256];              /* e.g. "cuda fp16 on GPU 0 (NVIDIA H100)", or
 				      * "cpu fp32 (no CUDA device: ...)" */
@@ -178,9 +186,17 @@ typedef struct nn_backend_set {
 /* Opens the backends that opt->kind asks for (see nn_backend_kind): auto
  * and cuda try every listed GPU and fall back to the CPU when none is there
  * or a CUDA context cannot be made (the reason goes into `what`; nothing
- * crashes). 0, or -1 with a message when even the CPU backend fails. */
+ * crashes). On the CPU, opt->lanes backends (at most the threads, at most
+ * NN_MAX_GPUS) share opt->threads (0: every online core) as evenly as they
+ * can. 0, or -1 with a message when even the CPU backend fails. */
 int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
 			const nn_backend_options *opt, char *err, size_t errlen);
+/* The threads a CPU backend gets for opt->threads 0: the online cores. */
+int nn_cpu_threads_default(void);
+/* opt->lanes, or for 0 (the front ends' default) one lane per compute
+ * thread, but no more than `feeders`: the threads that each send the
+ * network one batch at a time (search threads, self-play games). */
+int nn_lanes_resolve(const nn_backend_options *opt, int feeders);
 /* Frees the backends; a zeroed or already closed set is fine. */
 void nn_backend_set_close(nn_backend_set *s);
 

@@ -2,6 +2,7 @@
 #include "nn/bench.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,18 @@ nn_bench_options nn_bench_options_default(void)
 
 /* planes [n] of random legal play (0 to 2/3 of the points in moves);
  * false when the net's encoding does not fit its game. */
+/* An environment variable as a JSON string's contents: "default" when unset,
+ * "?" when it is long or would need escaping. */
+static const char *json_safe_env(const char *name)
+{
+	const char *v = getenv(name);
+	if (!v)
+		return "default";
+	if (strlen(v) > 16 || strchr(v, '"') || strchr(v, '\\'))
+		return "?";
+	return v;
+}
+
 static bool bench_positions(const nn_arch *a, int n, uint64_t seed, float *planes)
 {
 	game *g = malloc(sizeof(*g));
@@ -145,12 +158,76 @@ out:
 	return rc;
 }
 
+/* One lane's share of a measurement: forward calls of `batch` on its own
+ * backend and outputs, over at least `seconds` after two warm-up calls. */
+typedef struct bench_lane {
+	nn_backend *be;
+	const float *planes;
+	float *policy, *value;
+	int batch;
+	double seconds;
+	long runs;   /* out: timed calls */
+	double took; /* out: their seconds */
+	int failed;  /* out */
+} bench_lane;
+
+static void *bench_lane_main(void *arg)
+{
+	bench_lane *l = arg;
+	/* Warm up: first runs touch fresh memory and JIT caches. */
+	for (int w = 0; w < 2; w++)
+		if (nn_backend_forward(l->be, l->batch, l->planes, l->policy, l->value, NULL) < 0) {
+			l->failed = 1;
+			return NULL;
+		}
+	double t0 = clock_now();
+	do {
+		if (nn_backend_forward(l->be, l->batch, l->planes, l->policy, l->value, NULL) < 0) {
+			l->failed = 1;
+			return NULL;
+		}
+		l->runs++;
+		l->took = clock_now() - t0;
+	} while (l->took < l->seconds);
+	return NULL;
+}
+
+/* Runs the lanes at once, one thread each (the caller's own for a single
+ * lane); their evaluations per second summed, the mean milliseconds per
+ * batch in *ms; -1 when a forward call failed. */
+static double bench_lanes(bench_lane *lanes, int n, double *ms)
+{
+	pthread_t th[NN_MAX_GPUS];
+	int started = 0;
+	if (n == 1) {
+		bench_lane_main(&lanes[0]);
+	} else {
+		for (; started < n; started++)
+			if (pthread_create(&th[started], NULL, bench_lane_main, &lanes[started]) != 0)
+				break;
+		for (int i = 0; i < started; i++)
+			pthread_join(th[i], NULL);
+		if (started < n)
+			return -1;
+	}
+	double evals = 0, msum = 0;
+	for (int i = 0; i < n; i++) {
+		if (lanes[i].failed || lanes[i].runs == 0)
+			return -1;
+		evals += (double)lanes[i].runs * lanes[i].batch / lanes[i].took;
+		msum += 1e3 * lanes[i].took / (double)lanes[i].runs;
+	}
+	*ms = msum / n;
+	return evals;
+}
+
 int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 {
 	int rc = -1;
 	nn_net *net = NULL;
-	nn_backend *be = NULL;
-	float *planes = NULL, *policy = NULL, *value = NULL;
+	nn_backend *be = NULL, *extra[NN_MAX_GPUS] = { NULL };
+	float *planes = NULL, *policy[NN_MAX_GPUS] = { NULL }, *value[NN_MAX_GPUS] = { NULL };
+	int n_lanes = 1;
 	int max_batch = 1;
 	for (int i = 0; i < o->n_batches; i++)
 		if (o->batches[i] > max_batch)
@@ -189,10 +266,27 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 			goto out;
 		}
 	}
+	/* CPU lanes: copies of the network that split the threads, measured
+	 * at once (nn_backend_set_open's split; the first lane is `be`). */
+	int threads = bo.threads > 0 ? bo.threads : nn_cpu_threads_default();
+	if (!cuda && bo.lanes > 1) {
+		n_lanes = bo.lanes < threads ? bo.lanes : threads;
+		if (n_lanes > NN_MAX_GPUS)
+			n_lanes = NN_MAX_GPUS;
+	}
 	double t_create = clock_now();
-	be = nn_backend_new(ops, net, max_batch, &bo, err, errlen);
-	if (!be)
-		goto out;
+	for (int i = 0; i < n_lanes; i++) {
+		nn_backend_options lo = bo;
+		if (n_lanes > 1)
+			lo.threads = threads / n_lanes + (i < threads % n_lanes);
+		nn_backend *b = nn_backend_new(ops, net, max_batch, &lo, err, errlen);
+		if (!b)
+			goto out;
+		if (i == 0)
+			be = b;
+		else
+			extra[i] = b;
+	}
 	t_create = clock_now() - t_create;
 	char dev_json[256] = "";
 	double peak = 0;
@@ -214,7 +308,6 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 	else {
 		/* The CPU's peak for the precision, measured once on the
 		 * threads the backend runs (all cores by default). */
-		int threads = bo.threads > 0 ? bo.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
 		nn_cpu_peak cp = nn_cpu_peak_measure(bo.precision, threads, 0.5);
 		peak = cp.gops;
 		snprintf(dev_json, sizeof(dev_json), ",\"cpu_isa\":\"%s\",\"peak_gops\":%.1f", cp.isa,
@@ -234,11 +327,13 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 	}
 	size_t in_n = (size_t)a->in_planes * a->board_w * a->board_h;
 	planes = malloc(sizeof(float) * in_n * (size_t)max_batch);
-	policy = malloc(sizeof(float) * (size_t)a->policy_outputs * (size_t)max_batch);
-	value = malloc(sizeof(float) * (size_t)max_batch);
-	if (!planes || !policy || !value) {
-		snprintf(err, errlen, "out of memory");
-		goto out;
+	if (!planes)
+		goto oom;
+	for (int i = 0; i < n_lanes; i++) {
+		policy[i] = malloc(sizeof(float) * (size_t)a->policy_outputs * (size_t)max_batch);
+		value[i] = malloc(sizeof(float) * (size_t)max_batch);
+		if (!policy[i] || !value[i])
+			goto oom;
 	}
 	/* Positions of random play, as a search sends them: what the CUDA
 	 * backend packs for upload depends on them (random 0/1 planes cost
@@ -249,27 +344,20 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 			planes[i] = (float)(rng_next(&s) & 1);
 	}
 	double flops = nn_net_flops(net);
-	/* libgomp reads it once at load: spinning workers (the default) lose
-	 * whole time slices when the two cores are shared, PASSIVE does not. */
-	const char *wait_policy = getenv("OMP_WAIT_POLICY");
-	if (!wait_policy || strlen(wait_policy) > 16 || strchr(wait_policy, '"') ||
-	    strchr(wait_policy, '\\'))
-		wait_policy = wait_policy ? "?" : "default";
+	/* libgomp reads both once at load, and how its workers wait between
+	 * layers and batches moves the figures by 2x (cli/main.c). */
+	const char *wait_policy = json_safe_env("OMP_WAIT_POLICY");
+	const char *spincount = json_safe_env("GOMP_SPINCOUNT");
 	for (int bi = 0; bi < o->n_batches; bi++) {
 		int b = o->batches[bi];
-		/* Warm up: first runs touch fresh memory and JIT caches. */
-		for (int w = 0; w < 2; w++)
-			if (nn_backend_forward(be, b, planes, policy, value, NULL) < 0)
-				goto fwd_fail;
-		long runs = 0;
-		double t0 = clock_now(), t;
-		do {
-			if (nn_backend_forward(be, b, planes, policy, value, NULL) < 0)
-				goto fwd_fail;
-			runs++;
-			t = clock_now() - t0;
-		} while (t < o->seconds);
-		double evals = (double)runs * b / t;
+		bench_lane lanes[NN_MAX_GPUS];
+		for (int i = 0; i < n_lanes; i++)
+			lanes[i] = (bench_lane){ .be = i ? extra[i] : be, .planes = planes,
+						 .policy = policy[i], .value = value[i], .batch = b,
+						 .seconds = o->seconds };
+		double ms, evals = bench_lanes(lanes, n_lanes, &ms);
+		if (evals < 0)
+			goto fwd_fail;
 		char tc_json[96] = "";
 		if (cuda)
 			snprintf(tc_json, sizeof(tc_json), ",\"tflops\":%.2f,\"tc_peak_fraction\":%.4f",
@@ -278,24 +366,30 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 			snprintf(tc_json, sizeof(tc_json), ",\"peak_fraction\":%.4f",
 				 evals * flops * 1e-9 / peak);
 		printf("{\"bench\":\"nn\",\"backend\":\"%s\",\"precision\":\"%s\",\"game\":\"%s\","
-		       "\"blocks\":%d,\"channels\":%d,\"size\":%d,\"batch\":%d,\"threads\":%d,"
+		       "\"blocks\":%d,\"channels\":%d,\"size\":%d,\"batch\":%d,\"threads\":%d,\"lanes\":%d,"
 		       "\"evals_per_s\":%.1f,\"ms_per_batch\":%.3f,\"gflops\":%.2f,"
-		       "\"create_s\":%.3f,\"omp_wait_policy\":\"%s\"%s%s%s}\n",
+		       "\"create_s\":%.3f,\"omp_wait_policy\":\"%s\",\"omp_spincount\":\"%s\"%s%s%s}\n",
 		       be->ops->name, nn_dtype_name(bo.precision),
 		       game_kind_name(a->game), a->blocks, a->channels, a->board_w, b,
-		       o->backend.threads, evals, 1e3 * t / runs, evals * flops * 1e-9, t_create,
-		       wait_policy, dev_json, tc_json, acc_json);
+		       o->backend.threads, n_lanes, evals, ms, evals * flops * 1e-9, t_create,
+		       wait_policy, spincount, dev_json, tc_json, acc_json);
 		fflush(stdout);
 	}
 	rc = 0;
+	goto out;
+oom:
+	snprintf(err, errlen, "out of memory");
 	goto out;
 fwd_fail:
 	snprintf(err, errlen, "the backend failed during the benchmark");
 out:
 	nn_backend_free(be);
+	for (int i = 0; i < NN_MAX_GPUS; i++) {
+		nn_backend_free(extra[i]);
+		free(policy[i]);
+		free(value[i]);
+	}
 	nn_net_free(net);
 	free(planes);
-	free(policy);
-	free(value);
 	return rc;
 }

@@ -4,7 +4,7 @@
  * One line per batch size:
  *   {"bench":"nn","backend":"cpu","precision":"fp32","blocks":6,"channels":64,
  *    "size":19,"batch":8,"threads":2,"evals_per_s":...,"ms_per_batch":...,
- *    "gflops":...,"create_s":...,"omp_wait_policy":"default"}
+ *    "gflops":...,"create_s":...,"omp_wait_policy":"ACTIVE","omp_spincount":"10000"}
  * and, for a precision other than fp32, its agreement with an fp32 context
  * over positions of random legal play:
  *    "accuracy_positions":N,"policy_max_abs_diff":...,"policy_kl":...,
@@ -12,8 +12,9 @@
  * (policy_kl: mean KL(fp32 || this) of the softmax over all actions;
  * top1_agreement: share of positions whose largest logit is the same
  * action). create_s is the time to build the context (int8: calibration
- * included); omp_wait_policy echoes OMP_WAIT_POLICY ("default" when unset),
- * which decides the figures on a shared machine.
+ * included); omp_wait_policy and omp_spincount echo OMP_WAIT_POLICY and
+ * GOMP_SPINCOUNT ("default" when unset; sente sets both unless the user set
+ * one, cli/main.c), which move the figures by up to 2x.
  * gflops counts the convolutions and FCs (2 * multiply-adds) per position,
  * times positions per second. On the CPU each line also carries cpu_isa and
  * peak_gops, the cores' peak for the precision (nn/cpu/peak.h, measured

@@ -115,11 +115,20 @@ static nn_net *bench_net(const search_bench_options *o, game_params *gp, char *e
 /* One search from the empty board with a fresh evaluator and tree into *r
  * (the fields of the search; the caller's are kept). 0, or -1 with a
  * message. */
+/* Leaves each search thread gathers per round: together a batch. */
+static int bench_gather(const search_bench_options *o)
+{
+	return o->batch > o->threads ? o->batch / o->threads : 1;
+}
+
 static int bench_once(const search_bench_options *o, nn_backend_set *bs, const nn_net *net,
 		      search_bench_result *r, char *err, size_t errlen)
 {
+	int gather = bench_gather(o);
 	eval_options eo = eval_options_default();
-	eo.max_batch = o->batch;
+	/* On CPU lanes a batch is one search thread's gathered leaves, so
+	 * that the lanes run different threads' batches at once. */
+	eo.max_batch = bs->lanes > 1 ? gather : o->batch;
 	evaluator *ev = eval_new(bs->be, bs->n, net->arch.encoding, &eo, err, errlen);
 	mcts_options mo = mcts_options_default();
 	mo.threads = o->threads;
@@ -129,7 +138,7 @@ static int bench_once(const search_bench_options *o, nn_backend_set *bs, const n
 	size_t need = mcts_memory_for(o->visits, net->arch.policy_outputs);
 	if (need > mo.max_memory)
 		mo.max_memory = need;
-	mo.gather = o->batch > o->threads ? o->batch / o->threads : 1;
+	mo.gather = gather;
 	if (o->virtual_loss >= 0)
 		mo.virtual_loss = o->virtual_loss;
 	mcts *m = ev ? mcts_new(ev, &mo, err, errlen) : NULL;
@@ -168,7 +177,9 @@ int search_bench_run(const search_bench_options *o, search_bench_fn fn, void *ct
 		return -1;
 	nn_backend_set bs;
 	char why[448];
-	if (nn_backend_set_open(&bs, net, o->batch, &o->backend, why, sizeof(why)) < 0) {
+	nn_backend_options bo = o->backend;
+	bo.lanes = nn_lanes_resolve(&bo, o->threads);
+	if (nn_backend_set_open(&bs, net, o->batch, &bo, why, sizeof(why)) < 0) {
 		snprintf(err, errlen, "backend: %s", why);
 		nn_net_free(net);
 		return -1;
@@ -180,7 +191,9 @@ int search_bench_run(const search_bench_options *o, search_bench_fn fn, void *ct
 	r.gpus = bs.be[0]->ops == &nn_backend_cpu ? 0 : bs.n;
 	r.blocks = net->arch.blocks;
 	r.channels = net->arch.channels;
-	r.raw_evals_per_s = raw_evals_per_s(&bs, o->batch, o->raw_seconds);
+	r.lanes = bs.lanes;
+	r.raw_evals_per_s = raw_evals_per_s(&bs, bs.lanes > 1 ? bench_gather(o) : o->batch,
+					    o->raw_seconds);
 	int rc = 0;
 	for (r.run = 0; r.run < o->repeat && rc == 0; r.run++) {
 		rc = bench_once(o, &bs, net, &r, err, errlen);

@@ -38,6 +38,8 @@ typedef struct search_bench_result {
 	const char *backend;        /* the first backend's name, "cpu" or "cuda" */
 	nn_dtype precision;         /* what the backends run */
 	int gpus;                   /* CUDA contexts; 0 on the CPU */
+	int lanes;                  /* CPU lanes (each running one search
+				     * thread's batch); 0 on CUDA */
 	game_params game;           /* as searched */
 	int blocks, channels;       /* the network's */
 	int visits;                 /* root visits after the search */

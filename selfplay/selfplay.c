@@ -62,6 +62,9 @@ struct selfplay {
 	int64_t games_started_run;  /* games begun this run */
 	int64_t games_done_run;     /* games finished this run */
 	double deadline;            /* monotonic seconds, 0: none */
+	int auto_per;               /* games a worker drives when games_per_thread
+				     * is 0: the model's lane batch on CPU lanes,
+				     * else 1 (guarded by mu) */
 	atomic_int stop;            /* workers must stop */
 	atomic_int active;          /* workers still running */
 	volatile sig_atomic_t *ext_stop; /* the caller's signal flag */
@@ -80,7 +83,7 @@ selfplay_options selfplay_options_default(const game_params *g)
 	memset(&o, 0, sizeof(o));
 	o.game = *g;
 	o.parallel_games = 16;
-	o.games_per_thread = 1;
+	o.games_per_thread = 0;
 	o.visits = 200;
 	o.cheap_visits = 40;
 	o.full_fraction = 0.25;
@@ -214,11 +217,20 @@ int selfplay_set_model(selfplay *sp, const nn_net *net, int64_t model_id, char *
 		 * (docs/LEARNING.md, "Self-play at bf16 or int8"). */
 		nn_backend_options bo = sp->opt.nn;
 		bo.cpu_int8_default = 1;
+		bo.lanes = nn_lanes_resolve(&bo, sp->opt.parallel_games);
 		if (nn_backend_set_open(&m->bes, m->net, sp->opt.batch, &bo, err, errlen) < 0)
 			goto fail;
 	}
+	/* On CPU lanes the games split evenly over them, each lane's batch
+	 * the leaves of its share: one lane computes while the worker of
+	 * another expands and descends its trees. */
+	int batch = sp->opt.batch, per = 1;
+	if (m->bes.lanes > 1) {
+		int share = (sp->opt.parallel_games + m->bes.lanes - 1) / m->bes.lanes;
+		batch = per = share < batch ? share : batch;
+	}
 	eval_options eo = eval_options_default();
-	eo.max_batch = sp->opt.batch;
+	eo.max_batch = batch;
 	eo.cache_bytes = sp->opt.cache_bytes;
 	if (sp->opt.fill_wait_us > 0)
 		eo.fill_wait_us = sp->opt.fill_wait_us;
@@ -229,6 +241,7 @@ int selfplay_set_model(selfplay *sp, const nn_net *net, int64_t model_id, char *
 	pthread_mutex_lock(&sp->mu);
 	sp_model *old = sp->model;
 	sp->model = m;
+	sp->auto_per = per;
 	snprintf(sp->backend, sizeof(sp->backend), "%s", m->bes.n ? m->bes.what : "none");
 	pthread_mutex_unlock(&sp->mu);
 	model_release(sp, old);
@@ -252,8 +265,8 @@ selfplay *selfplay_new(const selfplay_options *o, char *err, size_t errlen)
 		sp->opt.parallel_games = 1;
 	if (sp->opt.batch < 1)
 		sp->opt.batch = 1;
-	if (sp->opt.games_per_thread < 1)
-		sp->opt.games_per_thread = 1;
+	if (sp->opt.games_per_thread < 0)
+		sp->opt.games_per_thread = 0;
 	if (sp->opt.visits < 1)
 		sp->opt.visits = 1;
 	pthread_mutex_init(&sp->mu, NULL);
@@ -784,7 +797,12 @@ int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_
 	int n = sp->opt.parallel_games;
 	if (games > 0 && games < n)
 		n = (int)games;
-	int per = sp->opt.games_per_thread, n_workers = (n + per - 1) / per;
+	pthread_mutex_lock(&sp->mu);
+	int per = sp->opt.games_per_thread > 0 ? sp->opt.games_per_thread : sp->auto_per;
+	pthread_mutex_unlock(&sp->mu);
+	if (per < 1)
+		per = 1;
+	int n_workers = (n + per - 1) / per;
 	sp_worker *w = calloc((size_t)n_workers, sizeof(*w));
 	if (!w)
 		return -1;

@@ -64,7 +64,9 @@ typedef struct selfplay_options {
 	int parallel_games;      /* games at once */
 	int games_per_thread;    /* games one worker thread drives, their leaves
 				  * evaluated as one batch per round: the
-				  * workers are ceil(parallel_games / this) */
+				  * workers are ceil(parallel_games / this);
+				  * 0 (the default): the games split evenly
+				  * over the CPU lanes (nn.lanes), else 1 */
 	int visits;              /* full search visits (recorded moves) */
 	int cheap_visits;        /* cheap search visits; 0 turns playout-cap randomisation off */
 	double full_fraction;    /* chance that a move gets the full search */
@@ -76,7 +78,10 @@ typedef struct selfplay_options {
 	double no_resign_fraction; /* games that never resign, to measure false resignations */
 	int resign_after_moves;  /* no resignation before this many moves */
 	int batch;               /* largest network batch */
-	nn_backend_options nn;   /* network threads and precision */
+	nn_backend_options nn;   /* network threads, lanes and precision; lanes
+				  * 0 (the default): one lane per thread, each
+				  * lane's batch its share of the games, at
+				  * most `batch` */
 	size_t cache_bytes;      /* NN cache */
 	int fill_wait_us;        /* longest wait for the other games' leaves
 				  * before a short batch (eval_options);

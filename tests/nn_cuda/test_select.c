@@ -103,6 +103,50 @@ Test(nn_select, cpu_is_cpu)
 	nn_net_free(net);
 }
 
+/* CPU lanes: copies of the network that split the threads, each giving
+ * the answers one backend gives; never more lanes than threads. */
+Test(nn_select, cpu_lanes_split_the_threads)
+{
+	nn_net *net = sel_net();
+	char err[256];
+	nn_backend_options o = nn_backend_options_default();
+	o.kind = NN_BACKEND_CPU;
+	o.threads = 3;
+	o.lanes = 2;
+	nn_backend_set s, one;
+	cr_assert_eq(nn_backend_set_open(&s, net, 4, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.n, 2);
+	cr_assert_eq(s.lanes, 2);
+	cr_assert_str_eq(s.what, "cpu fp32, 2 lanes over 3 threads");
+	o.lanes = 1;
+	o.threads = 1;
+	cr_assert_eq(nn_backend_set_open(&one, net, 4, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(one.n, 1);
+	cr_assert_eq(one.lanes, 1);
+	cr_assert_str_eq(one.what, "cpu fp32");
+	float planes[4 * 27 * 81], pol[3][4 * 82], val[3][4];
+	for (size_t i = 0; i < sizeof(planes) / sizeof(planes[0]); i++)
+		planes[i] = (float)((i * 2654435761u) >> 31 & 1);
+	cr_assert_eq(nn_backend_forward(one.be[0], 4, planes, pol[0], val[0], NULL), 0);
+	for (int l = 0; l < 2; l++) {
+		cr_assert_eq(nn_backend_forward(s.be[l], 4, planes, pol[l + 1], val[l + 1], NULL), 0);
+		for (int i = 0; i < 4 * 82; i++)
+			cr_assert_float_eq(pol[l + 1][i], pol[0][i], 1e-4, "lane %d logit %d", l, i);
+		for (int i = 0; i < 4; i++)
+			cr_assert_float_eq(val[l + 1][i], val[0][i], 1e-5, "lane %d value %d", l, i);
+	}
+	nn_backend_set_close(&s);
+	nn_backend_set_close(&one);
+	/* Four lanes on two threads: two lanes of one thread. */
+	o.threads = 2;
+	o.lanes = 4;
+	cr_assert_eq(nn_backend_set_open(&s, net, 4, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.n, 2);
+	cr_assert_str_eq(s.what, "cpu fp32, 2 lanes of 1 thread");
+	nn_backend_set_close(&s);
+	nn_net_free(net);
+}
+
 Test(nn_select, cpu_backend_refuses_fp16)
 {
 	nn_net *net = sel_net();

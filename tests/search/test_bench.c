@@ -57,3 +57,35 @@ Test(search_bench, a_missing_weights_file_is_an_error)
 	cr_assert_eq(search_bench_run(&o, NULL, NULL, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "/nonexistent/net.sente"), "%s", err);
 }
+
+/* CPU lanes in a search: two compute threads and two search threads give
+ * two lanes, each batch one thread's gathered leaves (batch 8 over two
+ * threads: at most 4); one search thread, or --nn-lanes 1, one lane. */
+Test(search_bench, lanes_run_one_search_thread_batch_each)
+{
+	search_bench_options o = search_bench_options_default();
+	o.blocks = 1;
+	o.channels = 8;
+	o.game = game_params_default(GAME_KIND_CONNECT4);
+	o.visits = 200;
+	o.batch = 8;
+	o.repeat = 1;
+	o.raw_seconds = 0.02;
+	o.backend.kind = NN_BACKEND_CPU;
+	o.backend.threads = 2;
+	static const struct { int threads, lanes, want; } cases[] = {
+		{ 2, 0, 2 }, { 1, 0, 1 }, { 2, 1, 1 },
+	};
+	for (int i = 0; i < 3; i++) {
+		o.threads = cases[i].threads;
+		o.backend.lanes = cases[i].lanes;
+		seen s = { 0 };
+		char err[512];
+		cr_assert_eq(search_bench_run(&o, on_result, &s, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(s.last.lanes, cases[i].want, "case %d: %d lanes", i, s.last.lanes);
+		if (cases[i].want == 2)
+			cr_assert(s.last.mean_batch > 1.0 && s.last.mean_batch <= 4.0,
+				  "two lanes: batches of one thread's 4 leaves, mean %.2f",
+				  s.last.mean_batch);
+	}
+}

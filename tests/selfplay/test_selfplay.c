@@ -452,6 +452,41 @@ Test(selfplay, one_thread_drives_several_games)
 	nn_net_free(net);
 }
 
+/* Two compute threads and lanes left to self-play: two lanes of one
+ * thread, the 8 games split over them (two worker threads of 4), so that
+ * no batch holds more than a lane's 4 leaves and most hold all 4; with
+ * one lane asked for, a thread per game and batches of up to 8. */
+Test(selfplay, cpu_lanes_split_the_games)
+{
+	char err[256];
+	selfplay_options o;
+	nn_net *net = small_c4_net(&o);
+	o.nn.threads = 2;
+	o.cache_bytes = 0; /* every leaf reaches the network */
+	o.fill_wait_us = 60 * 1000 * 1000; /* as parallel_games_share_batches: no time limit */
+	double mean[2];
+	for (int k = 0; k < 2; k++) {
+		o.nn.lanes = k ? 1 : 0;
+		selfplay *sp = selfplay_new(&o, err, sizeof(err));
+		cr_assert(sp, "%s", err);
+		cr_assert_eq(selfplay_set_model(sp, net, 3, err, sizeof(err)), 0, "%s", err);
+		char what[256];
+		selfplay_backend(sp, what, sizeof(what));
+		cr_assert_eq(strstr(what, "2 lanes of 1 thread") != NULL, k == 0, "%s", what);
+		collected c = { .sp = sp };
+		cr_assert_eq(selfplay_run(sp, 16, 0, on_game, &c, NULL), 16);
+		cr_assert_eq(c.bad, 0, "%d records did not round-trip or replay", c.bad);
+		selfplay_stats st;
+		selfplay_get_stats(sp, &st);
+		cr_assert_eq(st.games, 16);
+		mean[k] = st.batches ? (double)st.evals / (double)st.batches : 0.0;
+		selfplay_free(sp);
+	}
+	cr_assert(mean[0] > 3.0 && mean[0] <= 4.0, "two lanes of 4 games: mean batch %.2f", mean[0]);
+	cr_assert(mean[1] > 4.0, "one lane, 8 games: mean batch %.2f", mean[1]);
+	nn_net_free(net);
+}
+
 static void *raise_later(void *arg)
 {
 	volatile sig_atomic_t *stop = arg;
