@@ -65,6 +65,7 @@ struct selfplay {
 	int auto_per;               /* games a worker drives when games_per_thread
 				     * is 0: the model's lane batch on CPU lanes,
 				     * else 1 (guarded by mu) */
+	int lanes;                  /* the model's CPU lanes, 0 on CUDA (mu) */
 	atomic_int stop;            /* workers must stop */
 	atomic_int active;          /* workers still running */
 	volatile sig_atomic_t *ext_stop; /* the caller's signal flag */
@@ -242,6 +243,7 @@ int selfplay_set_model(selfplay *sp, const nn_net *net, int64_t model_id, char *
 	sp_model *old = sp->model;
 	sp->model = m;
 	sp->auto_per = per;
+	sp->lanes = m->bes.lanes;
 	snprintf(sp->backend, sizeof(sp->backend), "%s", m->bes.n ? m->bes.what : "none");
 	pthread_mutex_unlock(&sp->mu);
 	model_release(sp, old);
@@ -799,6 +801,9 @@ int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_
 		n = (int)games;
 	pthread_mutex_lock(&sp->mu);
 	int per = sp->opt.games_per_thread > 0 ? sp->opt.games_per_thread : sp->auto_per;
+	/* Fewer games than parallel_games: still one worker per lane. */
+	if (sp->opt.games_per_thread == 0 && sp->lanes > 1 && n < sp->opt.parallel_games)
+		per = (n + sp->lanes - 1) / sp->lanes;
 	pthread_mutex_unlock(&sp->mu);
 	if (per < 1)
 		per = 1;
