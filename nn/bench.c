@@ -33,8 +33,6 @@ nn_bench_options nn_bench_options_default(void)
 	return o;
 }
 
-/* planes [n] of random legal play (0 to 2/3 of the points in moves);
- * false when the net's encoding does not fit its game. */
 /* An environment variable as a JSON string's contents: "default" when unset,
  * "?" when it is long or would need escaping. */
 static const char *json_safe_env(const char *name)
@@ -47,6 +45,8 @@ static const char *json_safe_env(const char *name)
 	return v;
 }
 
+/* planes [n] of random legal play (0 to 2/3 of the points in moves);
+ * false when the net's encoding does not fit its game. */
 static bool bench_positions(const nn_arch *a, int n, uint64_t seed, float *planes)
 {
 	game *g = malloc(sizeof(*g));
@@ -345,7 +345,8 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 	}
 	double flops = nn_net_flops(net);
 	/* libgomp reads both once at load, and how its workers wait between
-	 * layers and batches moves the figures by 2x (cli/main.c). */
+	 * layers moves the figures by 2x either way (README, on
+	 * OMP_WAIT_POLICY; sente sets PASSIVE when it is unset, cli/main.c). */
 	const char *wait_policy = json_safe_env("OMP_WAIT_POLICY");
 	const char *spincount = json_safe_env("GOMP_SPINCOUNT");
 	for (int bi = 0; bi < o->n_batches; bi++) {

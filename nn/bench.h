@@ -3,8 +3,8 @@
  *
  * One line per batch size:
  *   {"bench":"nn","backend":"cpu","precision":"fp32","blocks":6,"channels":64,
- *    "size":19,"batch":8,"threads":2,"evals_per_s":...,"ms_per_batch":...,
- *    "gflops":...,"create_s":...,"omp_wait_policy":"ACTIVE","omp_spincount":"10000"}
+ *    "size":19,"batch":8,"threads":2,"lanes":1,"evals_per_s":...,"ms_per_batch":...,
+ *    "gflops":...,"create_s":...,"omp_wait_policy":"PASSIVE","omp_spincount":"default"}
  * and, for a precision other than fp32, its agreement with an fp32 context
  * over positions of random legal play:
  *    "accuracy_positions":N,"policy_max_abs_diff":...,"policy_kl":...,
@@ -13,8 +13,11 @@
  * top1_agreement: share of positions whose largest logit is the same
  * action). create_s is the time to build the context (int8: calibration
  * included); omp_wait_policy and omp_spincount echo OMP_WAIT_POLICY and
- * GOMP_SPINCOUNT ("default" when unset; sente sets both unless the user set
- * one, cli/main.c), which move the figures by up to 2x.
+ * GOMP_SPINCOUNT ("default" when unset; sente sets OMP_WAIT_POLICY=PASSIVE
+ * when the user has not, cli/main.c), which move the figures by 2x either
+ * way. lanes: the copies of the network measured at once (--lanes; the
+ * threads split among them, evals_per_s their sum, ms_per_batch their
+ * mean).
  * gflops counts the convolutions and FCs (2 * multiply-adds) per position,
  * times positions per second. On the CPU each line also carries cpu_isa and
  * peak_gops, the cores' peak for the precision (nn/cpu/peak.h, measured
