@@ -43,10 +43,12 @@
  *   between sets when the format agrees) and one scratchpad (user mode, the
  *   largest any primitive asks for) are allocated at create. forward
  *   allocates nothing.
- * - Threads: oneDNN here runs on OpenMP; the thread count is applied with
- *   omp_set_num_threads on the calling thread at create and at every
- *   forward (it is a per-thread setting and costs nothing). It is looked up
- *   with dlsym so that sente needs no -fopenmp of its own.
+ * - Threads: oneDNN here runs on OpenMP; the thread count (threads 0: the
+ *   creating thread's count at create) is applied with omp_set_num_threads
+ *   on the calling thread at create and at every forward (it is a
+ *   per-thread setting and costs nothing), and the creating thread's own
+ *   count is restored after create. They are looked up with dlsym so that
+ *   sente needs no -fopenmp of its own.
  */
 #include "nn/backend.h"
 
@@ -182,6 +184,13 @@ typedef struct cpu_ctx {
 #define P_POL_FC(c) ((c)->n_param - 3)
 #define P_VAL_FC1(c) ((c)->n_param - 2)
 #define P_VAL_FC2(c) ((c)->n_param - 1)
+
+/* omp_get_max_threads of the calling thread, 0 without OpenMP. */
+static int cpu_omp_max_threads(void)
+{
+	int (*get)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "omp_get_max_threads");
+	return get ? get() : 0;
+}
 
 static void cpu_apply_threads(cpu_ctx *c)
 {
@@ -1355,7 +1364,11 @@ static int cpu_create_ctx(const nn_net *net, int max_batch, const nn_backend_opt
 	for (int i = 0; i < CPU_MAX_SETS; i++)
 		c->set[i].chunk = -1;
 	c->arch = *a;
-	c->threads = opt->threads;
+	/* Threads 0: the calling thread's count now, fixed, so that the
+	 * primitives built here run with the team they were built for in
+	 * whatever thread calls forward (oneDNN's kernels plan their work
+	 * and scratchpad per thread at creation). */
+	c->threads = opt->threads > 0 ? opt->threads : cpu_omp_max_threads();
 	c->precision = opt->precision;
 	c->n_layers = 1 + 2 * a->blocks;
 	for (int i = 0; i < a->blocks; i++)
@@ -1437,7 +1450,15 @@ static int cpu_create(const nn_net *net, int max_batch, const nn_backend_options
 		      char *err, size_t errlen)
 {
 	cpu_ctx *c;
+	/* Creating applies the backend's thread count to the calling thread;
+	 * its own count is given back, so that a lane of one thread made by
+	 * the loop's thread does not leave the loop's trainer, or the next
+	 * backend it makes, on one thread. */
+	int saved = cpu_omp_max_threads();
 	int rc = cpu_create_ctx(net, max_batch, opt, 0, &c, err, errlen);
+	void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+	if (set && saved > 0)
+		set(saved);
 	*out_ctx = rc < 0 ? NULL : c;
 	return rc;
 }

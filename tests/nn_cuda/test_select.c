@@ -2,6 +2,7 @@
  * when CUDA cannot run, and what a build with CUDA can check without a
  * device (cuDNN and cuBLAS load and resolve). */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <string.h>
 
 #include "nn/backend.h"
@@ -144,6 +145,29 @@ Test(nn_select, cpu_lanes_split_the_threads)
 	cr_assert_eq(s.n, 2);
 	cr_assert_str_eq(s.what, "cpu fp32, 2 lanes of 1 thread");
 	nn_backend_set_close(&s);
+	nn_net_free(net);
+}
+
+/* Making a CPU backend of one thread (a lane) gives the calling thread
+ * its own OpenMP thread count back: the loop's thread makes lanes and
+ * then trains, and a backend of the default count made after them must
+ * not be built for one thread and run on two (that hung a test under
+ * load). */
+Test(nn_select, cpu_backend_leaves_the_callers_thread_count)
+{
+	int (*get)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "omp_get_max_threads");
+	void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+	if (!get || !set)
+		cr_skip_test("no OpenMP runtime loaded");
+	nn_net *net = sel_net();
+	char err[256];
+	set(3);
+	nn_backend_options o = nn_backend_options_default();
+	o.threads = 1;
+	nn_backend *be = nn_backend_new(&nn_backend_cpu, net, 2, &o, err, sizeof(err));
+	cr_assert(be, "%s", err);
+	cr_assert_eq(get(), 3, "the caller's count after making a backend of one thread");
+	nn_backend_free(be);
 	nn_net_free(net);
 }
 
