@@ -928,11 +928,7 @@ gtp_engine *gtp_engine_new(const gtp_options *opt, char *err, size_t errlen)
 	if (e->opt.search.gather <= 1 && e->opt.batch > e->opt.search.threads)
 		e->opt.search.gather = e->opt.batch / (e->opt.search.threads > 0 ? e->opt.search.threads : 1);
 	eval_options eo = eval_options_default();
-	eo.max_batch = opt->batch > 0 ? opt->batch : 1;
-	/* On CPU lanes a batch is one search thread's leaves, so that the
-	 * lanes run different threads' batches at once. */
-	if (e->bes.lanes > 1 && e->opt.search.gather > 0 && e->opt.search.gather < eo.max_batch)
-		eo.max_batch = e->opt.search.gather;
+	eo.max_batch = nn_lane_batch(&e->bes, opt->batch > 0 ? opt->batch : 1, e->opt.search.gather);
 	eo.cache_bytes = opt->cache_bytes;
 	eo.seed = opt->search.seed;
 	eo.plain_prior = opt->plain_prior;

@@ -233,16 +233,11 @@ int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
 		o.precision = NN_DTYPE_FP32;
 		note = ", fp16 is GPU-only";
 	}
-	int threads = o.threads > 0 ? o.threads : nn_cpu_threads_default();
-	int lanes = opt->lanes < 1 ? 1 : opt->lanes;
-	if (lanes > threads)
-		lanes = threads;
-	if (lanes > NN_MAX_GPUS)
-		lanes = NN_MAX_GPUS;
+	int threads, lanes = nn_cpu_lanes(opt, &threads);
 	for (int i = 0; i < lanes; i++) {
 		/* One lane keeps threads 0 (the runtime's default). */
 		if (lanes > 1)
-			o.threads = threads / lanes + (i < threads % lanes);
+			o.threads = nn_cpu_lane_threads(threads, lanes, i);
 		s->be[i] = nn_backend_new(&nn_backend_cpu, net, max_batch, &o, err, errlen);
 		if (!s->be[i]) {
 			nn_backend_set_close(s);
@@ -267,6 +262,25 @@ int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
 		snprintf(s->what, sizeof(s->what), "cpu %s%s%s", nn_dtype_name(o.precision),
 			 note[0] ? " (fp16 is GPU-only)" : "", lane_note);
 	return 0;
+}
+
+int nn_cpu_lanes(const nn_backend_options *opt, int *threads)
+{
+	*threads = opt->threads > 0 ? opt->threads : nn_cpu_threads_default();
+	int lanes = opt->lanes < 1 ? 1 : opt->lanes;
+	if (lanes > *threads)
+		lanes = *threads;
+	return lanes > NN_MAX_GPUS ? NN_MAX_GPUS : lanes;
+}
+
+int nn_cpu_lane_threads(int threads, int lanes, int i)
+{
+	return threads / lanes + (i < threads % lanes);
+}
+
+int nn_lane_batch(const nn_backend_set *s, int batch, int share)
+{
+	return s->lanes > 1 && share > 0 && share < batch ? share : batch;
 }
 
 int nn_lanes_resolve(const nn_backend_options *opt, int feeders)

@@ -193,6 +193,16 @@ int nn_backend_set_open(nn_backend_set *s, const nn_net *net, int max_batch,
 			const nn_backend_options *opt, char *err, size_t errlen);
 /* The threads a CPU backend gets for opt->threads 0: the online cores. */
 int nn_cpu_threads_default(void);
+/* The CPU lanes nn_backend_set_open makes for opt (opt->lanes, at least 1,
+ * at most the threads and NN_MAX_GPUS), the threads they share in *threads
+ * (opt->threads, or every online core for 0), and lane i's share of them. */
+int nn_cpu_lanes(const nn_backend_options *opt, int *threads);
+int nn_cpu_lane_threads(int threads, int lanes, int i);
+/* The evaluator's largest batch on the set: on CPU lanes one feeder's
+ * share (a search thread's gathered leaves, a self-play worker's games)
+ * where that is smaller, so that the lanes run different feeders' batches
+ * at once; else `batch`. */
+int nn_lane_batch(const nn_backend_set *s, int batch, int share);
 /* opt->lanes, or for 0 (the front ends' default) one lane per compute
  * thread, but no more than `feeders`: the threads that each send the
  * network one batch at a time (search threads, self-play games). */

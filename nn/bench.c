@@ -158,12 +158,10 @@ out:
 	return rc;
 }
 
-/* One lane's share of a measurement: forward calls of `batch` on its own
- * backend and outputs, over at least `seconds` after two warm-up calls. */
+/* One backend's share of nn_bench_backends, on a thread of its own. */
 typedef struct bench_lane {
 	nn_backend *be;
 	const float *planes;
-	float *policy, *value;
 	int batch;
 	double seconds;
 	long runs;   /* out: timed calls */
@@ -174,50 +172,57 @@ typedef struct bench_lane {
 static void *bench_lane_main(void *arg)
 {
 	bench_lane *l = arg;
+	float *pol = malloc(sizeof(float) * (size_t)l->be->arch.policy_outputs * (size_t)l->batch);
+	float *val = malloc(sizeof(float) * (size_t)l->batch);
+	l->failed = !pol || !val;
 	/* Warm up: first runs touch fresh memory and JIT caches. */
-	for (int w = 0; w < 2; w++)
-		if (nn_backend_forward(l->be, l->batch, l->planes, l->policy, l->value, NULL) < 0) {
-			l->failed = 1;
-			return NULL;
-		}
+	for (int w = 0; w < 2 && !l->failed; w++)
+		l->failed = nn_backend_forward(l->be, l->batch, l->planes, pol, val, NULL) < 0;
 	double t0 = clock_now();
-	do {
-		if (nn_backend_forward(l->be, l->batch, l->planes, l->policy, l->value, NULL) < 0) {
-			l->failed = 1;
-			return NULL;
-		}
+	while (!l->failed) {
+		l->failed = nn_backend_forward(l->be, l->batch, l->planes, pol, val, NULL) < 0;
 		l->runs++;
 		l->took = clock_now() - t0;
-	} while (l->took < l->seconds);
+		if (l->took >= l->seconds)
+			break;
+	}
+	free(pol);
+	free(val);
 	return NULL;
 }
 
-/* Runs the lanes at once, one thread each (the caller's own for a single
- * lane); their evaluations per second summed, the mean milliseconds per
- * batch in *ms; -1 when a forward call failed. */
-static double bench_lanes(bench_lane *lanes, int n, double *ms)
+double nn_bench_backends(nn_backend *const *be, int n, int batch, const float *planes,
+			 double seconds, double *ms)
 {
+	bench_lane lanes[NN_MAX_GPUS];
 	pthread_t th[NN_MAX_GPUS];
+	if (n < 1 || n > NN_MAX_GPUS)
+		return -1;
+	for (int i = 0; i < n; i++)
+		lanes[i] = (bench_lane){ .be = be[i], .planes = planes, .batch = batch,
+					 .seconds = seconds };
 	int started = 0;
 	if (n == 1) {
 		bench_lane_main(&lanes[0]);
+		started = 1;
 	} else {
 		for (; started < n; started++)
 			if (pthread_create(&th[started], NULL, bench_lane_main, &lanes[started]) != 0)
 				break;
 		for (int i = 0; i < started; i++)
 			pthread_join(th[i], NULL);
-		if (started < n)
-			return -1;
 	}
+	if (started < n)
+		return -1;
 	double evals = 0, msum = 0;
 	for (int i = 0; i < n; i++) {
 		if (lanes[i].failed || lanes[i].runs == 0)
 			return -1;
-		evals += (double)lanes[i].runs * lanes[i].batch / lanes[i].took;
+		evals += (double)lanes[i].runs * batch / lanes[i].took;
 		msum += 1e3 * lanes[i].took / (double)lanes[i].runs;
 	}
-	*ms = msum / n;
+	if (ms)
+		*ms = msum / n;
 	return evals;
 }
 
@@ -225,8 +230,8 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 {
 	int rc = -1;
 	nn_net *net = NULL;
-	nn_backend *be = NULL, *extra[NN_MAX_GPUS] = { NULL };
-	float *planes = NULL, *policy[NN_MAX_GPUS] = { NULL }, *value[NN_MAX_GPUS] = { NULL };
+	nn_backend *lane[NN_MAX_GPUS] = { NULL }, *be = NULL; /* be: the first lane */
+	float *planes = NULL;
 	int n_lanes = 1;
 	int max_batch = 1;
 	for (int i = 0; i < o->n_batches; i++)
@@ -268,25 +273,19 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 	}
 	/* CPU lanes: copies of the network that split the threads, measured
 	 * at once (nn_backend_set_open's split; the first lane is `be`). */
-	int threads = bo.threads > 0 ? bo.threads : nn_cpu_threads_default();
-	if (!cuda && bo.lanes > 1) {
-		n_lanes = bo.lanes < threads ? bo.lanes : threads;
-		if (n_lanes > NN_MAX_GPUS)
-			n_lanes = NN_MAX_GPUS;
-	}
+	int threads, cpu_lanes = nn_cpu_lanes(&bo, &threads);
+	if (!cuda)
+		n_lanes = cpu_lanes;
 	double t_create = clock_now();
 	for (int i = 0; i < n_lanes; i++) {
 		nn_backend_options lo = bo;
 		if (n_lanes > 1)
-			lo.threads = threads / n_lanes + (i < threads % n_lanes);
-		nn_backend *b = nn_backend_new(ops, net, max_batch, &lo, err, errlen);
-		if (!b)
+			lo.threads = nn_cpu_lane_threads(threads, n_lanes, i);
+		lane[i] = nn_backend_new(ops, net, max_batch, &lo, err, errlen);
+		if (!lane[i])
 			goto out;
-		if (i == 0)
-			be = b;
-		else
-			extra[i] = b;
 	}
+	be = lane[0];
 	t_create = clock_now() - t_create;
 	char dev_json[256] = "";
 	double peak = 0;
@@ -327,13 +326,9 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 	}
 	size_t in_n = (size_t)a->in_planes * a->board_w * a->board_h;
 	planes = malloc(sizeof(float) * in_n * (size_t)max_batch);
-	if (!planes)
-		goto oom;
-	for (int i = 0; i < n_lanes; i++) {
-		policy[i] = malloc(sizeof(float) * (size_t)a->policy_outputs * (size_t)max_batch);
-		value[i] = malloc(sizeof(float) * (size_t)max_batch);
-		if (!policy[i] || !value[i])
-			goto oom;
+	if (!planes) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
 	}
 	/* Positions of random play, as a search sends them: what the CUDA
 	 * backend packs for upload depends on them (random 0/1 planes cost
@@ -351,12 +346,7 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 	const char *spincount = json_safe_env("GOMP_SPINCOUNT");
 	for (int bi = 0; bi < o->n_batches; bi++) {
 		int b = o->batches[bi];
-		bench_lane lanes[NN_MAX_GPUS];
-		for (int i = 0; i < n_lanes; i++)
-			lanes[i] = (bench_lane){ .be = i ? extra[i] : be, .planes = planes,
-						 .policy = policy[i], .value = value[i], .batch = b,
-						 .seconds = o->seconds };
-		double ms, evals = bench_lanes(lanes, n_lanes, &ms);
+		double ms, evals = nn_bench_backends(lane, n_lanes, b, planes, o->seconds, &ms);
 		if (evals < 0)
 			goto fwd_fail;
 		char tc_json[96] = "";
@@ -378,18 +368,11 @@ int nn_bench_run(const nn_bench_options *o, char *err, size_t errlen)
 	}
 	rc = 0;
 	goto out;
-oom:
-	snprintf(err, errlen, "out of memory");
-	goto out;
 fwd_fail:
 	snprintf(err, errlen, "the backend failed during the benchmark");
 out:
-	nn_backend_free(be);
-	for (int i = 0; i < NN_MAX_GPUS; i++) {
-		nn_backend_free(extra[i]);
-		free(policy[i]);
-		free(value[i]);
-	}
+	for (int i = 0; i < NN_MAX_GPUS; i++)
+		nn_backend_free(lane[i]);
 	nn_net_free(net);
 	free(planes);
 	return rc;

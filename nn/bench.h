@@ -57,6 +57,15 @@ typedef struct nn_bench_accuracy {
 	double value_mean_abs_diff; /* mean |value difference| */
 } nn_bench_accuracy;
 
+/* Forward calls of `batch` positions (planes) on the n backends at once,
+ * one thread each (the caller's own for one), for about `seconds` after two
+ * warm-up calls: their evaluations per second summed, and the mean
+ * milliseconds per call in *ms (may be NULL); -1 when a call failed or a
+ * thread could not start. What `sente bench nn --lanes` and the raw figure
+ * of `sente bench search` time. */
+double nn_bench_backends(nn_backend *const *be, int n, int batch, const float *planes,
+			 double seconds, double *ms);
+
 /* Defaults: random Go 19x19 6x64 net, batches 1,8,32, 2 s each. */
 nn_bench_options nn_bench_options_default(void);
 /* Runs the measurements, printing JSON lines to stdout; 0, or -1 with a

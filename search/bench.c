@@ -2,11 +2,11 @@
 #include "engine/game_desc.h"
 #include "search/bench.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/clock.h"
+#include "nn/bench.h"
 #include "nn/net.h"
 #include "search/eval.h"
 #include "search/mcts.h"
@@ -28,38 +28,6 @@ search_bench_options search_bench_options_default(void)
 	return o;
 }
 
-/* One backend's forward calls, on a thread of its own. */
-typedef struct raw_arg {
-	nn_backend *be;      /* the backend this thread drives */
-	int batch;           /* positions per call */
-	double seconds;      /* how long */
-	const float *planes; /* [batch] inputs */
-	long calls;          /* out: forward calls made */
-	double took;         /* out: seconds */
-	int failed;          /* out: a forward failed */
-} raw_arg;
-
-static void *raw_main(void *p)
-{
-	raw_arg *r = p;
-	size_t np = (size_t)r->be->arch.policy_outputs * r->batch;
-	float *pol = malloc(sizeof(float) * np), *val = malloc(sizeof(float) * r->batch);
-	if (!pol || !val) {
-		r->failed = 1;
-	} else {
-		nn_backend_forward(r->be, r->batch, r->planes, pol, val, NULL); /* warm up */
-		double t0 = clock_now();
-		do {
-			r->failed |= nn_backend_forward(r->be, r->batch, r->planes, pol, val, NULL) < 0;
-			r->calls++;
-			r->took = clock_now() - t0;
-		} while (r->took < r->seconds && !r->failed);
-	}
-	free(pol);
-	free(val);
-	return NULL;
-}
-
 /* Forward calls per second of the backends at `batch`, all of them at once
  * (one thread each), over about `seconds`; 0 when none could run. */
 static double raw_evals_per_s(const nn_backend_set *bs, int batch, double seconds)
@@ -67,27 +35,13 @@ static double raw_evals_per_s(const nn_backend_set *bs, int batch, double second
 	const nn_arch *a = &bs->be[0]->arch;
 	size_t in_n = (size_t)a->in_planes * a->board_w * a->board_h;
 	float *planes = calloc(in_n * (size_t)batch, sizeof(float));
-	raw_arg args[NN_MAX_GPUS];
-	pthread_t th[NN_MAX_GPUS];
-	double total = 0;
 	if (!planes)
 		return 0;
 	for (size_t i = 0; i < in_n * (size_t)batch; i++)
 		planes[i] = (float)((i * 2654435761u) >> 31 & 1);
-	int started = 0;
-	for (int i = 0; i < bs->n; i++) {
-		args[i] = (raw_arg){ .be = bs->be[i], .batch = batch, .seconds = seconds, .planes = planes };
-		if (pthread_create(&th[i], NULL, raw_main, &args[i]) != 0)
-			break;
-		started++;
-	}
-	for (int i = 0; i < started; i++) {
-		pthread_join(th[i], NULL);
-		if (!args[i].failed && args[i].took > 0)
-			total += args[i].calls * (double)batch / args[i].took;
-	}
+	double total = nn_bench_backends(bs->be, bs->n, batch, planes, seconds, NULL);
 	free(planes);
-	return total;
+	return total > 0 ? total : 0;
 }
 
 /* The network: the file (its board replacing a Go size), else a random one;
@@ -128,7 +82,7 @@ static int bench_once(const search_bench_options *o, nn_backend_set *bs, const n
 	eval_options eo = eval_options_default();
 	/* On CPU lanes a batch is one search thread's gathered leaves, so
 	 * that the lanes run different threads' batches at once. */
-	eo.max_batch = bs->lanes > 1 ? gather : o->batch;
+	eo.max_batch = nn_lane_batch(bs, o->batch, gather);
 	evaluator *ev = eval_new(bs->be, bs->n, net->arch.encoding, &eo, err, errlen);
 	mcts_options mo = mcts_options_default();
 	mo.threads = o->threads;
@@ -192,7 +146,7 @@ int search_bench_run(const search_bench_options *o, search_bench_fn fn, void *ct
 	r.blocks = net->arch.blocks;
 	r.channels = net->arch.channels;
 	r.lanes = bs.lanes;
-	r.raw_evals_per_s = raw_evals_per_s(&bs, bs.lanes > 1 ? bench_gather(o) : o->batch,
+	r.raw_evals_per_s = raw_evals_per_s(&bs, nn_lane_batch(&bs, o->batch, bench_gather(o)),
 					    o->raw_seconds);
 	int rc = 0;
 	for (r.run = 0; r.run < o->repeat && rc == 0; r.run++) {

@@ -225,11 +225,9 @@ int selfplay_set_model(selfplay *sp, const nn_net *net, int64_t model_id, char *
 	/* On CPU lanes the games split evenly over them, each lane's batch
 	 * the leaves of its share: one lane computes while the worker of
 	 * another expands and descends its trees. */
-	int batch = sp->opt.batch, per = 1;
-	if (m->bes.lanes > 1) {
-		int share = (sp->opt.parallel_games + m->bes.lanes - 1) / m->bes.lanes;
-		batch = per = share < batch ? share : batch;
-	}
+	int share = m->bes.lanes > 1 ? (sp->opt.parallel_games + m->bes.lanes - 1) / m->bes.lanes : 0;
+	int batch = nn_lane_batch(&m->bes, sp->opt.batch, share);
+	int per = m->bes.lanes > 1 ? batch : 1;
 	eval_options eo = eval_options_default();
 	eo.max_batch = batch;
 	eo.cache_bytes = sp->opt.cache_bytes;

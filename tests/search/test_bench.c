@@ -19,18 +19,25 @@ static void on_result(void *ctx, const search_bench_result *r)
 	s->n++;
 }
 
-Test(search_bench, one_result_per_search)
+/* A tiny Connect Four network on the CPU, a short raw measurement. */
+static search_bench_options tiny(int visits, int batch, int repeat, int nn_threads)
 {
 	search_bench_options o = search_bench_options_default();
 	o.blocks = 1;
 	o.channels = 8;
 	o.game = game_params_default(GAME_KIND_CONNECT4);
-	o.visits = 40;
-	o.batch = 4;
-	o.repeat = 2;
+	o.visits = visits;
+	o.batch = batch;
+	o.repeat = repeat;
 	o.raw_seconds = 0.02;
 	o.backend.kind = NN_BACKEND_CPU;
-	o.backend.threads = 1;
+	o.backend.threads = nn_threads;
+	return o;
+}
+
+Test(search_bench, one_result_per_search)
+{
+	search_bench_options o = tiny(40, 4, 2, 1);
 	seen s = { 0 };
 	char err[512];
 	cr_assert_eq(search_bench_run(&o, on_result, &s, err, sizeof(err)), 0, "%s", err);
@@ -63,16 +70,7 @@ Test(search_bench, a_missing_weights_file_is_an_error)
  * threads: at most 4); one search thread, or --nn-lanes 1, one lane. */
 Test(search_bench, lanes_run_one_search_thread_batch_each)
 {
-	search_bench_options o = search_bench_options_default();
-	o.blocks = 1;
-	o.channels = 8;
-	o.game = game_params_default(GAME_KIND_CONNECT4);
-	o.visits = 200;
-	o.batch = 8;
-	o.repeat = 1;
-	o.raw_seconds = 0.02;
-	o.backend.kind = NN_BACKEND_CPU;
-	o.backend.threads = 2;
+	search_bench_options o = tiny(200, 8, 1, 2);
 	static const struct { int threads, lanes, want; } cases[] = {
 		{ 2, 0, 2 }, { 1, 0, 1 }, { 2, 1, 1 },
 	};
