@@ -47,6 +47,16 @@ game_status game_init(game *g, const game_params *p)
 	return GAME_ERR_PARAMS;
 }
 
+void game_copy(game *dst, const game *src)
+{
+	if (src->params.kind != GAME_KIND_GO) {
+		*dst = *src;
+		return;
+	}
+	dst->params = src->params;
+	go_copy(&dst->u.go, &src->u.go);
+}
+
 int game_num_actions(const game *g)
 {
 	if (g->params.kind == GAME_KIND_GO)

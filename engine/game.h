@@ -67,6 +67,9 @@ const char *game_kind_name(game_kind kind);
 
 /* Starts an empty position. Returns GAME_ERR_PARAMS when out of range. */
 game_status game_init(game *g, const game_params *p);
+/* *dst = *src, copying only what the position uses (a Go game's history
+ * so far, not its whole capacity). */
+void game_copy(game *dst, const game *src);
 
 int game_num_actions(const game *g); /* policy size: points (+ pass) */
 int game_width(const game *g);       /* board columns */

@@ -14,6 +14,7 @@
  */
 #include "engine/go.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -403,12 +404,30 @@ int go_color_at(const go_board *b, int x, int y)
 	return on_board(b, x, y) ? b->cell[pad(x, y)] : GO_EMPTY;
 }
 
+_Static_assert(offsetof(go_board, history) < offsetof(go_board, past_hash) &&
+		       offsetof(go_board, past_hash) < offsetof(go_board, seen),
+	       "go_copy copies the history arrays' used part, then the rest from seen on");
+
+void go_copy(go_board *dst, const go_board *src)
+{
+	int n = src->n_history;
+	memcpy(dst, src, offsetof(go_board, history));
+	memcpy(dst->history, src->history, sizeof(src->history[0]) * (size_t)n);
+	memcpy(dst->past_hash, src->past_hash, sizeof(src->past_hash[0]) * (size_t)(n + 1));
+	memcpy(dst->seen, src->seen, sizeof(*src) - offsetof(go_board, seen));
+}
+
+const int8_t *go_past_board(const go_board *b, int k)
+{
+	if (k < 0 || k >= b->past_count)
+		return NULL;
+	return b->past[(b->past_head - k + GO_PAST_POSITIONS) % GO_PAST_POSITIONS];
+}
+
 int go_color_at_past(const go_board *b, int k, int x, int y)
 {
-	if (k < 0 || k >= b->past_count || !on_board(b, x, y))
-		return GO_EMPTY;
-	int slot = (b->past_head - k + GO_PAST_POSITIONS) % GO_PAST_POSITIONS;
-	return b->past[slot][y * b->size + x];
+	const int8_t *past = go_past_board(b, k);
+	return past && on_board(b, x, y) ? past[y * b->size + x] : GO_EMPTY;
 }
 
 int go_liberties_at(const go_board *b, int x, int y)

@@ -77,6 +77,9 @@ typedef struct go_board {
 
 /* Empty board; returns 0, or -1 when size or komi is out of range. */
 int go_init(go_board *b, int size, double komi);
+/* *dst = *src, without the unused end of the history arrays (most of the
+ * struct's 25 KB early in a game): what a search's descent copies. */
+void go_copy(go_board *dst, const go_board *src);
 /* Sets komi (a multiple of 0.5); returns -1 when it is not. */
 int go_set_komi(go_board *b, double komi);
 
@@ -86,6 +89,9 @@ int go_color_at(const go_board *b, int x, int y);
 /* The colour at (x, y) k positions ago (k = 0 now, up to GO_PAST_POSITIONS-1);
  * GO_EMPTY before the first position. */
 int go_color_at_past(const go_board *b, int k, int x, int y);
+/* The whole board k positions ago (k as above): the colour of each point
+ * y*size+x; NULL before the first position. */
+const int8_t *go_past_board(const go_board *b, int k);
 /* Liberties of the group at (x, y), 0 when empty. */
 int go_liberties_at(const go_board *b, int x, int y);
 

@@ -99,25 +99,33 @@ static void encode_go(const game *g, nn_encoding enc, int sym, float *planes)
 	int me = go_to_move(b), opp = 1 - me;
 	int n_planes = nn_encoding_planes(enc);
 	memset(planes, 0, sizeof(float) * (size_t)n_planes * (size_t)area);
+	/* Where each point goes, then the history planes a board at a time
+	 * (the encoding runs once per leaf of every search). */
+	int16_t to[GO_MAX_SIZE * GO_MAX_SIZE];
 	for (int y = 0; y < n; y++)
+		for (int x = 0; x < n; x++)
+			to[y * n + x] = (int16_t)encode_sym_point(g, sym, n, x, y);
+	for (int k = 0; k < GO_PAST_POSITIONS; k++) {
+		const int8_t *past = go_past_board(b, k);
+		if (!past)
+			break;
+		float *mine = planes + k * area, *theirs = planes + (8 + k) * area;
+		for (int i = 0; i < area; i++) {
+			if (past[i] == me)
+				mine[to[i]] = 1.0f;
+			else if (past[i] == opp)
+				theirs[to[i]] = 1.0f;
+		}
+	}
+	for (int y = 0; y < n && enc == NN_ENC_GO_NATIVE; y++)
 		for (int x = 0; x < n; x++) {
-			int q = encode_sym_point(g, sym, n, x, y);
-			for (int k = 0; k < GO_PAST_POSITIONS; k++) {
-				int c = go_color_at_past(b, k, x, y);
-				if (c == me)
-					planes[k * area + q] = 1.0f;
-				else if (c == opp)
-					planes[(8 + k) * area + q] = 1.0f;
-			}
-			if (enc == NN_ENC_GO_NATIVE) {
-				int c = go_color_at(b, x, y);
-				if (c != GO_EMPTY) {
-					int libs = go_liberties_at(b, x, y);
-					int l = libs >= 4 ? 3 : libs - 1;
-					assert(l >= 0);
-					planes[((c == me ? 16 : 20) + l) * area + q] = 1.0f;
-				}
-			}
+			int c = go_color_at(b, x, y);
+			if (c == GO_EMPTY)
+				continue;
+			int libs = go_liberties_at(b, x, y);
+			int l = libs >= 4 ? 3 : libs - 1;
+			assert(l >= 0);
+			planes[((c == me ? 16 : 20) + l) * area + to[y * n + x]] = 1.0f;
 		}
 	float *p;
 	if (enc == NN_ENC_LZ18) {

@@ -796,7 +796,7 @@ enum { DESCENT_TERMINAL, DESCENT_LEAF, DESCENT_COLLISION };
 static int descend(mcts *m, mcts_leaf *leaf, float *v)
 {
 	game *g = &leaf->game;
-	*g = m->root_game;
+	game_copy(g, &m->root_game);
 	int depth = 0;
 	uint32_t idx = m->root;
 	leaf->path[depth++] = idx;

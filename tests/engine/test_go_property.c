@@ -109,6 +109,48 @@ Test(go_property, random_games_19x19, .timeout = 60)
 	random_games(19, 20, 131, 0x5eed0019);
 }
 
+/* go_copy (the descent's copy, which leaves the history arrays' unused
+ * end alone) gives a board that plays on as the original: copied onto
+ * garbage at every few moves of random games with captures, each copy
+ * checks out, compares equal, and lists the same legal moves (superko
+ * included) as the original for the rest of the game. */
+Test(go_property, copies_play_on_as_the_original, .timeout = 60)
+{
+	static int moves[GO_MAX_SIZE * GO_MAX_SIZE + 1], moves2[GO_MAX_SIZE * GO_MAX_SIZE + 1];
+	uint64_t rng = 0xc0b1;
+	for (int g = 0; g < 30; g++) {
+		int size = g % 3 == 0 ? 5 : g % 3 == 1 ? 9 : 19;
+		cr_assert_eq(go_init(&board, size, 7.5), 0);
+		for (int m = 0; !go_is_over(&board); m++) {
+			int n = go_legal_moves(&board, moves);
+			int move = n == 1 || rng_xorshift64(&rng) % 40 == 0
+					   ? go_pass_move(&board)
+					   : moves[rng_xorshift64(&rng) % (uint64_t)(n - 1)];
+			cr_assert_eq(go_play(&board, move), 0);
+			if (m % 11 != 5)
+				continue;
+			memset(&scratch, 0xab, sizeof(scratch));
+			go_copy(&scratch, &board);
+			cr_assert(go_check(&scratch), "size %d game %d move %d", size, g, m);
+			expect_same(&scratch, &board, "copy", m);
+			/* The copy and a whole-struct copy play on alike. */
+			saved = board;
+			while (!go_is_over(&saved)) {
+				int n1 = go_legal_moves(&saved, moves), n2 = go_legal_moves(&scratch, moves2);
+				cr_assert_eq(n1, n2, "game %d move %d: legal moves", g, m);
+				cr_assert_eq(memcmp(moves, moves2, sizeof(int) * (size_t)n1), 0);
+				int mv = n1 == 1 || rng_xorshift64(&rng) % 30 == 0
+						 ? go_pass_move(&saved)
+						 : moves[rng_xorshift64(&rng) % (uint64_t)(n1 - 1)];
+				cr_assert_eq(go_play(&saved, mv), 0);
+				cr_assert_eq(go_play(&scratch, mv), 0);
+			}
+			expect_same(&scratch, &saved, "copy played out", m);
+			cr_assert_eq(go_score(&scratch), go_score(&saved));
+		}
+	}
+}
+
 /* Superko never lets a game repeat a position: every hash in a finished
  * random game's history is unique, passes aside. */
 Test(go_property, no_position_repeats)
