@@ -92,6 +92,7 @@ loop_options loop_options_default(const game_params *g)
 	o.window_beta = 0.4;
 	o.reuse_cap = 0;
 	o.bn_batches = 0;
+	o.carry_games = true;
 	o.batch = 256;
 	o.sample_ratio = 6;
 	train_options t = train_options_default();
@@ -144,6 +145,7 @@ selfplay_options loop_selfplay_options(const loop_options *o)
 	so.explore = o->explore;
 	so.seed = o->seed;
 	so.quiet = o->quiet;
+	so.carry_games = o->carry_games;
 	return so;
 }
 
@@ -177,7 +179,8 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 "bn-momentum %g\nlr-drops %s\nwindow-min %lld\nwindow-alpha %g\n"
 		 "window-beta %g\nreuse-cap %g\nbn-batches %d\nforced-playouts %g\n"
 		 "gumbel %d\ngumbel-m %d\nmeasure-every %d\nmeasure-share %g\nopp-weight %g\n"
-		 "own-weight %g\nscore-weight %g\nlearner-ranks %d\nsizes %s\nse-channels %d\n",
+		 "own-weight %g\nscore-weight %g\nlearner-ranks %d\nsizes %s\nse-channels %d\n"
+		 "carry-games %d\n",
 		 game_desc_from_params(&o->game)->name, o->blocks, o->channels, o->parallel_games,
 		 per, lanes, selfplay_batch(o), o->visits, o->cheap_visits,
 		 (long long)o->positions_per_iter, (long long)o->window,
@@ -195,7 +198,7 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 o->window_beta, o->reuse_cap, o->bn_batches, x->forced_k,
 		 (int)x->gumbel, x->gumbel_m, o->measure_every, o->measure_share, o->opp_weight,
 		 o->own_weight, o->score_weight, o->learner_ranks > 1 ? o->learner_ranks : 1,
-		 sizes, o->se_channels);
+		 sizes, o->se_channels, (int)o->carry_games);
 }
 
 /* " with the X, Y and Z heads" for the optional heads of a, or "". */

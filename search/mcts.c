@@ -377,6 +377,38 @@ void mcts_set_options(mcts *m, const mcts_options *opt)
 	}
 }
 
+void mcts_set_evaluator(mcts *m, evaluator *ev)
+{
+	mcts_clear(m);
+	if (ev == m->ev)
+		return;
+	/* Each thread's scratch is sized for its evaluator's inputs. */
+	int threads = m->n_threads, gather = threads > 0 ? m->threads[0].gather : 1;
+	for (int i = 0; i < m->n_threads; i++)
+		thread_free(&m->threads[i]);
+	free(m->threads);
+	m->threads = NULL;
+	m->n_threads = 0;
+	m->ev = ev;
+	m->scores = (eval_heads(ev) & NN_HEAD_SCORE) != 0;
+	if (ensure_threads(m, threads > 0 ? threads : 1, gather) != 0) {
+		m->opt.threads = 1;
+		m->opt.gather = 1;
+		ensure_threads(m, 1, 1);
+	}
+}
+
+void mcts_reset(mcts *m, evaluator *ev, const mcts_options *opt)
+{
+	mcts_set_evaluator(m, ev);
+	mcts_set_options(m, opt);
+	mcts_set_avoid(m, NULL);
+	mcts_clear(m);
+	atomic_store(&m->interrupted, 0);
+	m->have_root_game = false;
+	m->rng = m->opt.seed * 0x2545f4914f6cdd1dULL + 1;
+}
+
 void mcts_clear(mcts *m)
 {
 	mcts_stop(m);

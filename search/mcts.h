@@ -113,6 +113,14 @@ size_t mcts_memory_for(int visits, int actions);
 /* A search over `ev` (not owned). NULL with a message when memory is short. */
 mcts *mcts_new(evaluator *ev, const mcts_options *opt, char *err, size_t errlen);
 void mcts_free(mcts *m);
+/* Makes m the search that mcts_new(ev, opt) would give (no tree, no
+ * bans, opt's seed), keeping its node pool at its size: a caller that
+ * plays game after game reuses memory already faulted in instead of
+ * mapping and zeroing a fresh pool for each. */
+void mcts_reset(mcts *m, evaluator *ev, const mcts_options *opt);
+/* Searches with `ev` (not owned) from now on; drops the tree, whose
+ * values came from the old one. */
+void mcts_set_evaluator(mcts *m, evaluator *ev);
 
 /* Sets the position to search from. Keeps the subtree when the new
  * position follows the old root by one or two moves (tree reuse). */

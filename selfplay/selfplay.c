@@ -38,6 +38,8 @@ typedef struct sp_worker {
 	struct sp_slot *slots; /* [n_games] one per model its games use */
 } sp_worker;
 
+static void free_workers(struct selfplay *sp, sp_worker *w, int n);
+
 /* Resignation as AlphaGo Zero sets it: the threshold is the one that would
  * have resigned at most SP_FALSE_RESIGN of the recent no-resign games that
  * the resigner went on to win or draw, capped by resign_pct, and off until
@@ -66,6 +68,9 @@ struct selfplay {
 				     * is 0: the model's lane batch on CPU lanes,
 				     * else 1 (guarded by mu) */
 	int lanes;                  /* the model's CPU lanes, 0 on CUDA (mu) */
+	struct sp_worker *kept;     /* carry_games: the workers, their games
+				     * under way, between runs */
+	int n_kept;                 /* entries in kept[] */
 	atomic_int stop;            /* workers must stop */
 	atomic_int active;          /* workers still running */
 	volatile sig_atomic_t *ext_stop; /* the caller's signal flag */
@@ -282,6 +287,7 @@ void selfplay_free(selfplay *sp)
 {
 	if (!sp)
 		return;
+	free_workers(sp, sp->kept, sp->n_kept);
 	model_release(sp, sp->model);
 	pthread_mutex_destroy(&sp->fn_mu);
 	pthread_mutex_destroy(&sp->mu);
@@ -296,11 +302,24 @@ static bool claim_game(selfplay *sp)
 	    (sp->deadline > 0 && clock_now() >= sp->deadline))
 		return false;
 	pthread_mutex_lock(&sp->mu);
-	bool ok = sp->games_wanted == 0 || sp->games_started_run < sp->games_wanted;
+	bool ok = sp->games_wanted == 0 ||
+		  (sp->opt.carry_games ? sp->games_done_run : sp->games_started_run) < sp->games_wanted;
 	if (ok)
 		sp->games_started_run++;
 	pthread_mutex_unlock(&sp->mu);
 	return ok;
+}
+
+/* carry_games: the run has its games; its workers leave their games
+ * under way for the next run. */
+static bool run_has_its_games(selfplay *sp)
+{
+	if (!sp->opt.carry_games)
+		return false;
+	pthread_mutex_lock(&sp->mu);
+	bool done = sp->games_wanted > 0 && sp->games_done_run >= sp->games_wanted;
+	pthread_mutex_unlock(&sp->mu);
+	return done;
 }
 
 static bool should_stop(selfplay *sp)
@@ -416,7 +435,9 @@ static int game_begin(selfplay *sp, sp_worker *w, sp_game *gm, sp_model *mdl)
 {
 	const selfplay_options *o = &sp->opt;
 	char err[256];
+	mcts *kept = gm->m; /* the search of the worker's last game here */
 	memset(gm, 0, sizeof(*gm));
+	gm->m = kept;
 	gm->mdl = mdl;
 	gm->slot = -1;
 	mcts_options mo = mcts_options_default();
@@ -438,8 +459,9 @@ static int game_begin(selfplay *sp, sp_worker *w, sp_game *gm, sp_model *mdl)
 	size_t per = (size_t)o->visits * (size_t)game_numbers_of(&o->game).actions;
 	mo.max_memory = per * 64 * 4 + ((size_t)8 << 20);
 	gm->mo = mo;
-	gm->m = mcts_new(mdl->ev, &mo, err, sizeof(err));
-	if (!gm->m)
+	if (gm->m)
+		mcts_reset(gm->m, mdl->ev, &mo);
+	else if (!(gm->m = mcts_new(mdl->ev, &mo, err, sizeof(err))))
 		return -1;
 	gm->slot = slot_take(w, mdl);
 	if (gm->slot < 0)
@@ -576,15 +598,18 @@ static int game_finish(selfplay *sp, sp_game *gm)
 	return stop;
 }
 
-/* Frees a game's search and record and lets go of its model. */
+/* Frees a game's record and lets go of its model. Its search stays for
+ * the next game in its place (game_begin resets it): a fresh search per
+ * game mapped a new node pool and faulted and zeroed its pages again. */
 static void game_free(selfplay *sp, sp_worker *w, sp_game *gm)
 {
-	mcts_free(gm->m);
+	mcts *kept = gm->m;
 	record_free(&gm->rec);
 	if (gm->slot >= 0)
 		slot_drop(w, gm->slot);
 	model_release(sp, gm->mdl);
 	memset(gm, 0, sizeof(*gm));
+	gm->m = kept;
 }
 
 /* Starts games in the worker's empty places while the run wants more,
@@ -670,6 +695,41 @@ static int game_gather(selfplay *sp, sp_worker *w, sp_game *gm)
 	}
 }
 
+/* Ends the worker's games under way and frees their searches. */
+static void worker_drop_games(selfplay *sp, sp_worker *w)
+{
+	for (int i = 0; i < w->n_games; i++) {
+		if (w->games[i].live)
+			game_free(sp, w, &w->games[i]);
+		mcts_free(w->games[i].m);
+		w->games[i].m = NULL;
+	}
+}
+
+/* A game carried from the last run goes on with the newest model: its
+ * search of the move under way begins again with it. 0, or -1 on error. */
+static int game_renew(selfplay *sp, sp_worker *w, sp_game *gm)
+{
+	sp_model *mdl = model_acquire(sp);
+	if (mdl == gm->mdl) {
+		model_release(sp, mdl);
+		return 0;
+	}
+	/* The old slot first: a worker has a slot per game, no more. */
+	slot_drop(w, gm->slot);
+	gm->slot = slot_take(w, mdl);
+	if (gm->slot < 0) {
+		model_release(sp, mdl);
+		return -1;
+	}
+	model_release(sp, gm->mdl);
+	gm->mdl = mdl;
+	mcts_set_evaluator(gm->m, mdl->ev);
+	mcts_set_options(gm->m, &gm->mo);
+	mcts_set_position(gm->m, &gm->g);
+	return mcts_begin(gm->m) ? 0 : -1;
+}
+
 /* One worker thread plays n_games games at once: each round takes a leaf
  * from every game, evaluates the leaves of the games sharing a model as
  * one batch, and expands and backs up each in its own tree; a game whose
@@ -681,7 +741,10 @@ static void *worker_main(void *arg)
 	selfplay *sp = w->sp;
 	bool claiming = true;
 	int err = 0;
-	for (;;) {
+	for (int i = 0; i < w->n_games && !err; i++)
+		if (w->games[i].live && game_renew(sp, w, &w->games[i]) != 0)
+			err = 1;
+	while (!err) {
 		if (fill_games(sp, w, &claiming) != 0) {
 			err = 1;
 			break;
@@ -713,15 +776,14 @@ static void *worker_main(void *arg)
 				break;
 			}
 		}
-		if (err)
+		if (err || run_has_its_games(sp))
 			break;
 	}
 	if (err)
 		atomic_store(&sp->stop, 1);
-	/* Games left on error or stop are dropped. */
-	for (int i = 0; i < w->n_games; i++)
-		if (w->games[i].live || w->games[i].m)
-			game_free(sp, w, &w->games[i]);
+	/* Games left on error or stop are dropped; carried ones stay. */
+	if (err || !sp->opt.carry_games || atomic_load(&sp->stop) || (sp->ext_stop && *sp->ext_stop))
+		worker_drop_games(sp, w);
 	atomic_fetch_sub(&sp->active, 1);
 	return NULL;
 }
@@ -782,9 +844,12 @@ static void update_line(selfplay *sp, const selfplay_stats *a, const selfplay_st
 			rq ? 100.0 * (double)(b->cache_hits - a->cache_hits) / (double)rq : 0.0);
 }
 
-static void free_workers(sp_worker *w, int n)
+/* Frees the workers and their games still under way (carried ones; a
+ * finished run's workers have none). */
+static void free_workers(selfplay *sp, sp_worker *w, int n)
 {
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; w && i < n; i++) {
+		worker_drop_games(sp, &w[i]);
 		free(w[i].games);
 		free(w[i].slots);
 	}
@@ -795,7 +860,8 @@ int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_
 		     volatile sig_atomic_t *stop)
 {
 	int n = sp->opt.parallel_games;
-	if (games > 0 && games < n)
+	/* Carried games keep every place busy however few a run wants. */
+	if (games > 0 && games < n && !sp->opt.carry_games)
 		n = (int)games;
 	pthread_mutex_lock(&sp->mu);
 	int per = sp->opt.games_per_thread > 0 ? sp->opt.games_per_thread : sp->auto_per;
@@ -806,16 +872,26 @@ int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_
 	if (per < 1)
 		per = 1;
 	int n_workers = (n + per - 1) / per;
-	sp_worker *w = calloc((size_t)n_workers, sizeof(*w));
-	if (!w)
-		return -1;
-	for (int i = 0; i < n_workers; i++) {
-		w[i].n_games = i < n_workers - 1 ? per : n - per * (n_workers - 1);
-		w[i].games = calloc((size_t)w[i].n_games, sizeof(sp_game));
-		w[i].slots = calloc((size_t)w[i].n_games, sizeof(sp_slot));
-		if (!w[i].games || !w[i].slots) {
-			free_workers(w, n_workers);
+	sp_worker *w = sp->kept;
+	/* Games carried from the last run go on where the workers are laid
+	 * out as before (the same games per worker); otherwise they end. */
+	bool same = w && sp->n_kept == n_workers;
+	for (int i = 0; same && i < n_workers; i++)
+		same = w[i].n_games == (i < n_workers - 1 ? per : n - per * (n_workers - 1));
+	if (!same) {
+		free_workers(sp, w, sp->n_kept);
+		sp->kept = NULL;
+		sp->n_kept = 0;
+		if (!(w = calloc((size_t)n_workers, sizeof(*w))))
 			return -1;
+		for (int i = 0; i < n_workers; i++) {
+			w[i].n_games = i < n_workers - 1 ? per : n - per * (n_workers - 1);
+			w[i].games = calloc((size_t)w[i].n_games, sizeof(sp_game));
+			w[i].slots = calloc((size_t)w[i].n_games, sizeof(sp_slot));
+			if (!w[i].games || !w[i].slots) {
+				free_workers(sp, w, n_workers);
+				return -1;
+			}
 		}
 	}
 	double t0 = clock_now();
@@ -861,9 +937,25 @@ int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_
 	}
 	for (int i = 0; i < started; i++)
 		pthread_join(w[i].thread, NULL);
-	free_workers(w, n_workers);
+	if (sp->opt.carry_games && started == n_workers) {
+		sp->kept = w;
+		sp->n_kept = n_workers;
+	} else {
+		sp->kept = NULL;
+		sp->n_kept = 0;
+		free_workers(sp, w, n_workers);
+	}
 	sp->stats.seconds += clock_now() - t0;
 	return sp->games_done_run;
+}
+
+int selfplay_carried(const selfplay *sp)
+{
+	int n = 0;
+	for (int i = 0; i < sp->n_kept; i++)
+		for (int k = 0; k < sp->kept[i].n_games; k++)
+			n += sp->kept[i].games[k].live;
+	return n;
 }
 
 void selfplay_backend(selfplay *sp, char *buf, size_t len)

@@ -87,6 +87,15 @@ typedef struct selfplay_options {
 				  * before a short batch (eval_options);
 				  * 0: the evaluator's default */
 	uint64_t seed;           /* noise, temperature, resignation draws */
+	bool carry_games;        /* a run ends once it has its games finished,
+				  * and the games under way go on in the next
+				  * run (with the newest model, the search of
+				  * the move under way begun again), so that
+				  * no run ends on a tail of a few games whose
+				  * batches leave cores idle; selfplay_free
+				  * drops them. false: a run begins no more
+				  * games than it wants and plays them all
+				  * out */
 	double progress_seconds; /* progress line every this many seconds; 0: none */
 	progress *progress;      /* the caller's progress line: selfplay_run
 				  * updates it with its figures (games of the
@@ -136,14 +145,20 @@ selfplay *selfplay_new(const selfplay_options *o, char *err, size_t errlen);
 void selfplay_free(selfplay *sp);
 
 /* Uses `net` (copied; NULL: uniform policy, neutral value) from the next
- * game on; games under way finish with the model they started with. */
+ * game on; games under way finish with the model they started with
+ * (games carried into the next run take the newest: carry_games). */
 int selfplay_set_model(selfplay *sp, const nn_net *net, int64_t model_id, char *err, size_t errlen);
 
 /* Plays until `games` more games have finished (0: no limit), `seconds` have
  * passed (0: no limit), fn asks to stop, or *stop becomes nonzero (signals);
- * unfinished games are dropped. Returns the games finished, or -1. */
+ * unfinished games are dropped, except those that carry_games keeps for
+ * the next run once `games` have finished. Returns the games finished, or
+ * -1. */
 int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_fn fn, void *ctx,
 		     volatile sig_atomic_t *stop);
+/* Games under way that the next run goes on with (carry_games); call it
+ * between runs. */
+int selfplay_carried(const selfplay *sp);
 
 /* Which backend runs the current model (nn_backend_set.what), or "none". */
 void selfplay_backend(selfplay *sp, char *buf, size_t len);

@@ -137,6 +137,40 @@ Test(selfplay, parallel_games_share_batches_and_swap_models)
 	nn_net_free(net);
 }
 
+/* carry_games: a run ends once it has its games, the games under way go
+ * on in the next run with the newest model, and their records hold the
+ * whole game. */
+Test(selfplay, games_under_way_carry_into_the_next_run)
+{
+	char err[256];
+	selfplay_options o;
+	nn_net *net = small_c4_net(&o);
+	o.carry_games = true;
+	selfplay *sp = selfplay_new(&o, err, sizeof(err));
+	cr_assert(sp, "%s", err);
+	cr_assert_eq(selfplay_set_model(sp, net, 3, err, sizeof(err)), 0, "%s", err);
+	collected c = { 0 };
+	int64_t n = selfplay_run(sp, 3, 0, on_game, &c, NULL);
+	cr_assert(n >= 3 && n < 8, "%lld games finished", (long long)n);
+	int carried = selfplay_carried(sp);
+	/* The places of finished games took new ones while the run went on. */
+	cr_assert(carried >= 8 - (int)n && carried <= 8, "%d games carried, %lld finished", carried, (long long)n);
+	cr_assert_eq(selfplay_set_model(sp, net, 7, err, sizeof(err)), 0, "%s", err);
+	collected c2 = { 0 };
+	n = selfplay_run(sp, 12, 0, on_game, &c2, NULL);
+	cr_assert(n >= 12, "%lld games finished", (long long)n);
+	cr_assert_eq(c.bad + c2.bad, 0, "records that did not round-trip or replay");
+	for (int i = 0; i < c2.games && i < 64; i++)
+		cr_assert_eq(c2.model_ids[i], 7, "game %d of the second run: model %lld", i,
+			     (long long)c2.model_ids[i]);
+	selfplay_stats st;
+	selfplay_get_stats(sp, &st);
+	cr_assert_eq(st.games, c.games + c2.games);
+	cr_assert_eq(st.positions, (int64_t)(c.positions + c2.positions));
+	selfplay_free(sp); /* drops the games still under way */
+	nn_net_free(net);
+}
+
 /* What resignation looks at, per the rule in selfplay.h: past the opening
  * (8 plies of Connect Four), the highest winrate (percent) of a player's
  * last three searches; its lowest value over the game for the winner (for
