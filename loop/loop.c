@@ -771,7 +771,9 @@ int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
 	r->it_entropy = 0;
 	r->failures = 0;
 	/* As many games as should give the positions wanted, from the
-	 * positions per game seen so far; games are never cut short. */
+	 * positions per game seen so far; games are never cut short (with
+	 * carry_games those under way when they have finished go on in the
+	 * next iteration). */
 	int64_t want = (int64_t)ceil(r->o.positions_per_iter / r->per_game);
 	if (want < r->o.parallel_games)
 		want = r->o.parallel_games;

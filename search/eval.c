@@ -435,9 +435,12 @@ static void plain_prior(const game *g, const int *legal, int n_legal, float *pol
  * is ready to post, -1 on failure (answered uniform). planes, legal and idx
  * are the caller's buffers, which must outlive the request. */
 static int prepare(evaluator *ev, const game *g, int sym, bool use_cache, float *policy,
-		   float *value, float *score, float *planes, int *legal, int *idx, eval_request *r)
+		   float *value, float *score, float *planes, int *legal, int *n_legal_out, int *idx,
+		   eval_request *r)
 {
 	int n_legal = game_legal_moves(g, legal);
+	if (n_legal_out)
+		*n_legal_out = n_legal;
 	int n_actions = game_num_actions(g);
 	atomic_fetch_add(&ev->n_requests, 1);
 	if (score) /* until the score head answers */
@@ -533,7 +536,7 @@ static int evaluate(evaluator *ev, const game *g, int sym, bool use_cache, float
 	int legal[GAME_MAX_ACTIONS], idx[GAME_MAX_ACTIONS];
 	float planes[EVAL_MAX_INPUT];
 	eval_request r;
-	int rc = prepare(ev, g, sym, use_cache, policy, value, NULL, planes, legal, idx, &r);
+	int rc = prepare(ev, g, sym, use_cache, policy, value, NULL, planes, legal, NULL, idx, &r);
 	if (rc <= 0)
 		return rc;
 	return post_one(ev, &r);
@@ -599,18 +602,25 @@ void eval_scratch_free(eval_scratch *s)
 	free(s);
 }
 
-int eval_stage(evaluator *ev, eval_scratch *s, const game *g, float *policy, float *value,
-	       float *score)
+int eval_stage_legal(evaluator *ev, eval_scratch *s, const game *g, float *policy, float *value,
+		     float *score, int *legal, int *n_legal)
 {
 	int i = s->staged;
 	assert(i < s->cap);
 	eval_request *r = &s->reqs[i];
 	int rc = prepare(ev, g, -1, true, policy, value, score,
 			 s->planes + (size_t)i * (size_t)s->input_floats,
-			 s->legal + (size_t)i * GAME_MAX_ACTIONS, s->idx + (size_t)i * GAME_MAX_ACTIONS, r);
+			 legal ? legal : s->legal + (size_t)i * GAME_MAX_ACTIONS, n_legal,
+			 s->idx + (size_t)i * GAME_MAX_ACTIONS, r);
 	if (rc > 0)
 		s->posted[s->staged++] = r;
 	return rc;
+}
+
+int eval_stage(evaluator *ev, eval_scratch *s, const game *g, float *policy, float *value,
+	       float *score)
+{
+	return eval_stage_legal(ev, s, g, policy, value, score, NULL, NULL);
 }
 
 int eval_post(evaluator *ev, eval_scratch *s)
@@ -620,16 +630,24 @@ int eval_post(evaluator *ev, eval_scratch *s)
 	return n > 0 && post_and_wait(ev, s->posted, n) > 0 ? -1 : 0;
 }
 
-int eval_batch(evaluator *ev, eval_scratch *s, int n, const game *const *games, float *const *policies,
-	       float *values, float *scores)
+int eval_batch_legal(evaluator *ev, eval_scratch *s, int n, const game *const *games,
+		     float *const *policies, float *values, float *scores, int *const *legal,
+		     int *n_legal)
 {
 	int failed = 0;
 	assert(n <= s->cap);
 	for (int i = 0; i < n; i++)
-		failed += eval_stage(ev, s, games[i], policies[i], &values[i],
-				     scores ? &scores[i] : NULL) < 0;
+		failed += eval_stage_legal(ev, s, games[i], policies[i], &values[i],
+					   scores ? &scores[i] : NULL, legal ? legal[i] : NULL,
+					   n_legal ? &n_legal[i] : NULL) < 0;
 	failed += eval_post(ev, s) < 0;
 	return failed ? -1 : 0;
+}
+
+int eval_batch(evaluator *ev, eval_scratch *s, int n, const game *const *games, float *const *policies,
+	       float *values, float *scores)
+{
+	return eval_batch_legal(ev, s, n, games, policies, values, scores, NULL, NULL);
 }
 
 int eval_position(evaluator *ev, const game *g, float *policy, float *value)
@@ -661,7 +679,7 @@ int eval_raw_heads(evaluator *ev, const game *g, int sym, float *policy, float *
 	}
 	if (sym < 0 || sym >= game_num_symmetries(g))
 		sym = 0;
-	int rc = prepare(ev, g, sym, false, policy, value, NULL, planes, legal, idx, &r);
+	int rc = prepare(ev, g, sym, false, policy, value, NULL, planes, legal, NULL, idx, &r);
 	if (rc <= 0) /* answered at once: no network, or no legal move */
 		return rc < 0 || ownership || score ? -1 : 0;
 	/* Our point p is the transformed position's sym(p), as for moves,

@@ -76,6 +76,13 @@ void eval_scratch_free(eval_scratch *s);
  * failed. 0, or -1 when any failed. */
 int eval_batch(evaluator *ev, eval_scratch *s, int n, const game *const *games,
 	       float *const *policies, float *values, float *scores);
+/* eval_batch, writing each position's legal moves (game_legal_moves'
+ * list, which the evaluation works out anyway) to legal[i] (room for
+ * GAME_MAX_ACTIONS) and their count to n_legal[i]: a search expanding the
+ * leaves needs them again. */
+int eval_batch_legal(evaluator *ev, eval_scratch *s, int n, const game *const *games,
+		     float *const *policies, float *values, float *scores, int *const *legal,
+		     int *n_legal);
 /* eval_batch in two steps, for a thread that gathers the leaves of
  * several searches (self-play) and goes on at once with one whose leaf
  * needs no network. eval_stage: 0 when g was answered at once (the
@@ -88,6 +95,11 @@ int eval_batch(evaluator *ev, eval_scratch *s, int n, const game *const *games,
  * failed. */
 int eval_stage(evaluator *ev, eval_scratch *s, const game *g, float *policy, float *value,
 	       float *score);
+/* eval_stage, writing g's legal moves to legal (room for GAME_MAX_ACTIONS,
+ * valid until the answer) and their count to *n_legal, as
+ * eval_batch_legal. */
+int eval_stage_legal(evaluator *ev, eval_scratch *s, const game *g, float *policy, float *value,
+		     float *score, int *legal, int *n_legal);
 int eval_post(evaluator *ev, eval_scratch *s);
 
 /* The network's own answer for g under symmetry `sym` (no cache, no random

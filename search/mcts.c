@@ -51,6 +51,7 @@ typedef struct mcts_arena {
 typedef struct mcts_leaf {
 	game game;                     /* position at the leaf */
 	float policy[GAME_MAX_ACTIONS]; /* network answer */
+	int legal[GAME_MAX_ACTIONS];   /* its legal moves, when the evaluation gave them */
 	int depth;                     /* nodes on the path */
 	uint32_t path[MCTS_MAX_DEPTH]; /* root .. leaf */
 } mcts_leaf;
@@ -65,6 +66,8 @@ typedef struct mcts_thread {
 	float **policies;             /* [gather] */
 	float *values;                /* [gather] */
 	float *scores;                /* [gather] score head answers, NAN without */
+	int **legals;                 /* [gather] each leaf's legal[] */
+	int *n_legal;                 /* [gather] their counts, -1 until evaluated */
 	int round_done;               /* round_gather: playouts ended in a finished game */
 	int round_collisions;         /* round_gather: descents that collided */
 } mcts_thread;
@@ -253,6 +256,8 @@ static void thread_free(mcts_thread *t)
 	free(t->policies);
 	free(t->values);
 	free(t->scores);
+	free(t->legals);
+	free(t->n_legal);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -281,12 +286,15 @@ static int ensure_threads(mcts *m, int n, int gather)
 		t->policies = malloc(sizeof(float *) * (size_t)gather);
 		t->values = malloc(sizeof(float) * (size_t)gather);
 		t->scores = malloc(sizeof(float) * (size_t)gather);
+		t->legals = malloc(sizeof(int *) * (size_t)gather);
+		t->n_legal = malloc(sizeof(int) * (size_t)gather);
 		if (!t->leaves || !t->scratch || !t->games || !t->policies || !t->values ||
-		    !t->scores)
+		    !t->scores || !t->legals || !t->n_legal)
 			return -1;
 		for (int k = 0; k < gather; k++) {
 			t->games[k] = &t->leaves[k].game;
 			t->policies[k] = t->leaves[k].policy;
+			t->legals[k] = t->leaves[k].legal;
 		}
 	}
 	return 0;
@@ -761,12 +769,19 @@ static uint32_t gumbel_select(mcts *m)
 }
 
 /* Creates the children of node `idx` at position g from the network's
- * policy, and publishes them. Without room in the pool the node stays a
- * leaf (its value still counts). */
-static void expand(mcts *m, uint32_t idx, const game *g, const float *policy)
+ * policy, and publishes them: one per legal move, from g's n_legal legal
+ * moves when the evaluation gave them (else n_legal < 0). Without room in
+ * the pool the node stays a leaf (its value still counts). */
+static void expand(mcts *m, uint32_t idx, const game *g, const float *policy, const int *given,
+		   int n_legal)
 {
-	int legal[GAME_MAX_ACTIONS];
-	int n = game_legal_moves(g, legal);
+	int own[GAME_MAX_ACTIONS];
+	const int *legal = given;
+	int n = n_legal;
+	if (n < 0) {
+		n = game_legal_moves(g, own);
+		legal = own;
+	}
 	mcts_node *node = node_at(m, idx);
 	uint32_t first = n > 0 ? alloc_nodes(m, (uint32_t)n) : MCTS_NONE;
 	if (first == MCTS_NONE) {
@@ -914,6 +929,7 @@ static int round_gather(mcts *m, mcts_thread *t, int gather)
 			t->round_done++;
 		} else if (r == DESCENT_LEAF) {
 			t->scores[n_leaves] = NAN; /* until the score head answers */
+			t->n_legal[n_leaves] = -1; /* until the evaluation lists them */
 			n_leaves++;
 		} else {
 			/* The tree is too narrow for more leaves this round. */
@@ -936,7 +952,8 @@ static int round_apply(mcts *m, mcts_thread *t, int n_leaves)
 		for (int i = 0; i < n_leaves; i++) {
 			mcts_leaf *leaf = &t->leaves[i];
 			node_at(m, leaf->path[leaf->depth - 1])->value = -t->values[i];
-			expand(m, leaf->path[leaf->depth - 1], &leaf->game, leaf->policy);
+			expand(m, leaf->path[leaf->depth - 1], &leaf->game, leaf->policy, leaf->legal,
+			       t->n_legal[i]);
 			backup(m, leaf->path, leaf->depth, -t->values[i], -t->scores[i]);
 		}
 		done += n_leaves;
@@ -955,7 +972,8 @@ static int search_round(mcts *m, mcts_thread *t, int gather)
 {
 	int n_leaves = round_gather(m, t, gather);
 	if (n_leaves > 0)
-		eval_batch(m->ev, t->scratch, n_leaves, t->games, t->policies, t->values, t->scores);
+		eval_batch_legal(m->ev, t->scratch, n_leaves, t->games, t->policies, t->values,
+				 t->scores, t->legals, t->n_legal);
 	return round_apply(m, t, n_leaves);
 }
 
@@ -1090,6 +1108,8 @@ int mcts_gather(mcts *m, mcts_round *out)
 	out->policies = t->policies;
 	out->values = t->values;
 	out->scores = t->scores;
+	out->legal = t->legals;
+	out->n_legal = t->n_legal;
 	return n;
 }
 
@@ -1155,7 +1175,8 @@ void mcts_search(mcts *m)
 			mcts_round r;
 			int n = mcts_gather(m, &r);
 			if (n > 0)
-				eval_batch(m->ev, t->scratch, n, r.games, r.policies, r.values, r.scores);
+				eval_batch_legal(m->ev, t->scratch, n, r.games, r.policies, r.values,
+						 r.scores, r.legal, r.n_legal);
 			mcts_apply(m, n);
 		}
 		eval_client_leave(m->ev);

@@ -163,6 +163,10 @@ typedef struct mcts_round {
 	float *values;            /* [n] each leaf's value, for its side to move */
 	float *scores;            /* [n] each leaf's score (eval_batch's), NAN
 				   * until answered */
+	int *const *legal;        /* [n] room for each leaf's legal moves and */
+	int *n_legal;             /* [n] their count (-1: none given), which
+				   * eval_batch_legal writes, sparing the
+				   * expansion working them out again */
 } mcts_round;
 
 /* Sets the search up from the position given (limits, noise when the

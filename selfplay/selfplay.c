@@ -682,8 +682,10 @@ static int game_gather(selfplay *sp, sp_worker *w, sp_game *gm)
 		eval_scratch *s = w->slots[gm->slot].scratch;
 		int staged = 0;
 		for (int k = 0; k < gm->n_leaves; k++)
-			staged += eval_stage(gm->mdl->ev, s, gm->round.games[k], gm->round.policies[k],
-					     &gm->round.values[k], &gm->round.scores[k]) > 0;
+			staged += eval_stage_legal(gm->mdl->ev, s, gm->round.games[k],
+						   gm->round.policies[k], &gm->round.values[k],
+						   &gm->round.scores[k], gm->round.legal[k],
+						   &gm->round.n_legal[k]) > 0;
 		if (staged > 0 || quick == SP_QUICK_ROUNDS)
 			return 0;
 		mcts_apply(gm->m, gm->n_leaves);

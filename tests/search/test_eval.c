@@ -346,6 +346,44 @@ Test(eval, stage_answers_hits_at_once_and_posts_misses)
 	eval_free(ev);
 }
 
+/* eval_stage_legal lists the position's legal moves as game_legal_moves
+ * does, for a staged miss, a cache hit and the uniform evaluator alike
+ * (a search expands its leaves from that list). */
+Test(eval, stage_lists_the_legal_moves)
+{
+	fake_net f;
+	game g;
+	evaluator *ev = cached_c4(&f, &g);
+	for (int c = 0; c < 5; c++) /* column 3 full (one stone was there) */
+		cr_assert_eq(game_play(&g, 3), GAME_OK);
+	int want[GAME_MAX_ACTIONS], n_want = game_legal_moves(&g, want);
+	cr_assert_eq(n_want, 6);
+	eval_scratch *s = eval_scratch_new(ev, 2);
+	cr_assert(s);
+	float pol[GAME_MAX_ACTIONS], v;
+	for (int pass = 0; pass < 2; pass++) { /* a miss, then a hit */
+		int legal[GAME_MAX_ACTIONS], n = -1;
+		memset(legal, 0xff, sizeof(legal));
+		int rc = eval_stage_legal(ev, s, &g, pol, &v, NULL, legal, &n);
+		cr_assert_eq(rc, pass == 0 ? 1 : 0);
+		cr_assert_eq(eval_post(ev, s), 0);
+		cr_assert_eq(n, n_want, "pass %d: %d legal moves", pass, n);
+		cr_assert_eq(memcmp(legal, want, sizeof(int) * (size_t)n), 0, "pass %d", pass);
+	}
+	eval_scratch_free(s);
+	eval_free(ev);
+	char err[128];
+	ev = eval_new(NULL, 0, NN_ENC_C4, NULL, err, sizeof(err));
+	cr_assert(ev);
+	s = eval_scratch_new(ev, 1);
+	int legal[GAME_MAX_ACTIONS], n = -1;
+	cr_assert_eq(eval_stage_legal(ev, s, &g, pol, &v, NULL, legal, &n), 0);
+	cr_assert_eq(n, n_want);
+	cr_assert_eq(memcmp(legal, want, sizeof(int) * (size_t)n), 0);
+	eval_scratch_free(s);
+	eval_free(ev);
+}
+
 Test(eval, uniform_without_network)
 {
 	char err[128];
