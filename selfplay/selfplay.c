@@ -23,6 +23,7 @@ typedef struct sp_model {
 	evaluator *ev;     /* the queue all games share */
 	int64_t id;        /* model id in the store (0 when unknown) */
 	int refs;          /* holders: the selfplay object and running games */
+	struct sp_model *next; /* the selfplay object's list of models in use */
 } sp_model;
 
 struct sp_game;
@@ -56,6 +57,8 @@ struct selfplay {
 	pthread_mutex_t mu;         /* guards model and counters */
 	pthread_mutex_t fn_mu;      /* one finished-game callback at a time */
 	sp_model *model;            /* the model new games take */
+	sp_model *models;           /* every model in use: the newest and those
+				     * games under way still hold (mu) */
 	char backend[256];          /* what runs the newest model (guarded by mu) */
 	selfplay_stats stats;       /* totals */
 	uint64_t evals_done[4];     /* evaluator stats of models already freed */
@@ -173,6 +176,13 @@ static void model_release(selfplay *sp, sp_model *m)
 		return;
 	pthread_mutex_lock(&sp->mu);
 	bool last = --m->refs == 0;
+	if (last) {
+		for (sp_model **at = &sp->models; *at; at = &(*at)->next)
+			if (*at == m) {
+				*at = m->next;
+				break;
+			}
+	}
 	if (last && m->ev) {
 		eval_stats es;
 		eval_get_stats(m->ev, &es);
@@ -245,6 +255,8 @@ int selfplay_set_model(selfplay *sp, const nn_net *net, int64_t model_id, char *
 	pthread_mutex_lock(&sp->mu);
 	sp_model *old = sp->model;
 	sp->model = m;
+	m->next = sp->models;
+	sp->models = m;
 	sp->auto_per = per;
 	sp->lanes = m->bes.lanes;
 	snprintf(sp->backend, sizeof(sp->backend), "%s", m->bes.n ? m->bes.what : "none");
@@ -798,9 +810,13 @@ void selfplay_get_stats(selfplay *sp, selfplay_stats *out)
 	out->batches = sp->evals_done[1];
 	out->cache_hits = sp->evals_done[2];
 	out->requests = sp->evals_done[3];
-	if (sp->model && sp->model->ev) {
+	/* The newest model's, and those of older ones that games carried
+	 * from an earlier run still play with. */
+	for (const sp_model *m = sp->models; m; m = m->next) {
+		if (!m->ev)
+			continue;
 		eval_stats es;
-		eval_get_stats(sp->model->ev, &es);
+		eval_get_stats(m->ev, &es);
 		out->evals += es.evals;
 		out->batches += es.batches;
 		out->cache_hits += es.cache_hits;

@@ -155,7 +155,13 @@ Test(selfplay, games_under_way_carry_into_the_next_run)
 	int carried = selfplay_carried(sp);
 	/* The places of finished games took new ones while the run went on. */
 	cr_assert(carried >= 8 - (int)n && carried <= 8, "%d games carried, %lld finished", carried, (long long)n);
+	selfplay_stats st1, st2;
+	selfplay_get_stats(sp, &st1);
 	cr_assert_eq(selfplay_set_model(sp, net, 7, err, sizeof(err)), 0, "%s", err);
+	/* The carried games' model still counts its evaluations, once. */
+	selfplay_get_stats(sp, &st2);
+	cr_assert_eq(st2.evals, st1.evals);
+	cr_assert_eq(st2.requests, st1.requests);
 	collected c2 = { 0 };
 	n = selfplay_run(sp, 12, 0, on_game, &c2, NULL);
 	cr_assert(n >= 12, "%lld games finished", (long long)n);
@@ -165,6 +171,7 @@ Test(selfplay, games_under_way_carry_into_the_next_run)
 			     (long long)c2.model_ids[i]);
 	selfplay_stats st;
 	selfplay_get_stats(sp, &st);
+	cr_assert(st.evals > st1.evals);
 	cr_assert_eq(st.games, c.games + c2.games);
 	cr_assert_eq(st.positions, (int64_t)(c.positions + c2.positions));
 	selfplay_free(sp); /* drops the games still under way */
