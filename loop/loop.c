@@ -772,8 +772,8 @@ int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
 	r->failures = 0;
 	/* As many games as should give the positions wanted, from the
 	 * positions per game seen so far; games are never cut short (with
-	 * carry_games those under way when they have finished go on in the
-	 * next iteration). */
+	 * carry_games those under way when the iteration has its positions
+	 * go on in the next). */
 	int64_t want = (int64_t)ceil(r->o.positions_per_iter / r->per_game);
 	if (want < r->o.parallel_games)
 		want = r->o.parallel_games;
@@ -798,6 +798,15 @@ int loop_selfplay(loop *r, loop_iteration *it, char *err, size_t errlen)
 	const loop_game_source *src = r->o.source;
 	int64_t games = src ? src->play(src->ctx, want, left, on_source_game, r, r->o.stop)
 			    : selfplay_run(r->sp, want, left, on_game, r, r->o.stop);
+	/* Carried games: the first to finish are the short ones (the long
+	 * ones go on into the next iteration), so an iteration may have its
+	 * games before its positions; it plays on for those missing. */
+	while (!src && r->o.carry_games && games >= 0 && !stopped(r) &&
+	       r->it_positions < r->o.positions_per_iter && (left = loop_seconds_left(r)) > 0.001) {
+		int64_t more = (int64_t)ceil((r->o.positions_per_iter - r->it_positions) / r->per_game);
+		int64_t g = selfplay_run(r->sp, more > 1 ? more : 1, left, on_game, r, r->o.stop);
+		games = g < 0 ? g : games + g;
+	}
 	flush_pending(r);
 	/* Games from a source (MPI ranks) count their games and positions
 	 * here; their evaluations are the ranks' own and are not counted. */

@@ -293,6 +293,29 @@ Test(loop, one_network_for_two_board_sizes, .timeout = 240)
 	loop_test_rmdir(dir);
 }
 
+/* Self-play games carried from one iteration into the next (the
+ * default): each iteration still records the positions it asks for
+ * (the first games to finish are the short ones), and the games go on
+ * across the new networks. */
+Test(loop, iterations_carrying_games_record_their_positions, .timeout = 240)
+{
+	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
+	cr_assert(mkdtemp(dir));
+	loop_options o = loop_test_options(dir);
+	cr_assert(o.carry_games, "the default");
+	loop *r = loop_open(&o, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	for (int i = 0; i < 3; i++) {
+		loop_iteration it;
+		iterate(r, &it);
+		cr_assert_geq(it.new_positions, o.positions_per_iter, "iteration %d: %lld positions", i,
+			      (long long)it.new_positions);
+		cr_assert_gt(it.games, 0);
+	}
+	loop_close(r);
+	loop_test_rmdir(dir);
+}
+
 /* --se-channels 8: a new network of squeeze-excitation blocks, which
  * self-play evaluates, the learner trains (its SE weights move) and the
  * exported model keeps; reopened without the option, the run keeps them. */
