@@ -45,8 +45,14 @@ Test(cpu_peak, per_precision)
 	cr_assert_eq(h.gops, 0);
 	cr_assert_str_eq(h.isa, "none");
 	nn_cpu_peak b = nn_cpu_peak_measure(NN_DTYPE_BF16, 1, 0.05);
+	/* The bf16 dot product does twice an FMA's multiplies per
+	 * instruction, but cores issue it at different rates: above the
+	 * fp32 peak on the AMD Zen 4 this test was first run on, half of it
+	 * (120 against 236 GFLOP/s) on an Intel Xeon with AMX. Either way
+	 * it is measured, and within these bounds. */
 	if (__builtin_cpu_supports("avx512bf16"))
-		cr_assert_gt(b.gops, f.gops, "bf16 %g, fp32 %g", b.gops, f.gops);
+		cr_assert(b.gops > 0.3 * f.gops && b.gops < 4 * f.gops, "bf16 %g, fp32 %g", b.gops,
+			  f.gops);
 	else
 		cr_assert_eq(b.gops, 0);
 }
