@@ -218,15 +218,10 @@ int game_num_symmetries(const game *g)
  * of LZ's Network::get_symmetry, which says where the input at a point is
  * read from; here we say where a point goes, so the network sees the same
  * planes under the same number. Connect Four: s = 1 mirrors the columns. */
-int game_symmetry_move(const game *g, int sym, int move)
+/* Point (x, y) of an n x n board under Go symmetry sym (bit 1 flips the
+ * rows, bit 2 the columns, bit 4 then transposes), as y * n + x. */
+static inline int go_symmetry_point(int n, int sym, int x, int y)
 {
-	assert(sym >= 0 && sym < game_num_symmetries(g));
-	if (g->params.kind == GAME_KIND_CONNECT4)
-		return sym ? C4_WIDTH - 1 - move : move;
-	int n = g->u.go.size;
-	if (move < 0 || move >= n * n)
-		return move; /* pass and "none" are fixed points */
-	int x = move % n, y = move / n;
 	if (sym & 2)
 		x = n - 1 - x;
 	if (sym & 1)
@@ -237,6 +232,32 @@ int game_symmetry_move(const game *g, int sym, int move)
 		y = t;
 	}
 	return y * n + x;
+}
+
+int game_symmetry_move(const game *g, int sym, int move)
+{
+	assert(sym >= 0 && sym < game_num_symmetries(g));
+	if (g->params.kind == GAME_KIND_CONNECT4)
+		return sym ? C4_WIDTH - 1 - move : move;
+	int n = g->u.go.size;
+	if (move < 0 || move >= n * n)
+		return move; /* pass and "none" are fixed points */
+	return go_symmetry_point(n, sym, move % n, move / n);
+}
+
+void game_symmetry_table(const game *g, int sym, int16_t *to)
+{
+	int n_actions = game_num_actions(g);
+	if (g->params.kind != GAME_KIND_GO) {
+		for (int a = 0; a < n_actions; a++)
+			to[a] = (int16_t)game_symmetry_move(g, sym, a);
+		return;
+	}
+	int n = g->u.go.size;
+	for (int y = 0; y < n; y++)
+		for (int x = 0; x < n; x++)
+			to[y * n + x] = (int16_t)go_symmetry_point(n, sym, x, y);
+	to[n * n] = (int16_t)(n * n); /* the pass */
 }
 
 int game_symmetry_inverse(const game *g, int sym)

@@ -101,10 +101,8 @@ static void encode_go(const game *g, nn_encoding enc, int sym, float *planes)
 	memset(planes, 0, sizeof(float) * (size_t)n_planes * (size_t)area);
 	/* Where each point goes, then the history planes a board at a time
 	 * (the encoding runs once per leaf of every search). */
-	int16_t to[GO_MAX_SIZE * GO_MAX_SIZE];
-	for (int y = 0; y < n; y++)
-		for (int x = 0; x < n; x++)
-			to[y * n + x] = (int16_t)encode_sym_point(g, sym, n, x, y);
+	int16_t to[GAME_MAX_ACTIONS];
+	game_symmetry_table(g, sym, to);
 	for (int k = 0; k < GO_PAST_POSITIONS; k++) {
 		const int8_t *past = go_past_board(b, k);
 		if (!past)
