@@ -14,6 +14,10 @@
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "engine/clock.h"
 
@@ -139,6 +143,55 @@ PEAK_KERNEL(bf16_avx512, "avx512f,avx512bf16", __m512, CHAINS16, INIT, STEP, FOL
 #undef STEP
 #undef FOLD
 
+/* AMX (Intel Xeon from the 4th generation): where the CPU has it,
+ * oneDNN runs int8 and bf16 convolutions on its tiles, so theirs is the
+ * peak. tdpbusd multiplies a 16x64 u8 tile by a 64x16 s8 one into 16x16
+ * s32 (16,384 multiply-adds), tdpbf16ps a 16x32 bf16 pair into 16x16
+ * fp32 (8,192); four accumulator tiles cover the latency. */
+typedef struct amx_config {
+	uint8_t palette, start_row, reserved[14];
+	uint16_t colsb[16];
+	uint8_t rows[16];
+} amx_config;
+
+/* Tiles 0-3 accumulate, 4 and 5 are the operands: 16 rows of 64 bytes. */
+static void amx_config_peak(amx_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->palette = 1;
+	for (int t = 0; t < 6; t++) {
+		c->rows[t] = 16;
+		c->colsb[t] = 64;
+	}
+}
+
+static _Alignas(64) uint8_t amx_operand[16 * 64];
+
+#define AMX_KERNEL(name, isa, OP, T, ops_per_instr)                                       	__attribute__((target(isa))) static double name(long n)                          	{                                                                               		amx_config c;                                                           		amx_config_peak(&c);                                                    		_tile_loadconfig(&c);                                                   		_tile_loadd(4, amx_operand, 64);                                        		_tile_loadd(5, amx_operand, 64);                                        		_tile_zero(0);                                                          		_tile_zero(1);                                                          		_tile_zero(2);                                                          		_tile_zero(3);                                                          		for (long i = 0; i < n; i++) {                                          			OP(0, 4, 5);                                                    			OP(1, 4, 5);                                                    			OP(2, 4, 5);                                                    			OP(3, 4, 5);                                                    		}                                                                       		_Alignas(64) T out[16 * 16];                                            		_tile_stored(0, out, 64);                                               		_tile_release();                                                        		sink = (double)out[0];                                                  		return (double)n * 4 * (ops_per_instr);                                 	}
+AMX_KERNEL(int8_amx, "amx-tile,amx-int8", _tile_dpbusd, int32_t, 16 * 16 * 64 * 2)
+AMX_KERNEL(bf16_amx, "amx-tile,amx-bf16", _tile_dpbf16ps, float, 16 * 16 * 32 * 2)
+
+/* The CPU has AMX-TILE and `feature` (CPUID leaf 7 EDX: bit 25 AMX-INT8,
+ * 22 AMX-BF16), the kernel lets this process use the tile data (asked
+ * once), and oneDNN is not told to stay below AMX (ONEDNN_MAX_CPU_ISA). */
+static bool has_amx(int feature_bit)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> feature_bit & 1))
+		return false;
+	const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
+	if (!cap)
+		cap = getenv("DNNL_MAX_CPU_ISA");
+	if (cap && !strstr(cap, "AMX") && !strstr(cap, "amx") && strcmp(cap, "ALL") != 0)
+		return false;
+	static int permitted = -1; /* ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA */
+	if (permitted < 0) {
+		permitted = syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+		memset(amx_operand, 0x3f, sizeof(amx_operand)); /* 63, or bf16 0.75 */
+	}
+	return permitted;
+}
+
 /* AVX-VNNI (CPUID leaf 7, sub-leaf 1, EAX bit 4), which not every
  * compiler's __builtin_cpu_supports knows; AVX2 (checked first) says the
  * OS saves the 256-bit registers. */
@@ -172,6 +225,8 @@ static peak_kernel pick(nn_dtype precision, const char **isa)
 			return *isa = "avx2-fma", fp32_avx2;
 		break;
 	case NN_DTYPE_INT8:
+		if (has_amx(25))
+			return *isa = "amx-int8", int8_amx;
 		if (has_avx512_vnni())
 			return *isa = "avx512-vnni", int8_avx512vnni;
 		if (__builtin_cpu_supports("avx2") && has_avx_vnni())
@@ -182,6 +237,8 @@ static peak_kernel pick(nn_dtype precision, const char **isa)
 			return *isa = "avx2", int8_avx2;
 		break;
 	case NN_DTYPE_BF16:
+		if (avx512 && __builtin_cpu_supports("avx512bf16") && has_amx(22))
+			return *isa = "amx-bf16", bf16_amx;
 		if (avx512 && __builtin_cpu_supports("avx512bf16"))
 			return *isa = "avx512-bf16", bf16_avx512;
 		break;

@@ -13,6 +13,11 @@
  *         vpaddd per 32 multiply-adds.
  *   bf16  vdpbf16ps (AVX512_BF16): 2 multiply-adds per fp32 lane; 0 (no
  *         peak) without it, where the CPU backend refuses bf16 anyway.
+ *   AMX   on a CPU with AMX tiles (Intel Xeon from the 4th generation),
+ *         which oneDNN then uses for int8 and bf16 convolutions: tdpbusd
+ *         (16x16x64 u8 x s8 multiply-adds) and tdpbf16ps (16x16x32) on
+ *         four accumulator tiles, unless ONEDNN_MAX_CPU_ISA keeps oneDNN
+ *         below AMX (the tiles need the kernel's leave, asked once).
  *
  * Ops count a multiply-add as 2, as the network's FLOP count does. The
  * figure is what the cores reached during the measurement: on a machine
