@@ -107,11 +107,10 @@ int cli_run(int argc, char **argv)
 			     "the oldest positions leave the window once drawn R times on average "
 			     "(training pauses for new games when all have); 0: no cap (CPU "
 			     "learner)"),
-		CLI_OPT_FLAG_OFF("--no-carry-games", NULL, &o.carry_games,
-				 "self-play plays every game of an iteration out before training "
-				 "(the default lets the games under way go on in the next iteration, "
-				 "with the new network, so that no iteration ends on a few games "
-				 "leaving cores idle)"),
+		CLI_OPT_FLAG("--carry-games", NULL, &o.carry_games,
+			     "self-play games under way when an iteration has its positions go on "
+			     "in the next, with the new network, instead of every game being played "
+			     "out (fuller batches, but no more positions measured: docs/LEARNING.md)"),
 		CLI_OPT_INT("--batch", NULL, &o.batch, 1, 8192, "N", "training batch"),
 		CLI_OPT_REAL("--sample-ratio", NULL, &o.sample_ratio, 0.01, 1000, "R",
 			     "training samples per new position"),

@@ -92,7 +92,7 @@ loop_options loop_options_default(const game_params *g)
 	o.window_beta = 0.4;
 	o.reuse_cap = 0;
 	o.bn_batches = 0;
-	o.carry_games = true;
+	o.carry_games = false;
 	o.batch = 256;
 	o.sample_ratio = 6;
 	train_options t = train_options_default();

@@ -111,9 +111,9 @@ typedef struct loop_options {
 				    * of the window after each iteration's training; 0: the
 				    * momentum's alone */
 	bool carry_games;          /* self-play games under way when an iteration has
-				    * its games go on in the next (selfplay_options'
-				    * carry_games); false: each iteration plays all
-				    * its games out */
+				    * its positions go on in the next (selfplay_options'
+				    * carry_games); false (the default): each
+				    * iteration plays all its games out */
 	int batch;                 /* training batch */
 	double sample_ratio;       /* training samples per new position */
 	double lr;                 /* base learning rate */

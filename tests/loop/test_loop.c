@@ -293,8 +293,8 @@ Test(loop, one_network_for_two_board_sizes, .timeout = 240)
 	loop_test_rmdir(dir);
 }
 
-/* Self-play games carried from one iteration into the next (the
- * default): each iteration still records the positions it asks for
+/* Self-play games carried from one iteration into the next
+ * (--carry-games): each iteration still records the positions it asks for
  * (the first games to finish are the short ones), and the games go on
  * across the new networks. */
 Test(loop, iterations_carrying_games_record_their_positions, .timeout = 240)
@@ -302,7 +302,8 @@ Test(loop, iterations_carrying_games_record_their_positions, .timeout = 240)
 	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
 	cr_assert(mkdtemp(dir));
 	loop_options o = loop_test_options(dir);
-	cr_assert(o.carry_games, "the default");
+	cr_assert(!o.carry_games, "off by default");
+	o.carry_games = true;
 	loop *r = loop_open(&o, err, sizeof(err));
 	cr_assert(r, "%s", err);
 	for (int i = 0; i < 3; i++) {
