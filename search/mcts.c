@@ -408,11 +408,9 @@ void mcts_set_evaluator(mcts *m, evaluator *ev)
 
 void mcts_reset(mcts *m, evaluator *ev, const mcts_options *opt)
 {
-	mcts_set_evaluator(m, ev);
+	mcts_set_evaluator(m, ev); /* drops the tree */
 	mcts_set_options(m, opt);
 	mcts_set_avoid(m, NULL);
-	mcts_clear(m);
-	atomic_store(&m->interrupted, 0);
 	m->have_root_game = false;
 	m->rng = m->opt.seed * 0x2545f4914f6cdd1dULL + 1;
 }
