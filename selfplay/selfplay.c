@@ -441,15 +441,22 @@ static void slot_drop(sp_worker *w, int i)
 	memset(s, 0, sizeof(*s));
 }
 
+/* Empties a game's place but for its search, which the next game there
+ * reuses (mcts_reset). */
+static void game_clear(sp_game *gm)
+{
+	mcts *m = gm->m;
+	memset(gm, 0, sizeof(*gm));
+	gm->m = m;
+}
+
 /* Starts a game with model `mdl` (held by the caller, then by the game).
  * 0, or -1 on error. */
 static int game_begin(selfplay *sp, sp_worker *w, sp_game *gm, sp_model *mdl)
 {
 	const selfplay_options *o = &sp->opt;
 	char err[256];
-	mcts *kept = gm->m; /* the search of the worker's last game here */
-	memset(gm, 0, sizeof(*gm));
-	gm->m = kept;
+	game_clear(gm);
 	gm->mdl = mdl;
 	gm->slot = -1;
 	mcts_options mo = mcts_options_default();
@@ -615,13 +622,11 @@ static int game_finish(selfplay *sp, sp_game *gm)
  * game mapped a new node pool and faulted and zeroed its pages again. */
 static void game_free(selfplay *sp, sp_worker *w, sp_game *gm)
 {
-	mcts *kept = gm->m;
 	record_free(&gm->rec);
 	if (gm->slot >= 0)
 		slot_drop(w, gm->slot);
 	model_release(sp, gm->mdl);
-	memset(gm, 0, sizeof(*gm));
-	gm->m = kept;
+	game_clear(gm);
 }
 
 /* Starts games in the worker's empty places while the run wants more,

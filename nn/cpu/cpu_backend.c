@@ -192,6 +192,12 @@ static int cpu_omp_max_threads(void)
 	return get ? get() : 0;
 }
 
+/* omp_set_num_threads, or NULL without OpenMP. */
+static void (*cpu_omp_set_fn(void))(int)
+{
+	return (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+}
+
 static void cpu_apply_threads(cpu_ctx *c)
 {
 	if (c->threads > 0 && c->omp_set)
@@ -1373,7 +1379,7 @@ static int cpu_create_ctx(const nn_net *net, int max_batch, const nn_backend_opt
 	c->n_layers = 1 + 2 * a->blocks;
 	for (int i = 0; i < a->blocks; i++)
 		c->has_se |= a->block_kind[i] == NN_BLOCK_SE;
-	c->omp_set = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+	c->omp_set = cpu_omp_set_fn();
 	cpu_apply_threads(c);
 	c->net = nn_net_clone(net);
 	if (!c->net)
@@ -1456,7 +1462,7 @@ static int cpu_create(const nn_net *net, int max_batch, const nn_backend_options
 	 * backend it makes, on one thread. */
 	int saved = cpu_omp_max_threads();
 	int rc = cpu_create_ctx(net, max_batch, opt, 0, &c, err, errlen);
-	void (*set)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
+	void (*set)(int) = cpu_omp_set_fn();
 	if (set && saved > 0)
 		set(saved);
 	*out_ctx = rc < 0 ? NULL : c;
