@@ -40,6 +40,21 @@ static const char run_about[] =
 static const char *const optimizers[] = { "sgd", "adamw", NULL };
 static const char *const schedules[] = { "constant", "step", "cosine", NULL };
 
+/* --train-precision P into the loop_options at o->ptr. */
+static int parse_train_precision(const cli_opt *opt, const char *v, char *err, size_t errlen)
+{
+	loop_options *o = opt->ptr;
+	nn_dtype t;
+	if (!nn_dtype_from_name(v, &t) || t == NN_DTYPE_INT8) {
+		snprintf(err, errlen, "%s %s: fp32, bf16 or fp16 (fp16 on the GPU only)", opt->name,
+			 v);
+		return -1;
+	}
+	o->train_precision = t;
+	o->train_precision_given = true;
+	return 0;
+}
+
 static volatile sig_atomic_t stop_flag;
 static void on_signal(int sig) { stop_flag = 1; (void)sig; }
 
@@ -203,8 +218,14 @@ int cli_run(int argc, char **argv)
 				"the first"),
 		CLI_OPT_NN_PRECISION(&o.nn, "self-play int8 on a CPU with VNNI, else fp32; fp16 on "
 				     "the GPU",
-				     "fp32, fp16 (GPU), bf16, int8 (CPU self-play); CPU training "
-				     "stays fp32"),
+				     "fp32, fp16 (GPU), bf16, int8 (CPU self-play); the learner "
+				     "takes it unless --train-precision is given (CPU: bf16, "
+				     "else fp32)"),
+		CLI_OPT_CALL("--train-precision", NULL, &o, parse_train_precision, "P",
+			     "the learner's arithmetic: CPU fp32 or bf16 (bf16 operands for the "
+			     "tower's convolutions, fp32 sums and master weights; needs AVX-512 "
+			     "BF16, fast with AMX); GPU fp16, bf16 or fp32",
+			     .def = "CPU fp32; GPU --precision's, else fp16"),
 		CLI_OPT_FLAG("--quiet", "-q", &o.quiet, "fewer progress lines"),
 	};
 	const cli_spec spec = { .cmd = "run", .usage = "[options]", .about = run_about,

@@ -93,7 +93,10 @@ int cli_train(int argc, char **argv)
 		CLI_OPT_CALL("--gpus", NULL, &o, parse_gpus, "LIST",
 			     "GPUs to train on, e.g. 0,1,2,3 (implies --backend cuda)"),
 		CLI_OPT_CHOICE("--precision", NULL, &o.precision, precisions, "P",
-			       "CUDA arithmetic: fp16, bf16 or fp32"),
+			       "the learner's arithmetic: CUDA fp16 (the default), bf16 or fp32; "
+			       "the CPU bf16 (bf16 operands for the tower's convolutions, fp32 "
+			       "sums and master weights; needs AVX-512 BF16, fast with AMX), "
+			       "else fp32"),
 		CLI_OPT_INT("--micro-batch", NULL, &o.micro_batch, 1, 65536, "N",
 			    "CUDA: gradient accumulation over micro-batches of N",
 			    .def = "the whole share when it fits in memory"),

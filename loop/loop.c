@@ -180,7 +180,7 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 "window-beta %g\nreuse-cap %g\nbn-batches %d\nforced-playouts %g\n"
 		 "gumbel %d\ngumbel-m %d\nmeasure-every %d\nmeasure-share %g\nopp-weight %g\n"
 		 "own-weight %g\nscore-weight %g\nlearner-ranks %d\nsizes %s\nse-channels %d\n"
-		 "carry-games %d\n",
+		 "carry-games %d\ntrain-precision %s\n",
 		 game_desc_from_params(&o->game)->name, o->blocks, o->channels, o->parallel_games,
 		 per, lanes, selfplay_batch(o), o->visits, o->cheap_visits,
 		 (long long)o->positions_per_iter, (long long)o->window,
@@ -198,7 +198,8 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 o->window_beta, o->reuse_cap, o->bn_batches, x->forced_k,
 		 (int)x->gumbel, x->gumbel_m, o->measure_every, o->measure_share, o->opp_weight,
 		 o->own_weight, o->score_weight, o->learner_ranks > 1 ? o->learner_ranks : 1,
-		 sizes, o->se_channels, (int)o->carry_games);
+		 sizes, o->se_channels, (int)o->carry_games,
+		 o->train_precision_given ? nn_dtype_name(o->train_precision) : "default");
 }
 
 /* " with the X, Y and Z heads" for the optional heads of a, or "". */
@@ -343,6 +344,8 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 	/* int8 is for self-play on the CPU: the learner stays at its default. */
 	if (o->nn.precision_given && o->nn.precision != NN_DTYPE_INT8)
 		lo.precision = o->nn.precision;
+	if (o->train_precision_given)
+		lo.precision = o->train_precision;
 	bool want_cuda = wants_cuda(o);
 	int ranks = o->learners ? comm_size(o->learners) : 1;
 	if (ranks > 1) {

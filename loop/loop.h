@@ -139,6 +139,10 @@ typedef struct loop_options {
 	double gate_threshold;     /* score a new network needs against the current one */
 	int gate_visits;           /* visits per move in gating games */
 	nn_backend_options nn;     /* --backend, --gpus, --precision */
+	nn_dtype train_precision;  /* the learner's arithmetic when train_precision_given
+				    * (learner_options.precision); else the CPU learner
+				    * trains fp32 and the CUDA one nn.precision's or fp16 */
+	bool train_precision_given;
 	FILE *log;                 /* progress and errors; NULL: none */
 	bool quiet;                /* fewer progress lines */
 	volatile sig_atomic_t *stop; /* set (by a signal handler) to stop soon; may be NULL */

@@ -52,8 +52,9 @@ static void fill_batch(train_batch *b, uint64_t seed)
 /* What can be checked before anything is built. 0, or -1 with a message. */
 static int check_options(const train_bench_options *o, char *err, size_t errlen)
 {
-	if (!o->cuda && o->precision != NN_DTYPE_FP32) {
-		snprintf(err, errlen, "the cpu learner trains in fp32 only");
+	if (!o->cuda && o->precision != NN_DTYPE_FP32 && o->precision != NN_DTYPE_BF16) {
+		snprintf(err, errlen, "the cpu learner trains in fp32 or bf16, not %s",
+			 nn_dtype_name(o->precision));
 		return -1;
 	}
 	if (o->cuda && nn_cuda_device_count() == 0) {
@@ -126,6 +127,8 @@ int train_bench_run(const train_bench_options *o, train_bench_result *out, char 
 	to.batch = o->batch;
 	to.threads = o->threads;
 	to.algo = o->algo;
+	if (!o->cuda)
+		to.precision = o->precision;
 	b = train_batch_new(&arch, o->batch, arch.value_outputs == 3);
 	if (!b) {
 		snprintf(err, errlen, "out of memory");

@@ -18,7 +18,7 @@
 
 typedef struct train_bench_options {
 	bool cuda;               /* the GPU trainer, else the CPU one */
-	nn_dtype precision;      /* CUDA compute type; the CPU trains in fp32 only */
+	nn_dtype precision;      /* CUDA compute type; the CPU's fp32 or bf16 */
 	game_params game;        /* the network's game and Go board */
 	int blocks, channels;    /* the network's tower */
 	int se_channels;         /* > 0: squeeze-excitation blocks of this bottleneck */

@@ -38,7 +38,11 @@ static void *cpu_create(const nn_net *net, const learner_options *o, char *what,
 		return NULL;
 	}
 	l->share = o->train.batch;
-	l->t = trainer_new(net, &o->train, err, errlen);
+	/* learner_options.precision is the CUDA learner's too, fp16 by
+	 * default: the CPU takes bf16 from it, else trains fp32. */
+	train_options to = o->train;
+	to.precision = o->precision == NN_DTYPE_BF16 ? NN_DTYPE_BF16 : NN_DTYPE_FP32;
+	l->t = trainer_new(net, &to, err, errlen);
 	if (!l->t)
 		goto fail;
 	l->rb = replay_new(o->window);
@@ -49,7 +53,7 @@ static void *cpu_create(const nn_net *net, const learner_options *o, char *what,
 	}
 	replay_set_value_q_weight(l->rb, o->value_q_weight);
 	replay_set_reuse_cap(l->rb, o->reuse_cap);
-	snprintf(what, whatlen, "cpu fp32");
+	snprintf(what, whatlen, "cpu %s", nn_dtype_name(to.precision));
 	return l;
 fail:
 	cpu_destroy(l);

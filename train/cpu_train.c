@@ -308,8 +308,13 @@ typedef struct tr_conv_prims {
 	dnnl_memory_desc_t dw;       /* weight gradient as backward_weights writes it */
 	dnnl_memory_desc_t bias;     /* x */
 	int has_bwd_d;               /* 1: backward_data exists */
+	int bf16;                    /* 1: the passes take bf16 sources, output
+				      * gradients and weights (src_lp, dst_lp, w_fwd,
+				      * w_bwd), and write fp32 */
+	dnnl_memory_desc_t src_lp, dst_lp; /* bf16: src's and dst's layouts in bf16 */
 	tr_op fwd, bwd_d, bwd_w;     /* the three passes */
 	tr_op to_fwd, to_bwd, from_dw; /* reorders; prim NULL when formats agree */
+	tr_op src_to_lp, dst_to_lp;  /* bf16: fp32 activations (gradients) -> bf16 */
 } tr_conv_prims;
 
 /* One conv's weight memories over the net and gradient arrays. */
@@ -377,36 +382,49 @@ static bool tr_conv_has_winograd(const tr_ctx *c, int n, int cin, int cout, int 
 }
 
 /* The primitives of one convolution shape, in algorithm `alg` (direct, or
- * Winograd where tr_conv_has_winograd says so). */
+ * Winograd where tr_conv_has_winograd says so), with bf16 operands when
+ * bf16 (then src_tag must not be "any"). */
 static int tr_conv_prims_make(tr_ctx *c, tr_conv_prims *p, int n, int cin, int cout, int k, int h,
 			      int w, dnnl_format_tag_t src_tag, dnnl_format_tag_t dst_tag,
-			      int bwd_d, dnnl_alg_kind_t alg, char *err, size_t errlen)
+			      int bwd_d, dnnl_alg_kind_t alg, int bf16, char *err, size_t errlen)
 {
 	int rc = 0;
 	dnnl_primitive_desc_t fpd = NULL, pd = NULL;
 	dnnl_dims_t sd = { n, cin, h, w }, dd = { n, cout, h, w }, wd = { cout, cin, k, k },
 		    bd = { cout };
 	dnnl_dims_t strides = { 1, 1 }, pad = { k / 2, k / 2 };
-	dnnl_memory_desc_t w_any;
+	dnnl_memory_desc_t w_any, dw_any;
 	dnnl_convolution_desc_t d;
 	memset(p, 0, sizeof(*p));
 	p->has_bwd_d = bwd_d;
+	p->bf16 = bf16;
+	dnnl_data_type_t op_t = bf16 ? dnnl_bf16 : dnnl_f32;
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->src, 4, sd, dnnl_f32, src_tag));
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->dst, 4, dd, dnnl_f32, dst_tag));
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->w_user, 4, wd, dnnl_f32, dnnl_oihw));
-	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w_any, 4, wd, dnnl_f32, dnnl_format_tag_any));
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w_any, 4, wd, op_t, dnnl_format_tag_any));
+	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&dw_any, 4, wd, dnnl_f32, dnnl_format_tag_any));
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->bias, 1, bd, dnnl_f32, dnnl_x));
-	DNNL_CHECK(dnnl_convolution_forward_desc_init(&d, dnnl_forward_training, alg, &p->src, &w_any,
-						      &p->bias, &p->dst, strides, pad, pad));
+	/* The operands the passes read: the activations themselves in fp32,
+	 * bf16 copies of them otherwise. */
+	p->src_lp = p->src;
+	p->dst_lp = p->dst;
+	if (bf16) {
+		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->src_lp, 4, sd, dnnl_bf16, src_tag));
+		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&p->dst_lp, 4, dd, dnnl_bf16, dst_tag));
+	}
+	DNNL_CHECK(dnnl_convolution_forward_desc_init(&d, dnnl_forward_training, alg, &p->src_lp,
+						      &w_any, &p->bias, &p->dst, strides, pad, pad));
 	if (tr_op_make(c, &d, NULL, &p->fwd, &fpd, err, errlen) < 0)
 		goto fail;
 	p->w_fwd = *dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0);
 	p->w_bwd = p->w_fwd;
-	/* A source asked as "any" (the input conv) is what forward chose. */
-	p->src = *dnnl_primitive_desc_query_md(fpd, dnnl_query_src_md, 0);
+	/* A source asked as "any" (the input conv, fp32) is what forward chose. */
+	if (!bf16)
+		p->src = p->src_lp = *dnnl_primitive_desc_query_md(fpd, dnnl_query_src_md, 0);
 	if (bwd_d) {
 		DNNL_CHECK(dnnl_convolution_backward_data_desc_init(&d, alg,
-								    &p->src, &w_any, &p->dst,
+								    &p->src, &w_any, &p->dst_lp,
 								    strides, pad, pad));
 		if (tr_op_make(c, &d, fpd, &p->bwd_d, &pd, err, errlen) < 0)
 			goto fail;
@@ -415,8 +433,8 @@ static int tr_conv_prims_make(tr_ctx *c, tr_conv_prims *p, int n, int cin, int c
 		pd = NULL;
 	}
 	DNNL_CHECK(dnnl_convolution_backward_weights_desc_init(&d, alg,
-							       &p->src, &w_any, &p->bias, &p->dst,
-							       strides, pad, pad));
+							       &p->src_lp, &dw_any, &p->bias,
+							       &p->dst_lp, strides, pad, pad));
 	if (tr_op_make(c, &d, fpd, &p->bwd_w, &pd, err, errlen) < 0)
 		goto fail;
 	p->dw = *dnnl_primitive_desc_query_md(pd, dnnl_query_diff_weights_md, 0);
@@ -429,6 +447,9 @@ static int tr_conv_prims_make(tr_ctx *c, tr_conv_prims *p, int n, int cin, int c
 		goto fail;
 	if (!dnnl_memory_desc_equal(&p->dw, &p->w_user) &&
 	    tr_reorder_make(c, &p->dw, &p->w_user, &p->from_dw, err, errlen) < 0)
+		goto fail;
+	if (bf16 && (tr_reorder_make(c, &p->src, &p->src_lp, &p->src_to_lp, err, errlen) < 0 ||
+		     tr_reorder_make(c, &p->dst, &p->dst_lp, &p->dst_to_lp, err, errlen) < 0))
 		goto fail;
 	goto out;
 fail:
@@ -734,6 +755,9 @@ struct trainer {
 	dnnl_memory_t dvout;      /* value-output gradient */
 	int blocked;              /* 1: activations nChw16c, 0: NHWC */
 	int winograd;             /* 1: the tower's 3x3 convs are Winograd's */
+	dnnl_memory_t lp_src, lp_g; /* bf16 tower: a layer's source and output
+				   * gradient in bf16 (shared: made again where a
+				   * pass needs them) */
 	tr_se *se;                /* [blocks] SE state (blk NULL: a plain block), or NULL */
 	float *se_buf;            /* one allocation: every SE block's pool, hid, gate, then
 				   * the shared scratch of the backward pass */
@@ -768,6 +792,7 @@ train_options train_options_default(void)
 	o.lr_schedule = TRAIN_LR_SCHEDULE_CONSTANT;
 	o.lr_gamma = 0.1;
 	o.seed = 1;
+	o.precision = NN_DTYPE_FP32;
 	return o;
 }
 
@@ -806,6 +831,9 @@ int train_options_check(const train_options *o, char *err, size_t errlen)
 		OPT_FAIL("a cosine schedule needs lr_total_steps >= 1");
 	if (o->warmup_steps < 0)
 		OPT_FAIL("warm-up steps must be >= 0");
+	if (o->precision != NN_DTYPE_FP32 && o->precision != NN_DTYPE_BF16)
+		OPT_FAIL("the CPU learner trains in fp32 or bf16, not %s",
+			 nn_dtype_name(o->precision));
 	return 0;
 #undef OPT_FAIL
 }
@@ -1101,8 +1129,28 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 	 * blocked, about 850 in NHWC), so auto takes it only with AVX-512. */
 	dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
 	bool avx512 = (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+	/* bf16 convolutions run on AMX tiles in NHWC; in nChw16c oneDNN 2.6
+	 * takes its AVX-512 BF16 kernels, slower than fp32's (4x48, 9x9,
+	 * batch 256, one core of an AMX Xeon: 7.0 / 6.6 / 9.7 ms for forward,
+	 * backward data and weights, against 0.8 / 1.0 / 1.9 in NHWC and 4.6
+	 * / 4.5 / 4.5 in fp32). */
+	int bf16 = o->precision == NN_DTYPE_BF16;
+	if (bf16 && (isa & dnnl_cpu_isa_avx512_core_bf16) != dnnl_cpu_isa_avx512_core_bf16) {
+		snprintf(err, errlen, "bf16 training needs a CPU with AVX-512 BF16 or AMX; this "
+			 "one has neither (or ONEDNN_MAX_CPU_ISA hides them): train in fp32");
+		goto fail;
+	}
+	if (bf16 && o->layout == TRAIN_LAYOUT_BLOCKED) {
+		snprintf(err, errlen, "bf16 training uses the NHWC layout, not the blocked one");
+		goto fail;
+	}
+	if (bf16 && o->algo == NN_CONV_WINOGRAD) {
+		snprintf(err, errlen, "bf16 training has direct convolutions only (oneDNN 2.6 "
+			 "has no bf16 Winograd)");
+		goto fail;
+	}
 	int blocked = o->layout == TRAIN_LAYOUT_BLOCKED ||
-		      (o->layout == TRAIN_LAYOUT_AUTO && C % 16 == 0 && avx512);
+		      (o->layout == TRAIN_LAYOUT_AUTO && C % 16 == 0 && avx512 && !bf16);
 	dnnl_format_tag_t tl = blocked ? dnnl_nChw16c : dnnl_nhwc;
 	t->blocked = blocked;
 	/* The input conv reads the planes in the layout it likes best (NCHW
@@ -1116,17 +1164,20 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 	 * at 16 channels Winograd was 10-20% slower (9x9, batch 256), at 32
 	 * and 48 level, at 64 faster on every board. The input conv's width
 	 * rarely suits it; it stays direct. */
-	t->winograd = (o->algo == NN_CONV_WINOGRAD || (o->algo == NN_CONV_AUTO && C >= 32)) &&
+	t->winograd = !bf16 &&
+		      (o->algo == NN_CONV_WINOGRAD || (o->algo == NN_CONV_AUTO && C >= 32)) &&
 		      a->blocks && tr_conv_has_winograd(c, N, C, C, H, W, tl, tl, 1);
 	dnnl_alg_kind_t tower_alg = t->winograd ? dnnl_convolution_winograd : dnnl_convolution_direct;
+	/* In bf16 the tower's convs alone (most of the work); the input conv
+	 * and the heads' 1x1 convs stay fp32. */
 	if (tr_conv_prims_make(c, &t->cp_in, N, a->in_planes, C, 3, H, W, in_tag, tl, 0,
-			       dnnl_convolution_direct, err, errlen) < 0 ||
+			       dnnl_convolution_direct, 0, err, errlen) < 0 ||
 	    (a->blocks && tr_conv_prims_make(c, &t->cp_tower, N, C, C, 3, H, W, tl, tl, 1,
-					     tower_alg, err, errlen) < 0) ||
+					     tower_alg, bf16, err, errlen) < 0) ||
 	    tr_conv_prims_make(c, &t->cp_pol, N, C, pc, 1, H, W, tl, tl, 1,
-			       dnnl_convolution_direct, err, errlen) < 0 ||
+			       dnnl_convolution_direct, 0, err, errlen) < 0 ||
 	    tr_conv_prims_make(c, &t->cp_val, N, C, vc, 1, H, W, tl, tl, 1,
-			       dnnl_convolution_direct, err, errlen) < 0 ||
+			       dnnl_convolution_direct, 0, err, errlen) < 0 ||
 	    tr_bn_prims_make(c, &t->bp_tower, &t->cp_in.dst, C, err, errlen) < 0 ||
 	    tr_bn_prims_make(c, &t->bp_pol, &t->cp_pol.dst, pc, err, errlen) < 0 ||
 	    tr_bn_prims_make(c, &t->bp_val, &t->cp_val.dst, vc, err, errlen) < 0 ||
@@ -1198,6 +1249,10 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 	for (int i = 0; i < 4; i++)
 		if (tr_buf(c, &t->cp_in.dst, &t->g[i], err, errlen) < 0)
 			goto fail;
+	if (a->blocks && bf16 &&
+	    (tr_buf(c, &t->cp_tower.src_lp, &t->lp_src, err, errlen) < 0 ||
+	     tr_buf(c, &t->cp_tower.dst_lp, &t->lp_g, err, errlen) < 0))
+		goto fail;
 	for (int i = 0; i < 3; i++)
 		if (tr_buf(c, &t->cp_pol.dst, &t->gp[i], err, errlen) < 0 ||
 		    tr_buf(c, &t->cp_val.dst, &t->gv[i], err, errlen) < 0)
@@ -1326,7 +1381,12 @@ static int tr_layer_fwd(trainer *t, tr_layer *L, dnnl_memory_t src, dnnl_memory_
 	int rc = 0;
 	/* An SE layer's BN writes the gate's input, kept for the backward. */
 	dnnl_memory_t bn = L->se ? L->se->u : L->a;
-	RUN(&L->cp->fwd, { DNNL_ARG_SRC, src }, { DNNL_ARG_WEIGHTS, L->w.w_fwd },
+	dnnl_memory_t in = src;
+	if (L->cp->bf16) {
+		RUN(&L->cp->src_to_lp, { DNNL_ARG_FROM, src }, { DNNL_ARG_TO, t->lp_src });
+		in = t->lp_src;
+	}
+	RUN(&L->cp->fwd, { DNNL_ARG_SRC, in }, { DNNL_ARG_WEIGHTS, L->w.w_fwd },
 	    { DNNL_ARG_BIAS, L->w.b }, { DNNL_ARG_DST, L->z });
 	if (training) {
 		RUN(&L->bp->fwd, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_DST, bn },
@@ -1390,12 +1450,20 @@ static int tr_layer_bwd(trainer *t, tr_layer *L, dnnl_memory_t src, dnnl_memory_
 		if (tr_bn_sync_grad(t, L, gc) < 0)
 			return -1;
 	}
-	RUN(&L->cp->bwd_w, { DNNL_ARG_SRC, src }, { DNNL_ARG_DIFF_DST, gc },
+	/* bf16: the source is rounded again (the forward's copy is gone). */
+	dnnl_memory_t x = src, gy = gc;
+	if (L->cp->bf16) {
+		RUN(&L->cp->src_to_lp, { DNNL_ARG_FROM, src }, { DNNL_ARG_TO, t->lp_src });
+		RUN(&L->cp->dst_to_lp, { DNNL_ARG_FROM, gc }, { DNNL_ARG_TO, t->lp_g });
+		x = t->lp_src;
+		gy = t->lp_g;
+	}
+	RUN(&L->cp->bwd_w, { DNNL_ARG_SRC, x }, { DNNL_ARG_DIFF_DST, gy },
 	    { DNNL_ARG_DIFF_WEIGHTS, L->w.dw }, { DNNL_ARG_DIFF_BIAS, L->w.db });
 	if (L->cp->from_dw.prim)
 		RUN(&L->cp->from_dw, { DNNL_ARG_FROM, L->w.dw }, { DNNL_ARG_TO, L->w.dw_user });
 	if (gout)
-		RUN(&L->cp->bwd_d, { DNNL_ARG_DIFF_DST, gc }, { DNNL_ARG_WEIGHTS, L->w.w_bwd },
+		RUN(&L->cp->bwd_d, { DNNL_ARG_DIFF_DST, gy }, { DNNL_ARG_WEIGHTS, L->w.w_bwd },
 		    { DNNL_ARG_DIFF_SRC, gout });
 out:
 	return rc;
@@ -2040,8 +2108,7 @@ int train_layer_conv(int n, int cin, int cout, int k, int h, int w, const float 
 	if (tr_ctx_init(c, 0, err, errlen) < 0)
 		goto done;
 	if (tr_conv_prims_make(c, &p, n, cin, cout, k, h, w, dnnl_nchw, dnnl_nchw, dx != NULL,
-			       dnnl_convolution_direct, err,
-			       errlen) < 0 ||
+			       dnnl_convolution_direct, 0, err, errlen) < 0 ||
 	    tr_convw_bind(c, &p, &m, wt, b, dw, db, err, errlen) < 0 ||
 	    tr_ext(c, &p.src, x, &mx, err, errlen) < 0 || tr_ext(c, &p.dst, y, &my, err, errlen) < 0 ||
 	    tr_ext(c, &p.dst, dy, &mdy, err, errlen) < 0 ||

@@ -42,7 +42,9 @@ typedef struct learner_options {
 	int device;                  /* CUDA device */
 	nn_dtype precision;          /* CUDA arithmetic: fp32; fp16 (fp32 master
 				      * weights, dynamic loss scale) or bf16 (fp32
-				      * master weights). The CPU trains fp32. */
+				      * master weights). The CPU learner trains bf16
+				      * when this is bf16 (train_options.precision),
+				      * else fp32. */
 	int micro_batch;             /* CUDA: 0 = chosen from free memory */
 } learner_options;
 

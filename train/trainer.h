@@ -34,7 +34,12 @@
  * and torch.optim.AdamW. Gradient clipping scales every gradient by
  * clip_norm / norm when the global L2 norm exceeds clip_norm.
  *
- * Squeeze-excitation blocks are refused: only plain residual blocks train.
+ * Squeeze-excitation blocks train too (their pooling and gates in plain
+ * loops beside oneDNN).
+ *
+ * Precision (train_options.precision): fp32, or bf16 operands for the
+ * tower's convolutions with fp32 everywhere else (mixed precision as on
+ * GPUs, without a loss scale: bf16 has fp32's range).
  *
  * Determinism: for a fixed thread count, the same CPU and the same oneDNN,
  * a step is a pure function of (weights, optimizer state, batch), so a
@@ -113,6 +118,14 @@ typedef struct train_options {
 				    * width that is a multiple of 16; auto: and at least 32
 				    * wide), else direct. fp32 either way: results differ
 				    * by rounding */
+	nn_dtype precision;        /* the tower's 3x3 convolutions: NN_DTYPE_FP32, or
+				    * NN_DTYPE_BF16: their sources, output gradients and
+				    * weights rounded to bfloat16 at each convolution, the
+				    * products summed in fp32; activations, batch norm,
+				    * the heads, the master weights and the optimizer stay
+				    * fp32. bf16 takes the NHWC layout and direct
+				    * convolutions (oneDNN 2.6 runs them on AMX tiles
+				    * there, not in nChw16c) and needs AVX-512 BF16 */
 } train_options;
 
 /* A minibatch, laid out for the net's arch. */
@@ -172,12 +185,13 @@ typedef struct trainer trainer;
 /* Defaults: batch 64, threads 0, SGD, lr 0.02, momentum 0.9, weight decay
  * 1e-4, Adam 0.9/0.999/1e-8, no clipping, value weight 1, opponent-reply
  * weight 0.15, ownership weight 1.5, score weight 1, BN momentum 0.01,
- * constant lr, gamma 0.1, seed 1, layout auto. */
+ * constant lr, gamma 0.1, seed 1, layout auto, fp32. */
 train_options train_options_default(void);
 
 /* A trainer for a copy of `net` (the caller keeps and may free its own);
- * the net must be unfolded (training form) and without SE blocks. NULL with
- * a message on bad options, an unsupported net or short memory. */
+ * the net must be unfolded (training form). NULL with a message on bad
+ * options (bf16 where oneDNN has no bf16 convolution), an unsupported net
+ * or short memory. */
 trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_t errlen);
 void trainer_free(trainer *t);
 

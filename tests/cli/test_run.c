@@ -136,6 +136,40 @@ Test(run, bad_options_exit_2)
 	snprintf(cmd, sizeof(cmd), "%s run --minutes -3 2>/dev/null", cli_test_bin());
 	st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+	snprintf(cmd, sizeof(cmd), "%s run --train-precision int8 2>/dev/null", cli_test_bin());
+	st = system(cmd);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "int8 is not a learner's arithmetic");
+}
+
+/* --train-precision bf16: the CPU learner trains in bf16 (its line in the
+ * banner says so, and the run trains and saves networks) where the CPU has
+ * AVX-512 BF16, and the run stops with the reason where it has not. */
+Test(run, bf16_training, .timeout = 120)
+{
+	char dir[] = "/tmp/sente-run-XXXXXX", cmd[2048], out[256];
+	cr_assert(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd),
+		 "%s run --dir %s --minutes 0.15 --blocks 1 --channels 16 --parallel-games 8 "
+		 "--visits 16 --cheap-visits 4 --positions 60 --window 2000 --batch 32 "
+		 "--measure-every 0 --train-precision bf16 2>%s/log",
+		 cli_test_bin(), dir, dir);
+	int st = system(cmd);
+	cr_assert(WIFEXITED(st));
+	snprintf(cmd, sizeof(cmd), "cat %s/log", dir);
+	char log[8192];
+	cli_test_shell(cmd, log, sizeof(log));
+	if (!__builtin_cpu_supports("avx512bf16")) {
+		cr_assert_neq(WEXITSTATUS(st), 0, "%s", log);
+		cr_assert(strstr(log, "bf16 training needs a CPU with AVX-512 BF16"), "%s", log);
+	} else {
+		cr_assert_eq(WEXITSTATUS(st), 0, "%s", log);
+		cr_assert(strstr(log, "training cpu bf16"), "%s", log);
+		snprintf(cmd, sizeof(cmd), "ls %s/models | wc -l", dir);
+		cli_test_shell(cmd, out, sizeof(out));
+		cr_assert_geq(atoi(out), 2, "a bf16 run saves its trained networks: %s", log);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	system(cmd);
 }
 
 /* --minutes is the session's wall time, measurements and the closing work

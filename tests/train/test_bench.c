@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nn/cuda/cuda.h"
@@ -66,10 +67,49 @@ Test(train_bench, refusals)
 	char err[512];
 	o.precision = NN_DTYPE_FP16;
 	cr_assert_eq(train_bench_run(&o, &r, err, sizeof(err)), -1);
-	cr_assert(strstr(err, "fp32 only"), "%s", err);
+	cr_assert(strstr(err, "fp32 or bf16"), "%s", err);
 	if (nn_cuda_device_count() == 0) {
 		o.cuda = true;
 		cr_assert_eq(train_bench_run(&o, &r, err, sizeof(err)), -1);
 		cr_assert(strstr(err, "no CUDA device"), "%s", err);
 	}
+}
+
+/* `sente bench train --precision bf16` as a user runs it: the CPU learner
+ * trains in bf16 where the CPU has AVX-512 BF16, and says it cannot (exit
+ * 1, nothing on stdout) where oneDNN is kept below it (ONEDNN_MAX_CPU_ISA,
+ * read once per process, hence the binary). */
+static int run_bench(const char *env, char *out, size_t len)
+{
+	const char *bin = getenv("SENTE_BIN");
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "%s %s bench train --precision bf16 --size 9 --blocks 1 "
+		 "--channels 16 --batch 8 --steps 2 --threads 1 2>&1", env, bin);
+	FILE *f = popen(cmd, "r");
+	cr_assert(f);
+	size_t n = fread(out, 1, len - 1, f);
+	out[n] = 0;
+	int st = pclose(f);
+	cr_assert(WIFEXITED(st), "%s", out);
+	return WEXITSTATUS(st);
+}
+
+Test(train_bench, bf16_on_the_cpu)
+{
+	if (!getenv("SENTE_BIN"))
+		cr_skip_test("SENTE_BIN is not set (run through make test)");
+	char out[2048];
+	int rc = run_bench("ONEDNN_MAX_CPU_ISA=AVX512_CORE", out, sizeof(out));
+	cr_assert_eq(rc, 1, "%s", out);
+	cr_assert(strstr(out, "bf16 training needs a CPU with AVX-512 BF16"), "%s", out);
+	cr_assert_null(strstr(out, "{\"bench\""), "%s", out);
+	rc = run_bench("", out, sizeof(out));
+	if (!__builtin_cpu_supports("avx512bf16")) {
+		cr_assert_eq(rc, 1, "%s", out);
+		cr_assert(strstr(out, "AVX-512 BF16"), "%s", out);
+		return;
+	}
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_assert(strstr(out, "\"precision\":\"bf16\""), "%s", out);
+	cr_assert(strstr(out, "\"conv\":\"direct\""), "%s", out);
 }

@@ -4,6 +4,7 @@
  * store: oldest first, only games not seen, the same on thread-ranks as in
  * one process. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +117,49 @@ Test(learner, cpu_through_the_table)
 	learner_free(M);
 	learner_free(L);
 	learner_free(NULL);
+	nn_net_free(net);
+}
+
+/* learner_options.precision bf16 makes the CPU learner train in bf16 (the
+ * CUDA learner's fp16 default leaves it fp32, above), and its checkpoint
+ * resumes in fp32. */
+Test(learner, cpu_bf16)
+{
+	if (!__builtin_cpu_supports("avx512bf16"))
+		cr_skip_test("this CPU lacks AVX-512 BF16");
+	nn_net *net = tu_net(GAME_KIND_CONNECT4, 0, 1, 16, 3);
+	learner_options lo = learner_options_default();
+	lo.train.batch = 16;
+	lo.precision = NN_DTYPE_BF16;
+	char err[512], ckpt[] = "/tmp/sente-learner-XXXXXX";
+	learner *L = learner_new(&learner_cpu, net, &lo, err, sizeof(err));
+	cr_assert(L, "%s", err);
+	cr_assert_str_eq(learner_describe(L), "cpu bf16");
+	uint64_t rng = 7;
+	for (int i = 0; i < 8; i++) {
+		game_record r;
+		random_game(&r, &rng);
+		cr_assert_eq(learner_add_game(L, &r), 0);
+		record_free(&r);
+	}
+	train_stats st;
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(learner_step(L, 16, 0, &st), 0, "%s", learner_error(L));
+		cr_assert(isfinite(st.loss) && st.loss > 0, "loss %g", st.loss);
+	}
+	int fd = mkstemp(ckpt);
+	cr_assert(fd >= 0);
+	close(fd);
+	cr_assert_eq(learner_checkpoint_save(L, ckpt, err, sizeof(err)), 0, "%s", err);
+	lo.precision = NN_DTYPE_FP32;
+	learner *M = learner_new(&learner_cpu, net, &lo, err, sizeof(err));
+	cr_assert(M, "%s", err);
+	cr_assert_str_eq(learner_describe(M), "cpu fp32");
+	cr_assert_eq(learner_checkpoint_load(M, ckpt, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(learner_steps(M), 3);
+	unlink(ckpt);
+	learner_free(M);
+	learner_free(L);
 	nn_net_free(net);
 }
 
