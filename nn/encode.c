@@ -216,3 +216,28 @@ int nn_frame_action(const game *g, int a, int fw, int fh)
 		return fw * fh;
 	return a / w * fw + a % w;
 }
+
+int nn_board_pool_weights(nn_encoding enc, const float *planes, int hw, float *w)
+{
+	const float *on = NULL, *also = NULL;
+	if (enc == NN_ENC_GO_NATIVE)
+		on = planes + (size_t)26 * hw;
+	else if (enc == NN_ENC_LZ18) {
+		on = planes + (size_t)16 * hw;
+		also = planes + (size_t)17 * hw;
+	}
+	int n = 0;
+	for (int p = 0; p < hw; p++) {
+		bool in = !on || on[p] > 0.5f || (also && also[p] > 0.5f);
+		w[p] = in ? 1.0f : 0.0f;
+		n += in;
+	}
+	if (!n) {
+		for (int p = 0; p < hw; p++)
+			w[p] = 1.0f;
+		n = hw;
+	}
+	for (int p = 0; p < hw; p++)
+		w[p] /= (float)n;
+	return n;
+}

@@ -86,4 +86,13 @@ int nn_encode_frame(const game *g, nn_encoding enc, int sym, int fw, int fh, flo
  * g's board. */
 int nn_frame_action(const game *g, int a, int fw, int fh);
 
+/* Masked pooling (nn_arch.masked_pool): the weights of one position's hw
+ * points in a channel mean over its board alone, read from its planes
+ * (enc's): 1 / (points on the board) where the on-board plane (go_native's
+ * 26; Leela Zero's side-to-move planes 16 and 17 together) is set, 0
+ * elsewhere, into w[hw]. Connect Four's board is every point. Returns the
+ * points on the board; a position with none gets the plain mean (1 / hw
+ * everywhere) and returns hw. */
+int nn_board_pool_weights(nn_encoding enc, const float *planes, int hw, float *w);
+
 #endif

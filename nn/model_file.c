@@ -94,9 +94,12 @@ int nn_net_save(const nn_net *net, const char *path, char *err, size_t errlen)
 		free(hdr.p);
 		return -1;
 	}
-	/* The oldest version that can say what the net has: 3 for board
-	 * sizes, 2 for a head, else 1. */
-	uint32_t version = net->arch.sizes ? 3u : nn_arch_heads(&net->arch) ? 2u : 1u;
+	/* The oldest version that can say what the net has: 4 for masked
+	 * pooling, 3 for board sizes, 2 for a head, else 1. */
+	uint32_t version = net->arch.masked_pool ? 4u
+			   : net->arch.sizes     ? 3u
+			   : nn_arch_heads(&net->arch) ? 2u
+						       : 1u;
 	uint32_t hlen = (uint32_t)hdr.n;
 	uint64_t count = net->n_floats;
 	fileio_put(&w, MF_MAGIC, MF_MAGIC_LEN);
@@ -190,9 +193,11 @@ nn_net *nn_net_load_mem(const void *vbuf, size_t len, const nn_expect *expect, c
 	a.value_channels = (int)f[10];
 	a.value_hidden = (int)f[11];
 	a.value_outputs = (int)f[12];
-	/* The heads' flags are version 2's, the board sizes version 3's. */
+	/* The heads' flags are version 2's, the board sizes version 3's,
+	 * masked pooling version 4's. */
 	uint32_t flags = f[13];
-	uint32_t known = version >= 3   ? NN_FLAGS_ALL
+	uint32_t known = version >= 4   ? NN_FLAGS_ALL
+			 : version == 3 ? NN_FLAGS_ALL & ~NN_FLAG_MASKED_POOL
 			 : version == 2 ? NN_FLAG_FOLDED | NN_FLAGS_HEADS
 					: NN_FLAG_FOLDED;
 	int folded;

@@ -165,6 +165,10 @@ int nn_arch_check(const nn_arch *a, char *err, size_t errlen)
 			ARCH_FAIL("board sizes 0x%x: each must be %d..%d, the frame's %d among them",
 				  a->sizes, d->min_size, a->board_w, a->board_w);
 	}
+	if (a->masked_pool != 0 && a->masked_pool != 1)
+		ARCH_FAIL("masked pooling flag %d: must be 0 or 1", a->masked_pool);
+	if (a->masked_pool && !a->sizes)
+		ARCH_FAIL("masked pooling is for a net of several board sizes");
 	return 0;
 }
 
@@ -279,6 +283,7 @@ void nn_arch_set_se(nn_arch *a, int se_channels)
 uint32_t nn_net_flags(const nn_net *net)
 {
 	return (net->bn_folded ? NN_FLAG_FOLDED : 0u) | (uint32_t)nn_arch_heads(&net->arch) << 1 |
+	       (net->arch.masked_pool ? NN_FLAG_MASKED_POOL : 0u) |
 	       (net->arch.sizes >> 5 << NN_FLAGS_SIZES_SHIFT & NN_FLAGS_SIZES);
 }
 
@@ -289,6 +294,7 @@ int nn_flags_apply(uint32_t flags, uint32_t known, nn_arch *a, int *folded)
 	*folded = (flags & NN_FLAG_FOLDED) != 0;
 	nn_arch_set_heads(a, (int)(flags >> 1 & NN_HEADS_ALL));
 	a->sizes = (flags & NN_FLAGS_SIZES) >> NN_FLAGS_SIZES_SHIFT << 5;
+	a->masked_pool = (flags & NN_FLAG_MASKED_POOL) != 0;
 	return 0;
 }
 
@@ -469,7 +475,8 @@ const char *nn_arch_describe(const nn_arch *a, char *buf, size_t len)
 	char sizes[160] = "";
 	if (a->sizes) {
 		char list[128];
-		snprintf(sizes, sizeof(sizes), ", boards %s", nn_arch_sizes_text(a, list, sizeof(list)));
+		snprintf(sizes, sizeof(sizes), ", boards %s%s", nn_arch_sizes_text(a, list, sizeof(list)),
+			 se && a->masked_pool ? ", se means masked to the board" : "");
 	}
 	snprintf(buf, len, "%s %dx%d %s %dx%d (se blocks %d, value outputs %d%s%s%s%s)",
 		 game_kind_name(a->game), a->board_w, a->board_h, nn_encoding_name(a->encoding),

@@ -31,7 +31,8 @@
  *       of the board (score / (width * height)). Trained, and computed on
  *       request as the ownership head.
  * SE block (Leela Chess Zero's form): after the second BN, s = mean over the
- * board of each channel, h = ReLU(FC1(s)) (channels -> se_channels),
+ * board of each channel (with masked_pool, over the position's own board in
+ * the frame: nn_board_pool_weights), h = ReLU(FC1(s)) (channels -> se_channels),
  * z = FC2(h) (se_channels -> 2 * channels); out = ReLU(sigmoid(z[0..C)) * x
  * + z[C..2C) + skip).
  *
@@ -51,7 +52,8 @@
  *     folded into the convs; version 2 and later: bit 1 the opponent-reply
  *     head, bit 2 the ownership head, bit 3 the score head; version 3:
  *     bits 8-22 the board sizes 5..19 a net of several sizes plays, its
- *     frame the largest); u64 training
+ *     frame the largest; version 4: bit 4 its SE means masked to the
+ *     board, nn_arch.masked_pool); u64 training
  *     step, u64 creation time (Unix
  *     seconds); char[64] parent model id, char[64] name (NUL-padded);
  *     u8 block kind [blocks]
@@ -59,9 +61,9 @@
  *   u32 CRC-32 (zlib's) of every byte before it.
  * Files are written to PATH.tmp, flushed, fsync'd and renamed. A net
  * without either optional head is written as version 1, which every sente
- * reads; one with a head as version 2, and one of several board sizes as
- * version 3, which a sente from before them refuses by its version
- * instead of misreading it.
+ * reads; one with a head as version 2, one of several board sizes as
+ * version 3 and one with masked pooling as version 4, which a sente from
+ * before them refuses by its version instead of misreading it.
  */
 #ifndef SENTE_NN_NET_H
 #define SENTE_NN_NET_H
@@ -75,7 +77,7 @@
 #define NN_MAX_BLOCKS 80
 #define NN_MAX_CHANNELS 1024
 #define NN_BN_EPS 1e-5f
-#define NN_FILE_VERSION 3u /* the newest version read and written */
+#define NN_FILE_VERSION 4u /* the newest version read and written */
 #define NN_ID_LEN 64 /* parent id and name, NUL included */
 
 typedef enum nn_block_kind {
@@ -108,6 +110,10 @@ typedef struct nn_arch {
 				 * board_w x board_h frame (the largest of them),
 				 * the rest of the frame's planes 0 (the encoding's
 				 * on-board plane marks the board); 0: board_w only */
+	int masked_pool;        /* 1 (a net of several sizes): each SE block's
+				 * channel means are over the board's points alone
+				 * (nn_board_pool_weights), as KataGo's masked
+				 * global pooling, not over the whole frame (0) */
 } nn_arch;
 
 typedef struct nn_conv {
@@ -173,7 +179,9 @@ void nn_arch_set_se(nn_arch *a, int se_channels);
  * 3 and checkpoints). */
 #define NN_FLAGS_SIZES_SHIFT 8
 #define NN_FLAGS_SIZES (0x7fffu << NN_FLAGS_SIZES_SHIFT)
-#define NN_FLAGS_ALL (NN_FLAG_FOLDED | NN_FLAGS_HEADS | NN_FLAGS_SIZES)
+/* Bit 4: nn_arch.masked_pool (model file version 4 and checkpoints). */
+#define NN_FLAG_MASKED_POOL (1u << 4)
+#define NN_FLAGS_ALL (NN_FLAG_FOLDED | NN_FLAGS_HEADS | NN_FLAG_MASKED_POOL | NN_FLAGS_SIZES)
 uint32_t nn_net_flags(const nn_net *net);
 int nn_flags_apply(uint32_t flags, uint32_t known, nn_arch *a, int *folded);
 

@@ -57,8 +57,9 @@ static void ref_fc(const nn_fc *f, const double *in, double *out)
 	}
 }
 
-/* Squeeze-excitation on x[c][hw] (see net.h). */
-static void ref_se(const nn_block *b, int c, int hw, double *x)
+/* Squeeze-excitation on x[c][hw] (see net.h); the means weighted by pw
+ * (nn_board_pool_weights) for a net with masked pooling, else plain. */
+static void ref_se(const nn_block *b, int c, int hw, const float *pw, double *x)
 {
 	double *pool = calloc((size_t)c, sizeof(double));
 	double *hid = calloc((size_t)b->se1.n_out, sizeof(double));
@@ -66,8 +67,7 @@ static void ref_se(const nn_block *b, int c, int hw, double *x)
 	assert(pool && hid && z);
 	for (int i = 0; i < c; i++) {
 		for (int j = 0; j < hw; j++)
-			pool[i] += x[i * hw + j];
-		pool[i] /= hw;
+			pool[i] += x[i * hw + j] * (pw ? (double)pw[j] : 1.0 / hw);
 	}
 	ref_fc(&b->se1, pool, hid);
 	ref_relu(hid, (size_t)b->se1.n_out);
@@ -107,10 +107,13 @@ void nn_reference_forward_heads(const nn_net *net, int batch, const float *plane
 	double *u = malloc(sizeof(double) * (size_t)wide * hw);
 	double *hid = malloc(sizeof(double) * (size_t)a->value_hidden);
 	double *out = malloc(sizeof(double) * (size_t)(a->policy_outputs + 3));
-	assert(x && t && u && hid && out);
+	float *pw = a->masked_pool ? malloc(sizeof(float) * (size_t)hw) : NULL;
+	assert(x && t && u && hid && out && (pw || !a->masked_pool));
 	for (int n = 0; n < batch; n++) {
 		for (size_t i = 0; i < in_n; i++)
 			t[i] = planes[(size_t)n * in_n + i];
+		if (pw)
+			nn_board_pool_weights(a->encoding, planes + (size_t)n * in_n, hw, pw);
 		ref_conv(net, &net->input, h, w, t, x);
 		ref_relu(x, (size_t)c * hw);
 		for (int bi = 0; bi < a->blocks; bi++) {
@@ -119,7 +122,7 @@ void nn_reference_forward_heads(const nn_net *net, int batch, const float *plane
 			ref_relu(t, (size_t)c * hw);
 			ref_conv(net, &b->conv2, h, w, t, u);
 			if (b->se1.w)
-				ref_se(b, c, hw, u);
+				ref_se(b, c, hw, pw, u);
 			for (size_t i = 0; i < (size_t)c * hw; i++)
 				x[i] += u[i];
 			ref_relu(x, (size_t)c * hw);
@@ -166,4 +169,5 @@ void nn_reference_forward_heads(const nn_net *net, int batch, const float *plane
 	free(u);
 	free(hid);
 	free(out);
+	free(pw);
 }

@@ -302,7 +302,8 @@ int train_ckpt_read_mem(const void *buf, size_t len, const char *path, nn_net *n
 	    a->se_channels != c->se_channels || a->policy_channels != c->policy_channels ||
 	    a->policy_outputs != c->policy_outputs || a->value_channels != c->value_channels ||
 	    a->value_hidden != c->value_hidden || a->value_outputs != c->value_outputs ||
-	    nn_arch_heads(a) != nn_arch_heads(c) ||
+	    nn_arch_heads(a) != nn_arch_heads(c) || a->sizes != c->sizes ||
+	    a->masked_pool != c->masked_pool ||
 	    memcmp(a->block_kind, c->block_kind, (size_t)a->blocks) != 0 ||
 	    v.n_floats != net->n_floats) {
 		snprintf(err, errlen, "%s holds a %s net, the trainer has a %s one; build the trainer "

@@ -762,6 +762,8 @@ struct trainer {
 	float *se_buf;            /* one allocation: every SE block's pool, hid, gate, then
 				   * the shared scratch of the backward pass */
 	float *se_dz, *se_dhid, *se_dpool; /* scratch: [2C], [S], [C] of one position */
+	float *se_pw;             /* masked pooling: [batch][H * W] each point's weight in
+				   * the means (nn_board_pool_weights), else NULL */
 	comm *comm;               /* data-parallel ranks, or NULL (not owned) */
 	float *bn_sync;           /* [3 * widest BN] scratch of the BN all-reduces */
 	double *bn_acc;           /* trainer_bn_*: per BN channel of every layer, the sums
@@ -920,9 +922,10 @@ static int tr_se_make(trainer *t, char *err, size_t errlen)
 		n_se += a->block_kind[i] == NN_BLOCK_SE;
 	if (!n_se)
 		return 0;
-	size_t per = N * (C + S + 2 * C);
+	size_t per = N * (C + S + 2 * C), HW = (size_t)a->board_w * a->board_h;
 	t->se = calloc((size_t)a->blocks, sizeof(*t->se));
-	t->se_buf = calloc(n_se * per + 2 * C + S + C, sizeof(float));
+	t->se_buf = calloc(n_se * per + 2 * C + S + C + (a->masked_pool ? N * HW : 0),
+			   sizeof(float));
 	if (!t->se || !t->se_buf) {
 		snprintf(err, errlen, "out of memory for a trainer");
 		return -1;
@@ -944,6 +947,8 @@ static int tr_se_make(trainer *t, char *err, size_t errlen)
 	t->se_dz = p;
 	t->se_dhid = p + 2 * C;
 	t->se_dpool = p + 2 * C + S;
+	if (a->masked_pool)
+		t->se_pw = p + 2 * C + S + C;
 	return 0;
 }
 
@@ -974,12 +979,13 @@ static void tr_se_fwd(trainer *t, tr_layer *L)
 	for (int n = 0; n < t->batch; n++) {
 		float *pool = e->pool + (size_t)n * C, *hid = e->hid + (size_t)n * S,
 		      *gate = e->gate + (size_t)n * 2 * C;
+		const float *pw = t->se_pw ? t->se_pw + (size_t)n * HW : NULL;
 		for (int c = 0; c < C; c++) {
 			size_t st, o = tr_at(t, n, c, &st);
 			double sum = 0;
 			for (int p = 0; p < HW; p++)
-				sum += u[o + (size_t)p * st];
-			pool[c] = (float)(sum / HW);
+				sum += u[o + (size_t)p * st] * (pw ? (double)pw[p] : 1.0 / HW);
+			pool[c] = (float)sum;
 		}
 		for (int j = 0; j < S; j++) {
 			double h = f1->b[j];
@@ -1052,13 +1058,16 @@ static void tr_se_bwd(trainer *t, tr_layer *L, dnnl_memory_t gy, dnnl_memory_t g
 			double d = 0;
 			for (int j = 0; j < S; j++)
 				d += (double)f1->w[(size_t)j * C + c] * dhid[j];
-			dpool[c] = (float)(d / HW);
+			dpool[c] = (float)d;
 		}
+		/* The mean's gradient: each point's weight in it. */
+		const float *pw = t->se_pw ? t->se_pw + (size_t)n * HW : NULL;
 		for (int c = 0; c < C; c++) {
 			size_t st, o = tr_at(t, n, c, &st);
 			float g = gate[c], dp = dpool[c];
 			for (int p = 0; p < HW; p++)
-				du[o + (size_t)p * st] = g * dy[o + (size_t)p * st] + dp;
+				du[o + (size_t)p * st] = g * dy[o + (size_t)p * st] +
+							 dp * (pw ? pw[p] : 1.0f / (float)HW);
 		}
 	}
 }
@@ -1619,6 +1628,12 @@ static int tr_pass(trainer *t, const train_batch *b, int training, int grad, tra
 	memcpy(in, b->planes, sizeof(float) * in_n * (size_t)nb);
 	/* Padding positions (eval only) must not be garbage: zeros. */
 	memset(in + in_n * (size_t)nb, 0, sizeof(float) * in_n * (size_t)(t->batch - nb));
+	if (t->se_pw) {
+		int hw = a->board_w * a->board_h;
+		for (int k = 0; k < t->batch; k++)
+			nn_board_pool_weights(a->encoding, in + in_n * (size_t)k, hw,
+					      t->se_pw + (size_t)k * hw);
+	}
 	if (t->in_reorder.prim)
 		RUN(&t->in_reorder, { DNNL_ARG_FROM, t->in_user }, { DNNL_ARG_TO, t->in });
 	for (int l = 0; l < L; l++)

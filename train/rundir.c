@@ -142,6 +142,7 @@ nn_net *rundir_learner_net(const rundir *r, const game_params *g, int blocks, in
 	nn_arch a = nn_arch_default(g, blocks, channels);
 	nn_arch_set_heads(&a, heads);
 	a.sizes = sizes;
+	a.masked_pool = sizes != 0; /* SE means over each board, not the frame */
 	nn_arch_set_se(&a, se_channels);
 	nn_net *net = nn_net_new(&a, err, errlen);
 	if (net)

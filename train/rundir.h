@@ -48,9 +48,9 @@ void rundir_close(rundir *r);
  * optional heads of `heads` (NN_HEAD_*; ownership and score are
  * refused, with a message, for a game without territory), randomly
  * initialised from seed; `sizes` (nn_arch.sizes, 0: g's board alone) the
- * board sizes a new Go network plays, g's the largest; se_channels > 0
- * makes every block squeeze-excitation with that bottleneck. NULL with a
- * message. */
+ * board sizes a new Go network plays, g's the largest (with masked
+ * pooling: nn_arch.masked_pool); se_channels > 0 makes every block
+ * squeeze-excitation with that bottleneck. NULL with a message. */
 nn_net *rundir_learner_net(const rundir *r, const game_params *g, int blocks, int channels,
 			   int se_channels, int heads, uint32_t sizes, uint64_t seed, bool *resumed,
 			   char *err, size_t errlen);

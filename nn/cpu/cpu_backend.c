@@ -134,7 +134,9 @@ typedef struct cpu_set {
 	cpu_op pol_conv, val_conv, pol_fc, val_fc1, val_fc2; /* heads */
 	cpu_layout xl;                /* layout of act and se_x (SE nets) */
 	cpu_layout vl;                /* layout of val_act (nets with an ownership head) */
-	float *se_buf;                /* SE: pooled [nb][C], hidden [nb][se], z [nb][2C] */
+	float *se_buf;                /* SE: pooled [nb][C], hidden [nb][se], z [nb][2C],
+				       * then with masked pooling the points' weights
+				       * [nb][H * W] (nn_board_pool_weights) */
 	/* Weights each primitive reads, per parameter (not owned: in
 	 * ctx->param[].fmt). */
 	dnnl_memory_t *w;
@@ -610,7 +612,9 @@ static int cpu_make_set(cpu_ctx *c, cpu_set *s, int nb, int lay, const nn_backen
 			rc = -1;
 			goto out;
 		}
-		s->se_buf = malloc(sizeof(float) * (size_t)nb * (3 * C + a->se_channels));
+		s->se_buf = malloc(sizeof(float) * (size_t)nb *
+				   (3 * C + a->se_channels +
+				    (a->masked_pool ? (size_t)a->board_w * a->board_h : 0)));
 		if (!s->se_buf) {
 			snprintf(err, errlen, "out of memory");
 			rc = -1;
@@ -890,22 +894,28 @@ cpu_se(cpu_ctx *c, cpu_set *s, int blk, char *err, size_t errlen)
 	DNNL_CHECK(dnnl_memory_get_data_handle(s->se_x, &xh));
 	DNNL_CHECK(dnnl_memory_get_data_handle(s->act[0], &yh));
 	const float *x = xh;
+	/* Masked pooling: each point's weight in the mean (cpu_run_set made
+	 * them from the input planes); else the plain mean. */
+	const float *pw = a->masked_pool ? z + (size_t)nb * 2 * C : NULL;
 	memset(pool, 0, sizeof(float) * (size_t)nb * C);
 	for (int n = 0; n < nb; n++)
 		for (int y = 0; y < H; y++)
-			for (int xx = 0; xx < W; xx++)
+			for (int xx = 0; xx < W; xx++) {
+				float wt = pw ? pw[(size_t)n * H * W + (size_t)y * W + xx]
+					      : 1.0f / (float)(H * W);
+				if (wt == 0.0f)
+					continue;
 				for (int c0 = 0; c0 < C; c0 += run) {
 					const float *restrict px =
 						x + n * L->sn + y * L->sh + xx * L->sw + L->coff[c0];
 					float *restrict pp = pool + (size_t)n * C + c0;
 					int m = C - c0 < run ? C - c0 : run;
 					for (int k = 0; k < m; k++)
-						pp[k] += px[k];
+						pp[k] += wt * px[k];
 				}
+			}
 	for (int n = 0; n < nb; n++) {
 		float *pp = pool + (size_t)n * C, *ph = hid + (size_t)n * S, *pz = z + (size_t)n * 2 * C;
-		for (int ch = 0; ch < C; ch++)
-			pp[ch] /= (float)(H * W);
 		for (int j = 0; j < S; j++) {
 			float acc = b->se1.b[j];
 			const float *wr = b->se1.w + (size_t)j * C;
@@ -994,6 +1004,16 @@ static int cpu_run_set(cpu_ctx *c, cpu_set *s, char *err, size_t errlen)
 	dnnl_memory_t src = s->in_user;
 	if (c->amax && cpu_stat(c, s->in_user, &c->amax[c->n_layers], err, errlen) < 0)
 		return -1;
+	if (c->has_se && a->masked_pool) {
+		void *h;
+		DNNL_CHECK(dnnl_memory_get_data_handle(s->in_user, &h));
+		int hw = a->board_w * a->board_h;
+		float *pw = s->se_buf + (size_t)s->nb * (3 * a->channels + a->se_channels);
+		for (int n = 0; n < s->nb; n++)
+			nn_board_pool_weights(a->encoding,
+					      (const float *)h + (size_t)n * a->in_planes * hw, hw,
+					      pw + (size_t)n * hw);
+	}
 	if (s->reorder_in.prim) {
 		args[0] = (dnnl_exec_arg_t){ DNNL_ARG_FROM, s->in_user };
 		args[1] = (dnnl_exec_arg_t){ DNNL_ARG_TO, s->in_conv };

@@ -142,6 +142,9 @@ typedef struct cb_ctx {
 	void *pact, *vact;      /* head conv outputs [max][hw][pp|vp] */
 	float *vh;              /* value FC1 output [max][vhid] */
 	float *gates;           /* SE gates [max][2 * creal] */
+	float *dpw, *hpw;       /* masked pooling: each point's weight in the SE means
+				 * [max][hw] (nn_board_pool_weights), on the device
+				 * and pinned on the host; hpw NULL without */
 	float *dout;            /* outputs [max][out_stride] */
 	uint32_t *dpacked;      /* packed input [max][pstride] */
 	float *dplanes;         /* float input [max][in_n] (unpackable batches) */
@@ -379,6 +382,9 @@ static int cb_enqueue(cb_ctx *c, int bi, int packed, char *err, size_t errlen)
 		CUDA_CHECK(nnk_expand_float(c->dt, c->dplanes, n, a->in_planes, c->hw, c->cin, c->xin,
 					    c->stream));
 	}
+	if (c->hpw)
+		CUDA_CHECK(cudaMemcpyAsync(c->dpw, c->hpw, sizeof(float) * c->hw * n,
+					   cudaMemcpyHostToDevice, c->stream));
 	void *cur = c->act[0], *t = c->act[1], *u = c->act[2], *sw;
 	if (cb_conv_run(c, &c->input, bi, c->xin, cur, NULL, 1, err, errlen) < 0)
 		return -1;
@@ -389,8 +395,9 @@ static int cb_enqueue(cb_ctx *c, int bi, int packed, char *err, size_t errlen)
 			const cb_se *e = &c->se[i];
 			if (cb_conv_run(c, &c->conv2[i], bi, t, u, NULL, 0, err, errlen) < 0)
 				return -1;
-			CUDA_CHECK(nnk_se_gates(c->dt, u, n, c->hw, c->c, c->creal, a->se_channels, e->w1,
-						e->b1, e->w2, e->b2, c->gates, c->stream));
+			CUDA_CHECK(nnk_se_gates(c->dt, u, c->hpw ? c->dpw : NULL, n, c->hw, c->c,
+						c->creal, a->se_channels, e->w1, e->b1, e->w2, e->b2,
+						c->gates, c->stream));
 			CUDA_CHECK(nnk_se_apply(c->dt, u, cur, c->gates, t, n, c->hw, c->c, c->creal,
 						c->stream));
 			sw = cur, cur = t, t = sw; /* t holds the block's output */
@@ -435,6 +442,10 @@ static int cb_forward(void *ctx, int batch, const float *planes, float *policy_l
 	int bi = cb_bucket_of(c, batch);
 	const nn_arch *a = &c->arch;
 	CUDA_CHECK(cudaSetDevice(c->device));
+	if (c->hpw)
+		for (int i = 0; i < batch; i++)
+			nn_board_pool_weights(a->encoding, planes + (size_t)i * c->in_n, c->hw,
+					      c->hpw + (size_t)i * c->hw);
 	if (nn_pack_planes(batch, a->in_planes, c->hw, planes, c->hpacked)) {
 		if (c->graph[bi])
 			CUDA_CHECK(cudaGraphLaunch(c->graph[bi], c->stream));
@@ -547,6 +558,7 @@ static void cb_destroy(void *ctx)
 	cudaFree(c->blas_ws);
 	cudaFreeHost(c->hpacked);
 	cudaFreeHost(c->hplanes);
+	cudaFreeHost(c->hpw);
 	cudaFreeHost(c->hout);
 	free(c->own_w);
 	free(c->score_w);
@@ -871,11 +883,12 @@ static int cb_create(const nn_net *net, int max_batch, const nn_backend_options 
 			mb * hw * c->pp * e, mb * hw * c->vp * e, mb * a->value_hidden * sizeof(float),
 			mb * 2 * c->creal * sizeof(float), mb * c->out_stride * sizeof(float),
 			mb * c->pstride * sizeof(uint32_t), mb * c->in_n * sizeof(float),
+			mb * hw * sizeof(float),
 		};
 		void **where[] = {
 			&c->act[0], &c->act[1], &c->act[2], &c->xin, &c->pact, &c->vact,
 			(void **)&c->vh, (void **)&c->gates, (void **)&c->dout, (void **)&c->dpacked,
-			(void **)&c->dplanes,
+			(void **)&c->dplanes, (void **)&c->dpw,
 		};
 		size_t off = 0;
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
@@ -893,6 +906,12 @@ static int cb_create(const nn_net *net, int max_batch, const nn_backend_options 
 					 cudaHostAllocDefault));
 		memset(c->hpacked, 0, mb * c->pstride * sizeof(uint32_t));
 		memset(c->hplanes, 0, mb * c->in_n * sizeof(float));
+		if (a->masked_pool) {
+			CUDA_CHECK(cudaHostAlloc((void **)&c->hpw, mb * hw * sizeof(float),
+						 cudaHostAllocDefault));
+			for (size_t i = 0; i < mb * hw; i++)
+				c->hpw[i] = 1.0f / (float)hw;
+		}
 	}
 	{
 		size_t need = 0;

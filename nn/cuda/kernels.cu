@@ -62,18 +62,26 @@ __global__ void bias_res_act(T *y, const float *bias, const T *res, long rows, i
 
 // One block per position; shared memory: c pooled means, then se hidden.
 template <typename T>
-__global__ void se_gates(const T *x, int hw, int c_pad, int c, int se, const float *w1,
-			 const float *b1, const float *w2, const float *b2, float *gates)
+__global__ void se_gates(const T *x, const float *pw, int hw, int c_pad, int c, int se,
+			 const float *w1, const float *b1, const float *w2, const float *b2,
+			 float *gates)
 {
 	extern __shared__ float sh[];
 	float *pool = sh, *hid = sh + c;
 	long n = blockIdx.x;
 	const T *xn = x + n * hw * (long)c_pad;
+	const float *pn = pw ? pw + n * hw : NULL;
 	for (int ch = threadIdx.x; ch < c; ch += blockDim.x) {
 		float s = 0.0f;
-		for (int p = 0; p < hw; p++)
-			s += cuda_ld(xn, (long)p * c_pad + ch);
-		pool[ch] = s / hw;
+		if (pn)
+			for (int p = 0; p < hw; p++)
+				s += pn[p] * cuda_ld(xn, (long)p * c_pad + ch);
+		else {
+			for (int p = 0; p < hw; p++)
+				s += cuda_ld(xn, (long)p * c_pad + ch);
+			s /= hw;
+		}
+		pool[ch] = s;
 	}
 	__syncthreads();
 	for (int j = threadIdx.x; j < se; j += blockDim.x) {
@@ -192,17 +200,18 @@ extern "C" cudaError_t nnk_bias_res_act(nn_dtype dt, void *y, const float *bias,
 	return cudaGetLastError();
 }
 
-extern "C" cudaError_t nnk_se_gates(nn_dtype dt, const void *x, int batch, int hw, int c_pad,
-				    int c, int se, const float *w1, const float *b1,
-				    const float *w2, const float *b2, float *gates, cudaStream_t s)
+extern "C" cudaError_t nnk_se_gates(nn_dtype dt, const void *x, const float *pw, int batch,
+				    int hw, int c_pad, int c, int se, const float *w1,
+				    const float *b1, const float *w2, const float *b2, float *gates,
+				    cudaStream_t s)
 {
 	size_t shmem = sizeof(float) * (size_t)(c + se);
 	if (dt == NN_DTYPE_FP16)
-		se_gates<__half><<<batch, 256, shmem, s>>>((const __half *)x, hw, c_pad, c, se, w1, b1,
-							  w2, b2, gates);
+		se_gates<__half><<<batch, 256, shmem, s>>>((const __half *)x, pw, hw, c_pad, c, se, w1,
+							  b1, w2, b2, gates);
 	else
-		se_gates<float><<<batch, 256, shmem, s>>>((const float *)x, hw, c_pad, c, se, w1, b1,
-							 w2, b2, gates);
+		se_gates<float><<<batch, 256, shmem, s>>>((const float *)x, pw, hw, c_pad, c, se, w1,
+							 b1, w2, b2, gates);
 	return cudaGetLastError();
 }
 

@@ -27,11 +27,12 @@ cudaError_t nnk_expand_float(nn_dtype dt, const float *in, int batch, int planes
 cudaError_t nnk_bias_res_act(nn_dtype dt, void *y, const float *bias, const void *res,
 			     long rows, int c, int relu, cudaStream_t st);
 /* Squeeze-excitation, first half: per position, the board mean of each of
- * the c real channels of x [batch][hw][c_pad], FC1 (w1 [se][c], b1) + ReLU,
- * FC2 (w2 [2c][se], b2) into gates [batch][2c]. */
-cudaError_t nnk_se_gates(nn_dtype dt, const void *x, int batch, int hw, int c_pad, int c,
-			 int se, const float *w1, const float *b1, const float *w2,
-			 const float *b2, float *gates, cudaStream_t st);
+ * the c real channels of x [batch][hw][c_pad] (weighted by pw [batch][hw],
+ * masked pooling's nn_board_pool_weights, when not NULL), FC1 (w1 [se][c],
+ * b1) + ReLU, FC2 (w2 [2c][se], b2) into gates [batch][2c]. */
+cudaError_t nnk_se_gates(nn_dtype dt, const void *x, const float *pw, int batch, int hw,
+			 int c_pad, int c, int se, const float *w1, const float *b1,
+			 const float *w2, const float *b2, float *gates, cudaStream_t st);
 /* Second half, with the residual: out = ReLU(sigmoid(g[ch]) * x +
  * g[c + ch] + skip) for the real channels, 0 for the padding. */
 cudaError_t nnk_se_apply(nn_dtype dt, const void *x, const void *skip, const float *gates,

@@ -250,7 +250,8 @@ static nn_net *newest_model(const char *dir)
 
 /* --sizes 5,7: one network for both boards, its frame 7x7; self-play
  * plays both, the learner trains on both, and the exported network says
- * so (and a resumed run keeps them without the flag). */
+ * so, with its SE means masked to each board (and a resumed run keeps
+ * them without the flag). */
 Test(loop, one_network_for_two_board_sizes, .timeout = 240)
 {
 	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
@@ -285,6 +286,7 @@ Test(loop, one_network_for_two_board_sizes, .timeout = 240)
 	nn_net *net = newest_model(dir);
 	cr_assert_eq(net->arch.board_w, 7);
 	cr_assert_eq(net->arch.sizes, 1u << 5 | 1u << 7);
+	cr_assert_eq(net->arch.masked_pool, 1, "a new net of several sizes masks its pooling");
 	nn_net_free(net);
 	/* Resumed without --sizes: still both. */
 	o.n_sizes = 0;

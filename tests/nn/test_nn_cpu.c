@@ -274,3 +274,78 @@ Test(nn_cpu, bn_folding_keeps_the_outputs)
 		free(p1);
 	}
 }
+
+/* Masked pooling: a net of 7x7 and 9x9 Go boards (the 9x9 frame) whose SE
+ * means are over each position's own board. The backend matches the
+ * reference in fp32 (both algorithms) and int8 (its calibration's
+ * tolerance) on 7x7 positions in the frame and 9x9 ones; and masking
+ * matters: the same 7x7 positions through the same weights with the plain
+ * mean over the frame give other values, 9x9 ones the same. */
+Test(nn_cpu, masked_se_pooling_matches_reference)
+{
+	enum { NB = 8 };
+	char err[512];
+	game_params g9 = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	game_params g7 = { .kind = GAME_KIND_GO, .size = 7, .komi = 7.5 };
+	nn_arch a = nn_arch_default(&g9, 2, 16);
+	a.sizes = 1u << 7 | 1u << 9;
+	a.masked_pool = 1;
+	nn_arch_set_se(&a, 8);
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 51);
+	nn_net *plain = nn_net_clone(net);
+	cr_assert(plain);
+	plain->arch.masked_pool = 0;
+	size_t hw = 81, in_n = (size_t)a.in_planes * hw, np = (size_t)a.policy_outputs;
+	float *planes = calloc(in_n * NB, sizeof(float));
+	float *small = malloc(sizeof(float) * (size_t)a.in_planes * 49 * NB);
+	cr_assert(planes && small);
+	/* Even positions 7x7 (random play, in the frame's lower left
+	 * corner), odd ones 9x9. */
+	random_positions(&g7, a.encoding, NB, 30, 53, small);
+	random_positions(&g9, a.encoding, NB, 40, 54, planes);
+	for (int n = 0; n < NB; n += 2) {
+		memset(planes + n * in_n, 0, sizeof(float) * in_n);
+		for (int c = 0; c < a.in_planes; c++)
+			for (int y = 0; y < 7; y++)
+				for (int x = 0; x < 7; x++)
+					planes[n * in_n + (size_t)c * hw + (size_t)y * 9 + x] =
+						small[(size_t)n * a.in_planes * 49 + (size_t)c * 49 +
+						      (size_t)y * 7 + x];
+	}
+	float pol[NB * 82], val[NB], wdl[3 * NB], ref_pol[82], ref_val[1], ref_wdl[3], p2[82],
+		v2[1];
+	nn_dtype precs[3] = { NN_DTYPE_FP32, NN_DTYPE_FP32, NN_DTYPE_INT8 };
+	double tols[3] = { 1e-4, 1e-4, 0.15 };
+	for (int k = 0; k < 3; k++) {
+		nn_backend_options opt = nn_backend_options_default();
+		opt.threads = 1;
+		opt.precision = precs[k];
+		opt.algo = k == 1 ? NN_CONV_WINOGRAD : NN_CONV_DIRECT;
+		nn_backend *be = nn_backend_new(&nn_backend_cpu, net, NB, &opt, err, sizeof(err));
+		cr_assert(be, "%s", err);
+		cr_assert_eq(nn_backend_forward(be, NB, planes, pol, val, wdl), 0);
+		for (int n = 0; n < NB; n++) {
+			nn_reference_forward(net, 1, planes + n * in_n, ref_pol, ref_val, ref_wdl);
+			assert_close(pol + n * np, ref_pol, np, tols[k], "policy");
+			assert_close(val + n, ref_val, 1, tols[k], "value");
+		}
+		nn_backend_free(be);
+	}
+	for (int n = 0; n < NB; n++) {
+		nn_reference_forward(net, 1, planes + n * in_n, ref_pol, ref_val, ref_wdl);
+		nn_reference_forward(plain, 1, planes + n * in_n, p2, v2, ref_wdl);
+		double d = fabs(v2[0] - ref_val[0]);
+		for (size_t i = 0; i < np; i++)
+			d = fmax(d, fabs(p2[i] - ref_pol[i]));
+		if (n % 2)
+			cr_assert_lt(d, 1e-6, "a 9x9 position: the frame is its board (%g)", d);
+		else
+			cr_assert_gt(d, 1e-3, "a 7x7 position: masking changes nothing (%g)", d);
+	}
+	free(planes);
+	free(small);
+	nn_net_free(plain);
+	nn_net_free(net);
+}

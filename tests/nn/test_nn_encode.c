@@ -251,3 +251,37 @@ Test(nn_encode, a_smaller_board_sits_in_the_frame)
 	cr_assert_eq(nn_encode_frame(&g, NN_ENC_GO_NATIVE, 0, 5, 5, frame), -1,
 		     "a board larger than the frame");
 }
+
+/* Masked pooling's weights: 1/49 on a 7x7 board in the 9x9 frame and 0
+ * elsewhere, from either Go encoding (go_native's on-board plane, Leela
+ * Zero's side-to-move planes); 1/81 everywhere for a 9x9 board; Connect
+ * Four's every point; planes with no board the plain mean. */
+Test(nn_encode, pool_weights_cover_the_board)
+{
+	static float frame[27 * 81], w[81];
+	game_params p = game_params_sized(GAME_KIND_GO, 7, 7.5);
+	game g;
+	game_init(&g, &p);
+	cr_assert_eq(game_play(&g, 10), GAME_OK);
+	nn_encoding encs[2] = { NN_ENC_GO_NATIVE, NN_ENC_LZ18 };
+	for (int e = 0; e < 2; e++) {
+		cr_assert_gt(nn_encode_frame(&g, encs[e], 0, 9, 9, frame), 0);
+		cr_assert_eq(nn_board_pool_weights(encs[e], frame, 81, w), 49);
+		for (int q = 0; q < 81; q++)
+			cr_assert_float_eq(w[q], q % 9 < 7 && q / 9 < 7 ? 1.0f / 49 : 0.0f, 1e-9,
+					   "%s point %d", nn_encoding_name(encs[e]), q);
+	}
+	game_params p9 = game_params_sized(GAME_KIND_GO, 9, 7.5);
+	game_init(&g, &p9);
+	cr_assert_gt(nn_encode(&g, NN_ENC_GO_NATIVE, frame), 0);
+	cr_assert_eq(nn_board_pool_weights(NN_ENC_GO_NATIVE, frame, 81, w), 81);
+	cr_assert_float_eq(w[80], 1.0f / 81, 1e-9);
+	game_params c4 = game_params_default(GAME_KIND_CONNECT4);
+	game_init(&g, &c4);
+	cr_assert_gt(nn_encode(&g, NN_ENC_C4, frame), 0);
+	cr_assert_eq(nn_board_pool_weights(NN_ENC_C4, frame, 42, w), 42);
+	memset(frame, 0, sizeof(frame));
+	cr_assert_eq(nn_board_pool_weights(NN_ENC_GO_NATIVE, frame, 81, w), 81,
+		     "no board marked: the plain mean");
+	cr_assert_float_eq(w[0], 1.0f / 81, 1e-9);
+}

@@ -455,3 +455,39 @@ Test(nn_file, board_sizes_are_version_3_and_round_trip)
 	cr_assert(strstr(err, "no board sizes"), "%s", err);
 	nn_net_free(net);
 }
+
+/* Masked pooling (nn_arch.masked_pool) is version 4's bit 4: read back as
+ * written; a version 3 header with the bit is refused (a sente of version
+ * 3 refuses it so), and a net of one size cannot have it. */
+Test(nn_file, masked_pooling_is_version_4_and_round_trips)
+{
+	char path[128], err[512];
+	game_params p = game_params_sized(GAME_KIND_GO, 9, 7.5);
+	nn_arch a = nn_arch_default(&p, 2, 16);
+	a.sizes = 1u << 7 | 1u << 9;
+	nn_arch_set_se(&a, 4);
+	a.masked_pool = 1;
+	nn_net *net = nn_net_new(&a, err, sizeof(err));
+	cr_assert(net, "%s", err);
+	nn_net_init_random(net, 5);
+	snprintf(path, sizeof(path), "%s/masked.sente", mf_dir);
+	cr_assert_eq(nn_net_save(net, path, err, sizeof(err)), 0, "%s", err);
+	size_t len;
+	uint8_t *b = slurp(path, &len);
+	cr_assert_eq(file_version(b), 4);
+	nn_net *back = nn_net_load(path, NULL, err, sizeof(err));
+	cr_assert(back, "%s", err);
+	cr_assert_eq(back->arch.masked_pool, 1);
+	cr_assert_eq(back->arch.sizes, a.sizes);
+	cr_assert(memcmp(back->data, net->data, net->n_floats * sizeof(float)) == 0);
+	nn_net_free(back);
+	const char *e = load_patched(b, len, 8, 3, err, sizeof(err));
+	cr_assert(e && strstr(e, "unknown flags"), "version 3 with masked pooling: %s",
+		  e ? e : "loaded");
+	free(b);
+	nn_arch one = nn_arch_default(&p, 1, 8);
+	one.masked_pool = 1;
+	cr_assert_null(nn_net_new(&one, err, sizeof(err)));
+	cr_assert(strstr(err, "masked pooling"), "%s", err);
+	nn_net_free(net);
+}

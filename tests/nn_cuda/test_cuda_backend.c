@@ -88,6 +88,8 @@ typedef struct cu_case {
 	int no_fusion, no_graphs;
 	int float_planes;    /* 1: planes that cannot be packed */
 	int large;           /* 1: max batch 1024, batches up to 1024 */
+	int masked;          /* 1 (Go 9x9): a net of 7x7 and 9x9 with masked pooling,
+			      * every other position cut to the frame's 7x7 corner */
 } cu_case;
 
 /* What the description says: fused convs of all, graphs on or why off. */
@@ -130,6 +132,10 @@ static void cu_check(const cu_case *k)
 		for (int i = 0; i < k->blocks; i += 2)
 			a.block_kind[i] = NN_BLOCK_SE;
 	}
+	if (k->masked) {
+		a.sizes = 1u << 7 | 1u << 9;
+		a.masked_pool = 1;
+	}
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
 	nn_net_init_random(net, 11 + k->blocks + k->channels);
@@ -149,6 +155,13 @@ static void cu_check(const cu_case *k)
 		for (size_t i = 0; i < in_n * MAXB; i++)
 			planes[i] = (float)(cu_rng(&s) % 1000) / 500.0f - 1.0f;
 	}
+	/* A 7x7 board in the 9x9 frame: every plane 0 outside the corner
+	 * (the on-board plane too, which the masked means read). */
+	for (int n = 0; k->masked && n < MAXB; n += 2)
+		for (int pl = 0; pl < a.in_planes; pl++)
+			for (int p = 0; p < (int)hw; p++)
+				if (p % a.board_w >= 7 || p / a.board_w >= 7)
+					planes[(size_t)n * in_n + (size_t)pl * hw + (size_t)p] = 0.0f;
 	nn_backend_options o = nn_backend_options_default();
 	o.threads = 0;
 	nn_backend *cpu = nn_backend_new(&nn_backend_cpu, net, MAXB, &o, err, sizeof(err));
@@ -241,6 +254,13 @@ Test(nn_cuda, unfused_go9_fp16) { cu_check(&(cu_case){ GO9, 2, 32, 0, 1, F16, 1 
 Test(nn_cuda, se_go9_fp32) { cu_check(&(cu_case){ GO9, 3, 32, 8, 1, F32 }); }
 Test(nn_cuda, se_go19_fp16) { cu_check(&(cu_case){ GO19, 2, 32, 8, 3, F16 }); }
 Test(nn_cuda, se_c4_fp32_unfused) { cu_check(&(cu_case){ C4, 2, 16, 8, 3, F32, 1 }); }
+/* Masked pooling: the means over each position's board (7x7 or 9x9 in the
+ * 9x9 frame), graphs on (the weights' upload is in the graph) and off. */
+Test(nn_cuda, masked_se_go9_fp32) { cu_check(&(cu_case){ GO9, 3, 32, 8, 1, F32, .masked = 1 }); }
+Test(nn_cuda, masked_se_go9_fp16_no_graphs)
+{
+	cu_check(&(cu_case){ GO9, 2, 32, 8, 1, F16, 0, 1, .masked = 1 });
+}
 /* Channel counts that need padding to 8. */
 Test(nn_cuda, odd_channels_go9_fp32) { cu_check(&(cu_case){ GO9, 2, 20, 4, 1, F32 }); }
 /* Eager launches, no graphs. */

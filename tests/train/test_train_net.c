@@ -192,6 +192,17 @@ Test(train_net, se_block_gradient_matches_finite_differences, .timeout = 120)
 			       TU_SE | TU_OWN | TU_OPP);
 }
 
+/* Masked pooling (a net of 5x5 and 7x7, every other position on 5x5 in
+ * the 7x7 frame): the SE means over each position's board alone, their
+ * FCs and the convs below against the reference, which masks by the
+ * on-board plane. */
+Test(train_net, masked_se_gradient_matches_finite_differences, .timeout = 120)
+{
+	check_net_gradient_opp(GAME_KIND_GO, 7, 2, 8, 1e-4, 4, "block1.se", 40, TU_SE | TU_MASK);
+	check_net_gradient_opp(GAME_KIND_GO, 7, 1, 16, 1e-4, 4, "block0.conv2", 41,
+			       TU_SE | TU_MASK | TU_OWN);
+}
+
 Test(train_net, residual_block_gradient_matches_finite_differences)
 {
 	/* Every entry of the block's tensors: conv, BN, ReLU and the skip. */

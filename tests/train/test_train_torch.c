@@ -199,3 +199,10 @@ Test(train_torch, connect4_se_blocks_adamw_steps_match_pytorch)
 {
 	check_against_torch(GAME_KIND_CONNECT4, 0, 2, 16, 1, 12, 1, TU_SE);
 }
+
+/* Masked pooling: a net of 5x5 and 7x7 boards, half the positions 5x5 in
+ * the frame, the SE means over each one's board. */
+Test(train_torch, go_masked_se_sgd_steps_match_pytorch)
+{
+	check_against_torch(GAME_KIND_GO, 7, 2, 8, 0, 13, 0, TU_SE | TU_MASK | TU_OWN);
+}

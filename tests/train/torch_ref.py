@@ -180,7 +180,14 @@ def main():
             u = cbr(y, "b%d.2" % i, 3)
             if arch["kinds"][i] == 1:
                 # Squeeze-excitation: a gate and a bias per channel.
-                hid = F.relu(F.linear(u.mean((2, 3)), T["b%d.se1.w" % i], T["b%d.se1.b" % i]))
+                # Masked pooling (flag 16): the mean over the board, which
+                # the on-board plane (go_native's 26) marks.
+                if arch["flags"] & 16:
+                    m = (planes[:, 26:27] > 0.5).to(u.dtype)
+                    pool = (u * m).sum((2, 3)) / m.sum((2, 3))
+                else:
+                    pool = u.mean((2, 3))
+                hid = F.relu(F.linear(pool, T["b%d.se1.w" % i], T["b%d.se1.b" % i]))
                 z = F.linear(hid, T["b%d.se2.w" % i], T["b%d.se2.b" % i])
                 c = arch["channels"]
                 u = torch.sigmoid(z[:, :c])[:, :, None, None] * u + z[:, c:, None, None]

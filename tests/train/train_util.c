@@ -56,7 +56,11 @@ nn_net *tu_net_heads(game_kind kind, int size, int blocks, int channels, int hea
 	a.value_hidden = 16;
 	if (heads & TU_SE)
 		nn_arch_set_se(&a, channels / 2 > 0 ? channels / 2 : 1);
-	nn_arch_set_heads(&a, heads & ~TU_SE);
+	nn_arch_set_heads(&a, heads & ~(TU_SE | TU_MASK));
+	if (heads & TU_MASK) {
+		a.sizes = 1u << 5 | 1u << size;
+		a.masked_pool = 1;
+	}
 	nn_net *net = nn_net_new(&a, err, sizeof(err));
 	cr_assert(net, "%s", err);
 	nn_net_init_random(net, seed);
@@ -78,6 +82,9 @@ train_batch *tu_batch(const nn_net *net, int n, uint64_t seed, int onehot, int w
 	cr_assert(b);
 	for (int i = 0; i < n; i++) {
 		int k;
+		/* A net of several sizes: every other position on the smallest. */
+		if (a->sizes)
+			gp.size = i % 2 ? a->board_w : __builtin_ctz(a->sizes);
 		do {
 			cr_assert_eq(game_init(&g, &gp), GAME_OK);
 			int len = (int)(tu_rng(&s) % (a->game == GAME_KIND_GO ? 20 : 30));
@@ -218,22 +225,30 @@ static void ref_fc(const nn_net *net, const double *dat, const nn_fc *f, int N, 
 		}
 }
 
-/* Squeeze-excitation (net.h) on u [N][C][hw] in place. */
+/* Squeeze-excitation (net.h) on u [N][C][hw] in place; with masked
+ * pooling the means are over each position's board (its planes' on-board
+ * marks), else over every point. */
 static void ref_se(const nn_net *net, const double *dat, const nn_block *blk, int N, int C,
-		   int hw, double *u)
+		   int hw, const float *planes, double *u)
 {
 	int S = blk->se1.n_out;
 	double *pool = malloc(sizeof(double) * (size_t)N * C),
 	       *hid = malloc(sizeof(double) * (size_t)N * S),
 	       *z = malloc(sizeof(double) * (size_t)N * 2 * C);
 	cr_assert(pool && hid && z);
-	for (int n = 0; n < N; n++)
+	for (int n = 0; n < N; n++) {
+		const float *pl = planes + (size_t)n * net->arch.in_planes * hw;
+		int on = 0;
+		for (int p = 0; p < hw; p++)
+			on += !net->arch.masked_pool || pl[(size_t)26 * hw + p] == 1.0f;
 		for (int c = 0; c < C; c++) {
 			double s = 0;
 			for (int p = 0; p < hw; p++)
-				s += u[((size_t)n * C + c) * hw + p];
-			pool[(size_t)n * C + c] = s / hw;
+				if (!net->arch.masked_pool || pl[(size_t)26 * hw + p] == 1.0f)
+					s += u[((size_t)n * C + c) * hw + p];
+			pool[(size_t)n * C + c] = s / on;
 		}
+	}
 	ref_fc(net, dat, &blk->se1, N, pool, hid);
 	ref_relu(hid, (size_t)N * S);
 	ref_fc(net, dat, &blk->se2, N, hid, z);
@@ -270,7 +285,7 @@ double tu_ref_loss(const nn_net *net, const double *dat, const train_batch *b, d
 		ref_relu(t, tower);
 		ref_conv_bn(net, dat, &net->block[bi].conv2, N, H, W, t, u);
 		if (net->block[bi].se1.w)
-			ref_se(net, dat, &net->block[bi], N, C, hw, u);
+			ref_se(net, dat, &net->block[bi], N, C, hw, b->planes, u);
 		for (size_t i = 0; i < tower; i++)
 			x[i] += u[i];
 		ref_relu(x, tower);

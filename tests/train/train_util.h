@@ -16,6 +16,9 @@ enum { TU_OPP = NN_HEAD_OPP, TU_OWN = NN_HEAD_OWN, TU_SCORE = NN_HEAD_SCORE };
 /* Not a head: with this bit every block is squeeze-excitation, its
  * bottleneck half the channels. */
 enum { TU_SE = 1 << 8 };
+/* tu_net_heads: a Go net of two board sizes (5x5 and its own, the frame)
+ * with masked pooling; tu_batch then draws every other position on 5x5. */
+enum { TU_MASK = 1 << 9 };
 nn_net *tu_net_heads(game_kind kind, int size, int blocks, int channels, int heads, uint64_t seed);
 /* A batch of n random positions (random legal play) with random targets:
  * one-hot policy on a legal move when onehot, else random distributions
