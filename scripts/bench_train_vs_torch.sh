@@ -6,9 +6,9 @@
 #
 # `sente bench train --save` writes the random network it trains; then, ROUNDS
 # times in turn, the same steps are timed by `sente bench train` (Winograd
-# where oneDNN has it, the default, and --algo direct) and by
-# scripts/bench_train_torch.py (PyTorch fp32, NCHW and channels-last, with
-# Debian's python3-torch). Prints every JSON line, then one line with each
+# where oneDNN has it, the default, and --algo direct; --precision bf16 too
+# where the CPU has AVX-512 BF16) and by scripts/bench_train_torch.py
+# (PyTorch fp32, NCHW and channels-last, with Debian's python3-torch). Prints every JSON line, then one line with each
 # path's median samples/s and sente's ratio to PyTorch's faster layout.
 # Run it on a quiet machine: the rounds are interleaved so that a load
 # that comes and goes touches every path, but the figures mean most when
@@ -25,12 +25,19 @@ trap 'rm -rf "$dir"' EXIT
 net="--size $SIZE --blocks $BLOCKS --channels $CH --batch $BATCH --threads $THREADS"
 # shellcheck disable=SC2086
 "$BIN" bench train $net --steps 1 --save "$dir/net.sente" >/dev/null
+bf16=0
+# shellcheck disable=SC2086
+"$BIN" bench train $net --steps 1 --precision bf16 >/dev/null 2>&1 && bf16=1
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
 	# shellcheck disable=SC2086
 	"$BIN" bench train $net --steps "$STEPS" | tee -a "$dir/lines"
 	# shellcheck disable=SC2086
 	"$BIN" bench train $net --steps "$STEPS" --algo direct | tee -a "$dir/lines"
+	if [ "$bf16" = 1 ]; then
+		# shellcheck disable=SC2086
+		"$BIN" bench train $net --steps "$STEPS" --precision bf16 | tee -a "$dir/lines"
+	fi
 	for layout in nchw nhwc; do
 		"$PY" "$(dirname "$0")/bench_train_torch.py" "$dir/net.sente" "$BATCH" "$STEPS" \
 			"$THREADS" "$layout" | tee -a "$dir/lines"
@@ -42,7 +49,10 @@ import json, statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
     j = json.loads(line)
-    key = ("sente_" + j["conv"]) if j["backend"] == "cpu" else ("pytorch_" + j["layout"])
+    if j["backend"] == "cpu":
+        key = "sente_" + ("bf16" if j.get("precision") == "bf16" else j["conv"])
+    else:
+        key = "pytorch_" + j["layout"]
     runs.setdefault(key, []).append(j["samples_per_s"])
 med = {k: statistics.median(v) for k, v in runs.items()}
 torch_best = max(med.get("pytorch_nchw", 0), med.get("pytorch_nhwc", 0))
