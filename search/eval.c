@@ -256,9 +256,18 @@ static void *server_main(void *arg)
 		pthread_cond_broadcast(&ev->not_full);
 		pthread_mutex_unlock(&ev->mu);
 
-		for (int i = 0; i < k; i++)
-			memcpy(s->planes + (size_t)i * (size_t)ev->input_floats, batch[i]->planes,
-			       sizeof(float) * (size_t)ev->input_floats);
+		/* The requests of one eval_post sit side by side in its
+		 * scratch: the backend reads them there. Others are gathered. */
+		const float *in = batch[0]->planes;
+		for (int i = 1; i < k && in; i++)
+			if (batch[i]->planes != batch[0]->planes + (size_t)i * (size_t)ev->input_floats)
+				in = NULL;
+		if (!in) {
+			for (int i = 0; i < k; i++)
+				memcpy(s->planes + (size_t)i * (size_t)ev->input_floats,
+				       batch[i]->planes, sizeof(float) * (size_t)ev->input_floats);
+			in = s->planes;
+		}
 		/* The heads only where a request wants them (the search asks
 		 * for the score, one number; ownership is a board's worth). */
 		bool want_own = false, want_score = false;
@@ -267,10 +276,10 @@ static void *server_main(void *arg)
 			want_score |= batch[i]->score != NULL;
 		}
 		int rc = want_own || want_score
-				 ? nn_backend_forward_heads(s->be, k, s->planes, s->logits, s->values, NULL,
+				 ? nn_backend_forward_heads(s->be, k, in, s->logits, s->values, NULL,
 							    want_own ? s->own : NULL,
 							    want_score ? s->score : NULL)
-				 : nn_backend_forward(s->be, k, s->planes, s->logits, s->values, NULL);
+				 : nn_backend_forward(s->be, k, in, s->logits, s->values, NULL);
 		atomic_fetch_add(&ev->n_batches, 1);
 		atomic_fetch_add(&ev->n_evals, (uint64_t)k);
 		if (rc != 0)

@@ -36,6 +36,24 @@ static void random_c4(game *g, uint64_t *rng)
 	}
 }
 
+/* Whether policy and value are the fake network's answer for g: its
+ * value, and the softmax of its logits over the legal moves. */
+static bool fake_answer_ok(const game *g, const float *policy, float value)
+{
+	float logits[7], want_v;
+	fake_c4_expect(g, logits, &want_v);
+	int legal[7], nl = game_legal_moves(g, legal);
+	double mx = -1e9, sum = 0;
+	for (int k = 0; k < nl; k++)
+		mx = fmax(mx, logits[legal[k]]);
+	for (int k = 0; k < nl; k++)
+		sum += exp(logits[legal[k]] - mx);
+	bool ok = fabsf(value - want_v) < 1e-6f;
+	for (int k = 0; k < nl; k++)
+		ok = ok && fabs(policy[legal[k]] - exp(logits[legal[k]] - mx) / sum) < 1e-5;
+	return ok;
+}
+
 typedef struct worker {
 	evaluator *ev;
 	int id;
@@ -50,39 +68,38 @@ static void *eval_worker(void *arg)
 	game g;
 	for (int i = 0; i < w->n; i++) {
 		random_c4(&g, &rng);
-		float policy[GAME_MAX_ACTIONS], value, logits[7], want_v;
+		float policy[GAME_MAX_ACTIONS], value;
 		if (eval_position(w->ev, &g, policy, &value) != 0) {
 			w->errors++;
 			continue;
 		}
-		fake_c4_expect(&g, logits, &want_v);
-		int legal[7], nl = game_legal_moves(&g, legal);
-		double mx = -1e9, sum = 0;
-		for (int k = 0; k < nl; k++)
-			mx = fmax(mx, logits[legal[k]]);
-		for (int k = 0; k < nl; k++)
-			sum += exp(logits[legal[k]] - mx);
-		bool ok = fabsf(value - want_v) < 1e-6f;
-		for (int k = 0; k < nl; k++)
-			ok = ok && fabs(policy[legal[k]] - exp(logits[legal[k]] - mx) / sum) < 1e-5;
-		if (!ok)
+		if (!fake_answer_ok(&g, policy, value))
 			w->errors++;
 	}
 	return NULL;
 }
 
-Test(eval, every_waiter_gets_its_own_answer)
+/* An evaluator of the fake Connect Four network (batches of up to 16, a
+ * batch taking delay_us) with no cache and no random symmetry: every
+ * request goes through the queue and its answer can be checked. */
+static evaluator *queue_c4(fake_net *f, int delay_us)
 {
-	fake_net f;
-	fake_c4_init(&f, 16, 300);
-	nn_backend *be = &f.be;
+	fake_c4_init(f, 16, delay_us);
+	nn_backend *be = &f->be;
 	eval_options o = eval_options_default();
-	o.cache_bytes = 0; /* every request must go through the queue */
+	o.cache_bytes = 0;
 	o.random_symmetry = 0;
 	o.max_batch = 16;
 	char err[128];
 	evaluator *ev = eval_new(&be, 1, NN_ENC_C4, &o, err, sizeof(err));
 	cr_assert(ev, "%s", err);
+	return ev;
+}
+
+Test(eval, every_waiter_gets_its_own_answer)
+{
+	fake_net f;
+	evaluator *ev = queue_c4(&f, 300);
 	enum { T = 24, N = 150 };
 	pthread_t th[T];
 	worker w[T];
@@ -615,4 +632,54 @@ Test(eval, a_smaller_board_is_read_through_the_frame)
 	eval_free(ev);
 	nn_backend_free(be);
 	nn_net_free(net);
+}
+
+/* Staged batches from two threads at once (self-play's workers): each
+ * eval_post's positions lie side by side in its scratch, which the server
+ * hands to the backend as they are, and batches that mix two scratches
+ * are gathered. Every position gets its own answer either way. */
+typedef struct stager {
+	evaluator *ev;
+	int id, rounds, errors;
+} stager;
+
+static void *stager_main(void *arg)
+{
+	stager *w = arg;
+	enum { K = 6 };
+	eval_scratch *s = eval_scratch_new(w->ev, K);
+	cr_assert(s);
+	uint64_t rng = 0x9e3779b9ULL * (uint64_t)(w->id + 3);
+	static __thread game g[K];
+	for (int r = 0; r < w->rounds; r++) {
+		float pol[K][GAME_MAX_ACTIONS], val[K];
+		for (int i = 0; i < K; i++) {
+			random_c4(&g[i], &rng);
+			cr_assert_eq(eval_stage(w->ev, s, &g[i], pol[i], &val[i], NULL), 1);
+		}
+		cr_assert_eq(eval_post(w->ev, s), 0);
+		for (int i = 0; i < K; i++)
+			w->errors += !fake_answer_ok(&g[i], pol[i], val[i]);
+	}
+	eval_scratch_free(s);
+	return NULL;
+}
+
+Test(eval, staged_batches_answer_each_position)
+{
+	fake_net f;
+	evaluator *ev = queue_c4(&f, 0);
+	pthread_t th[2];
+	stager w[2];
+	for (int i = 0; i < 2; i++) {
+		w[i] = (stager){ .ev = ev, .id = i, .rounds = 200 };
+		pthread_create(&th[i], NULL, stager_main, &w[i]);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	eval_stats st;
+	eval_get_stats(ev, &st);
+	eval_free(ev);
+	cr_assert_eq(w[0].errors + w[1].errors, 0, "%d answers wrong", w[0].errors + w[1].errors);
+	cr_assert_eq(st.evals, 2 * 200 * 6);
 }
