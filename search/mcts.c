@@ -549,38 +549,83 @@ static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root, const u
 	/* The parent's value for the player to move there is minus its own
 	 * (which is kept for the player who moved into it). */
 	double parent_q = pv > 0 ? -load_d(&p->wsum) / pv : 0;
-	double visited_prior = 0;
-	int children_visits = 0;
-	for (uint32_t c = 0; c < p->n_children; c++) {
-		mcts_node *ch = node_at(m, p->first_child + c);
-		int v = atomic_load_explicit(&ch->visits, memory_order_relaxed);
-		if (v > 0)
-			visited_prior += ch->prior;
-		children_visits += v;
-	}
 	bool forced = is_root && m->opt.noise && m->opt.forced_k > 0;
 	float red = !is_root	   ? m->opt.fpu_reduction
 		    : m->opt.noise ? m->opt.fpu_root_noise
 				   : m->opt.fpu_root;
-	double fpu = parent_q - red * sqrt(visited_prior);
 	double total = (double)pv + pvl;
 	double explore = puct_explore(&m->opt, total);
 	double best = -1e300;
 	uint32_t best_i = MCTS_NONE;
-	for (uint32_t k = 0; k < p->n_children; k++) {
-		mcts_node *ch = node_at(m, p->first_child + k);
-		if (ban && ban[ch->move] >= ply)
-			continue;
-		int n_eff;
-		double q = node_q(ch, m->opt.virtual_loss, fpu, &n_eff);
-		double s = q + explore * ch->prior / (1.0 + n_eff);
-		/* A root child short of its forced playouts goes first. */
-		if (forced && n_eff < mcts_forced_playouts(m->opt.forced_k, ch->prior,
-							   children_visits))
-			s += 1e9;
-		if (s > best) {
-			best = s;
-			best_i = p->first_child + k;
+	if (forced) {
+		/* The root under noise: forced playouts need the children's
+		 * visits first, then the scores. */
+		double visited_prior = 0;
+		int children_visits = 0;
+		for (uint32_t c = 0; c < p->n_children; c++) {
+			mcts_node *ch = node_at(m, p->first_child + c);
+			int v = atomic_load_explicit(&ch->visits, memory_order_relaxed);
+			if (v > 0)
+				visited_prior += ch->prior;
+			children_visits += v;
+		}
+		double fpu = parent_q - red * sqrt(visited_prior);
+		for (uint32_t k = 0; k < p->n_children; k++) {
+			mcts_node *ch = node_at(m, p->first_child + k);
+			if (ban && ban[ch->move] >= ply)
+				continue;
+			int n_eff;
+			double q = node_q(ch, m->opt.virtual_loss, fpu, &n_eff);
+			double s = q + explore * ch->prior / (1.0 + n_eff);
+			/* A root child short of its forced playouts goes first. */
+			if (n_eff < mcts_forced_playouts(m->opt.forced_k, ch->prior, children_visits))
+				s += 1e9;
+			if (s > best) {
+				best = s;
+				best_i = p->first_child + k;
+			}
+		}
+	} else {
+		/* One pass: a child without visits or descents scores
+		 * fpu + explore * prior, with the fpu that the visited
+		 * children's priors give once all are seen, so of those only
+		 * the first of the largest prior can be chosen; it is weighed
+		 * against the best of the others at the end (the earlier of
+		 * two equal scores, as in a pass over the scores in order). */
+		double visited_prior = 0;
+		float fresh_prior = -1.0f;
+		uint32_t fresh_i = MCTS_NONE;
+		for (uint32_t k = 0; k < p->n_children; k++) {
+			mcts_node *ch = node_at(m, p->first_child + k);
+			int v = atomic_load_explicit(&ch->visits, memory_order_relaxed);
+			if (v > 0)
+				visited_prior += ch->prior;
+			if (ban && ban[ch->move] >= ply)
+				continue;
+			int vl = atomic_load_explicit(&ch->vloss, memory_order_relaxed) *
+				 m->opt.virtual_loss;
+			int n_eff = v + vl;
+			if (n_eff == 0) {
+				if (ch->prior > fresh_prior) {
+					fresh_prior = ch->prior;
+					fresh_i = p->first_child + k;
+				}
+				continue;
+			}
+			double q = (load_d(&ch->wsum) - vl) / (double)n_eff;
+			double s = q + explore * ch->prior / (1.0 + n_eff);
+			if (s > best) {
+				best = s;
+				best_i = p->first_child + k;
+			}
+		}
+		if (fresh_i != MCTS_NONE) {
+			double fpu = parent_q - red * sqrt(visited_prior);
+			double s = fpu + explore * fresh_prior / (1.0 + 0);
+			if (s > best || (s == best && fresh_i < best_i)) {
+				best = s;
+				best_i = fresh_i;
+			}
 		}
 	}
 	if (best_i == MCTS_NONE && ban)
