@@ -80,7 +80,7 @@ int cli_train(int argc, char **argv)
 {
 	train_session_options o = train_session_options_default();
 	long size = 9;
-	bool json = false, blocks_given = false, channels_given = false;
+	bool json = false, blocks_given = false, channels_given = false, precision_given = false;
 	const cli_opt opts[] = {
 		CLI_OPT_STRING("--dir", NULL, &o.dir, "DIR", "the run's folder"),
 		CLI_OPT_INT("--steps", NULL, &o.steps, 1, 1000000000L, "N", "stop after N steps"),
@@ -95,8 +95,9 @@ int cli_train(int argc, char **argv)
 		CLI_OPT_CHOICE("--precision", NULL, &o.precision, precisions, "P",
 			       "the learner's arithmetic: CUDA fp16 (the default), bf16 or fp32; "
 			       "the CPU bf16 (bf16 operands for the tower's convolutions, fp32 "
-			       "sums and master weights; needs AVX-512 BF16, fast with AMX), "
-			       "else fp32"),
+			       "sums and master weights; needs AVX-512 BF16, fast with AMX) or "
+			       "fp32 (the default there)",
+			       .given = &precision_given),
 		CLI_OPT_INT("--micro-batch", NULL, &o.micro_batch, 1, 65536, "N",
 			    "CUDA: gradient accumulation over micro-batches of N",
 			    .def = "the whole share when it fits in memory"),
@@ -136,6 +137,9 @@ int cli_train(int argc, char **argv)
 	int rc;
 	if (!cli_opt_parse(&spec, argc, argv, &rc))
 		return rc;
+	if (precision_given && o.learner == &learner_cpu && o.precision == NN_DTYPE_FP16)
+		return cli_usage_error("train", "--precision fp16 is for the GPU learner; the CPU "
+				       "learner trains in fp32 or bf16");
 	const game_desc *desc = game_desc_by_kind(o.game.kind);
 	o.game = desc->defaults;
 	if (desc->has_size)

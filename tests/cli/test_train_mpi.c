@@ -57,6 +57,12 @@ Test(train_cli, gpus_without_devices)
 	snprintf(cmd, sizeof(cmd), "%s train --backend cuda --precision fp8 2>/dev/null", cli_test_bin());
 	st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "exit %d", st);
+	/* fp16 is the GPU learner's: asked of the CPU one, a usage error. */
+	snprintf(cmd, sizeof(cmd), "%s train --dir /tmp/sente-no-such-run --precision fp16 2>%s",
+		 cli_test_bin(), out);
+	st = system(cmd);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "exit %d", st);
+	cr_assert(strstr(slurp(out), "fp32 or bf16"), "%s", slurp(out));
 	unlink(out);
 }
 
