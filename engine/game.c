@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -234,6 +235,29 @@ static inline int go_symmetry_point(int n, int sym, int x, int y)
 	return y * n + x;
 }
 
+/* Every Go board's symmetry tables, made once: the point that point
+ * y * n + x goes to under each symmetry (a search maps every legal move of
+ * every leaf it evaluates, which the divisions of go_symmetry_point's
+ * arguments made a cost). About 87 KB. */
+static int16_t go_sym_tables[GO_MAX_SIZE - GO_MIN_SIZE + 1][8][GO_MAX_SIZE * GO_MAX_SIZE];
+static pthread_once_t go_sym_once = PTHREAD_ONCE_INIT;
+
+static void go_sym_make(void)
+{
+	for (int n = GO_MIN_SIZE; n <= GO_MAX_SIZE; n++)
+		for (int s = 0; s < 8; s++)
+			for (int y = 0; y < n; y++)
+				for (int x = 0; x < n; x++)
+					go_sym_tables[n - GO_MIN_SIZE][s][y * n + x] =
+						(int16_t)go_symmetry_point(n, s, x, y);
+}
+
+static const int16_t *go_sym_table(int n, int sym)
+{
+	pthread_once(&go_sym_once, go_sym_make);
+	return go_sym_tables[n - GO_MIN_SIZE][sym];
+}
+
 int game_symmetry_move(const game *g, int sym, int move)
 {
 	assert(sym >= 0 && sym < game_num_symmetries(g));
@@ -242,7 +266,7 @@ int game_symmetry_move(const game *g, int sym, int move)
 	int n = g->u.go.size;
 	if (move < 0 || move >= n * n)
 		return move; /* pass and "none" are fixed points */
-	return go_symmetry_point(n, sym, move % n, move / n);
+	return go_sym_table(n, sym)[move];
 }
 
 void game_symmetry_table(const game *g, int sym, int16_t *to)
@@ -254,9 +278,7 @@ void game_symmetry_table(const game *g, int sym, int16_t *to)
 		return;
 	}
 	int n = g->u.go.size;
-	for (int y = 0; y < n; y++)
-		for (int x = 0; x < n; x++)
-			to[y * n + x] = (int16_t)go_symmetry_point(n, sym, x, y);
+	memcpy(to, go_sym_table(n, sym), sizeof(to[0]) * (size_t)(n * n));
 	to[n * n] = (int16_t)(n * n); /* the pass */
 }
 

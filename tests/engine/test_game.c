@@ -139,6 +139,17 @@ Test(game, symmetry_tables_agree_with_the_moves)
 			for (int a = 0; a < game_num_actions(&g); a++)
 				cr_assert_eq(to[a], game_symmetry_move(&g, s, a), "size %d sym %d action %d",
 					     size, s, a);
+			/* Go, stated again here: mirror x (s & 2), mirror y
+			 * (s & 1), then transpose (s & 4); the pass stays. */
+			for (int a = 0; size <= GO_MAX_SIZE && a < size * size; a++) {
+				int x = a % size, y = a / size;
+				x = s & 2 ? size - 1 - x : x;
+				y = s & 1 ? size - 1 - y : y;
+				int want = s & 4 ? x * size + y : y * size + x;
+				cr_assert_eq(to[a], want, "size %d sym %d point %d", size, s, a);
+			}
+			if (size <= GO_MAX_SIZE)
+				cr_assert_eq(to[size * size], size * size, "the pass");
 		}
 	}
 }
