@@ -14,7 +14,8 @@
 # line per precision with its samples/s (median over the steps) and its mean
 # loss over the last 100 steps, then the largest gap between the two curves'
 # means over each 100 steps, and where it was. Run it on a quiet machine
-# for the speeds; the losses do not depend on the load.
+# for the speeds; the losses do not depend on the load. With KEEP=DIR the
+# curves' JSON lines are kept as DIR/fp32.jsonl and DIR/bf16.jsonl.
 set -eu
 BIN=${BIN:-bin/sente}
 [ $# -ge 1 ] || { sed -n 4,10p "$0" >&2; exit 2; }
@@ -47,5 +48,9 @@ for p in fp32 bf16; do
 		awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : 0 }')
 	echo "$p: $(grep -c '"step"' "$dir/$p.jsonl") steps, $sps samples/s (median), loss $(tail -n 1 "$dir/$p.win") over the last 100 ($(head -n 1 "$dir/$p.err"))"
 done
+if [ -n "${KEEP:-}" ]; then
+	mkdir -p "$KEEP"
+	cp "$dir/fp32.jsonl" "$dir/bf16.jsonl" "$KEEP/"
+fi
 paste "$dir/fp32.win" "$dir/bf16.win" | awk '{ d = $2 - $1; if (d < 0) d = -d; if (d > g) { g = d; at = NR } }
 	END { printf "largest gap between the curves over 100 steps: %.4f (steps %d-%d)\n", g, 100 * (at - 1) + 1, 100 * at }'
