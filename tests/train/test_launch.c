@@ -103,12 +103,18 @@ Test(launch, a_failing_rank_stops_the_others)
 }
 
 /* A rank that dies of a signal is named with it; ranks that ignore SIGTERM
- * get SIGKILL after the grace period. */
+ * get SIGKILL after the grace period. Rank 0 dies only once rank 1 has
+ * set its trap (a file says so): on a loaded machine rank 1's shell may
+ * start after any fixed delay, and a SIGTERM before its trap ends it at
+ * once. */
 Test(launch, a_killed_rank_and_sigkill_after_the_grace)
 {
-	char err[512] = "";
-	const char *script = "if [ $SENTE_RANK = 0 ]; then sleep 0.2; kill -KILL $$; fi; "
-			     "trap '' TERM; exec sleep 60";
+	char err[512] = "", dir[64], script[512];
+	make_dir(dir, sizeof(dir));
+	snprintf(script, sizeof(script),
+		 "if [ $SENTE_RANK = 0 ]; then while [ ! -e %s/trapped ]; do sleep 0.02; done; "
+		 "kill -KILL $$; fi; trap '' TERM; touch %s/trapped; exec sleep 60",
+		 dir, dir);
 	int devices[2] = { 0, 1 };
 	launch_opts o = { .grace_seconds = 0.3 };
 	double t0 = clock_now();
@@ -117,6 +123,7 @@ Test(launch, a_killed_rank_and_sigkill_after_the_grace)
 	cr_assert(strstr(err, "rank 0 (GPU 0) was killed by signal 9"), "%s", err);
 	cr_assert(strstr(err, "SIGKILL"), "%s", err);
 	cr_assert(took < 5, "%.1f s", took);
+	remove_dir(dir);
 }
 
 Test(launch, bad_requests_are_refused)
