@@ -365,6 +365,11 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 		if (L && o->reuse_cap > 0)
 			say(r, "--reuse-cap is not used: the GPU learner has no reuse cap");
 	}
+	if (!L && o->train_precision_given && o->train_precision == NN_DTYPE_FP16) {
+		snprintf(err, errlen, "--train-precision fp16 is for the GPU learner; the CPU "
+			 "learner trains in fp32 or bf16");
+		return NULL;
+	}
 	if (!L)
 		L = learner_new(&learner_cpu, r->net, &lo, err, errlen);
 	if (L && ranks > 1 && learner_lead(L, o->learners, &lo, err, errlen) != 0) {

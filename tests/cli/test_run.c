@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nn/cuda/cuda.h"
 #include "tests/cli/cli_util.h"
 #include "data/store.h"
 #include "engine/progress.h"
@@ -167,6 +168,19 @@ Test(run, bf16_training, .timeout = 120)
 		snprintf(cmd, sizeof(cmd), "ls %s/models | wc -l", dir);
 		cli_test_shell(cmd, out, sizeof(out));
 		cr_assert_geq(atoi(out), 2, "a bf16 run saves its trained networks: %s", log);
+	}
+	/* fp16 is the GPU learner's: where the run trains on the CPU it
+	 * stops with the reason instead of training in fp32. */
+	if (nn_cuda_device_count() == 0) {
+		snprintf(cmd, sizeof(cmd),
+			 "%s run --dir %s/fp16 --minutes 0.05 --blocks 1 --channels 8 "
+			 "--train-precision fp16 2>%s/log16",
+			 cli_test_bin(), dir, dir);
+		st = system(cmd);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d", st);
+		snprintf(cmd, sizeof(cmd), "cat %s/log16", dir);
+		cli_test_shell(cmd, log, sizeof(log));
+		cr_assert(strstr(log, "fp16 is for the GPU learner"), "%s", log);
 	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	system(cmd);
