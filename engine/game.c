@@ -4,7 +4,6 @@
 
 #include <assert.h>
 #include <ctype.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -235,14 +234,13 @@ static inline int go_symmetry_point(int n, int sym, int x, int y)
 	return y * n + x;
 }
 
-/* Every Go board's symmetry tables, made once: the point that point
- * y * n + x goes to under each symmetry (a search maps every legal move of
- * every leaf it evaluates, which the divisions of go_symmetry_point's
- * arguments made a cost). About 87 KB. */
+/* Every Go board's symmetry tables, made when the program loads: the
+ * point that point y * n + x goes to under each symmetry (a search maps
+ * every legal move of every leaf it evaluates, which the divisions of
+ * go_symmetry_point's arguments made a cost). About 87 KB. */
 static int16_t go_sym_tables[GO_MAX_SIZE - GO_MIN_SIZE + 1][8][GO_MAX_SIZE * GO_MAX_SIZE];
-static pthread_once_t go_sym_once = PTHREAD_ONCE_INIT;
 
-static void go_sym_make(void)
+__attribute__((constructor)) static void go_sym_make(void)
 {
 	for (int n = GO_MIN_SIZE; n <= GO_MAX_SIZE; n++)
 		for (int s = 0; s < 8; s++)
@@ -254,7 +252,6 @@ static void go_sym_make(void)
 
 static const int16_t *go_sym_table(int n, int sym)
 {
-	pthread_once(&go_sym_once, go_sym_make);
 	return go_sym_tables[n - GO_MIN_SIZE][sym];
 }
 

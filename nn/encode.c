@@ -119,15 +119,16 @@ static void encode_go(const game *g, nn_encoding enc, int sym, float *planes)
 	 * a lookup for each stone, none for the empty points. */
 	const int8_t *now = go_past_board(b, 0);
 	assert(now);
-	for (int i = 0; i < area && enc == NN_ENC_GO_NATIVE; i++) {
-		int c = now[i];
-		if (c == GO_EMPTY)
-			continue;
-		int libs = go_liberties_at(b, i % n, i / n);
-		int l = libs >= 4 ? 3 : libs - 1;
-		assert(l >= 0);
-		planes[((c == me ? 16 : 20) + l) * area + to[i]] = 1.0f;
-	}
+	for (int y = 0; y < n && enc == NN_ENC_GO_NATIVE; y++)
+		for (int x = 0, i = y * n; x < n; x++, i++) {
+			int c = now[i];
+			if (c == GO_EMPTY)
+				continue;
+			int libs = go_liberties_at(b, x, y);
+			int l = libs >= 4 ? 3 : libs - 1;
+			assert(l >= 0);
+			planes[((c == me ? 16 : 20) + l) * area + to[i]] = 1.0f;
+		}
 	float *p;
 	if (enc == NN_ENC_LZ18) {
 		p = planes + (me == GO_BLACK ? 16 : 17) * area;

@@ -408,6 +408,20 @@ Test(nn_file, heads_are_version_2_and_round_trip)
 	nn_net_free(net);
 }
 
+/* A random net of arch a (seed 5) saved as mf_dir/name (its path into
+ * path); the net into *net and the file's bytes, which the caller frees. */
+static uint8_t *save_random(const nn_arch *a, const char *name, char *path, size_t pathlen,
+			    nn_net **net, size_t *len)
+{
+	char err[512];
+	*net = nn_net_new(a, err, sizeof(err));
+	cr_assert(*net, "%s", err);
+	nn_net_init_random(*net, 5);
+	snprintf(path, pathlen, "%s/%s", mf_dir, name);
+	cr_assert_eq(nn_net_save(*net, path, err, sizeof(err)), 0, "%s", err);
+	return slurp(path, len);
+}
+
 /* A net of several board sizes: version 3 with the sizes in the flags
  * word, read back; a version 2 header with them is refused (a sente of
  * version 2 would refuse it so); its sizes are checked, and it plays each
@@ -418,13 +432,9 @@ Test(nn_file, board_sizes_are_version_3_and_round_trip)
 	game_params p = game_params_sized(GAME_KIND_GO, 9, 7.5);
 	nn_arch a = nn_arch_default(&p, 1, 8);
 	a.sizes = 1u << 7 | 1u << 9;
-	nn_net *net = nn_net_new(&a, err, sizeof(err));
-	cr_assert(net, "%s", err);
-	nn_net_init_random(net, 5);
-	snprintf(path, sizeof(path), "%s/sizes.sente", mf_dir);
-	cr_assert_eq(nn_net_save(net, path, err, sizeof(err)), 0, "%s", err);
+	nn_net *net;
 	size_t len;
-	uint8_t *b = slurp(path, &len);
+	uint8_t *b = save_random(&a, "sizes.sente", path, sizeof(path), &net, &len);
 	cr_assert_eq(file_version(b), 3);
 	nn_expect seven = { .game = GAME_KIND_GO, .board_w = 7, .board_h = 7 };
 	nn_net *back = nn_net_load(path, &seven, err, sizeof(err));
@@ -467,13 +477,9 @@ Test(nn_file, masked_pooling_is_version_4_and_round_trips)
 	a.sizes = 1u << 7 | 1u << 9;
 	nn_arch_set_se(&a, 4);
 	a.masked_pool = 1;
-	nn_net *net = nn_net_new(&a, err, sizeof(err));
-	cr_assert(net, "%s", err);
-	nn_net_init_random(net, 5);
-	snprintf(path, sizeof(path), "%s/masked.sente", mf_dir);
-	cr_assert_eq(nn_net_save(net, path, err, sizeof(err)), 0, "%s", err);
+	nn_net *net;
 	size_t len;
-	uint8_t *b = slurp(path, &len);
+	uint8_t *b = save_random(&a, "masked.sente", path, sizeof(path), &net, &len);
 	cr_assert_eq(file_version(b), 4);
 	nn_net *back = nn_net_load(path, NULL, err, sizeof(err));
 	cr_assert(back, "%s", err);

@@ -76,6 +76,22 @@ static void random_game(game_record *r, uint64_t *rng)
 	record_set_outcome(r, &g);
 }
 
+/* Adds n random Connect Four games (random_game from a generator seeded
+ * with seed) to L; returns their positions. */
+static int64_t add_random_games(learner *L, int n, uint64_t seed)
+{
+	uint64_t rng = seed;
+	int64_t positions = 0;
+	for (int i = 0; i < n; i++) {
+		game_record r;
+		random_game(&r, &rng);
+		positions += r.n_moves;
+		cr_assert_eq(learner_add_game(L, &r), 0);
+		record_free(&r);
+	}
+	return positions;
+}
+
 Test(learner, cpu_through_the_table)
 {
 	nn_net *net = tu_net(GAME_KIND_CONNECT4, 0, 1, 8, 2);
@@ -87,15 +103,7 @@ Test(learner, cpu_through_the_table)
 	cr_assert(L, "%s", err);
 	cr_assert_eq(learner_kind(L), &learner_cpu);
 	cr_assert_str_eq(learner_describe(L), "cpu fp32");
-	uint64_t rng = 5;
-	int64_t positions = 0;
-	for (int i = 0; i < 20; i++) {
-		game_record r;
-		random_game(&r, &rng);
-		positions += r.n_moves;
-		cr_assert_eq(learner_add_game(L, &r), 0);
-		record_free(&r);
-	}
+	int64_t positions = add_random_games(L, 20, 5);
 	cr_assert_eq(learner_positions(L), positions);
 	train_stats st;
 	for (int i = 0; i < 3; i++)
@@ -135,13 +143,7 @@ Test(learner, cpu_bf16)
 	learner *L = learner_new(&learner_cpu, net, &lo, err, sizeof(err));
 	cr_assert(L, "%s", err);
 	cr_assert_str_eq(learner_describe(L), "cpu bf16");
-	uint64_t rng = 7;
-	for (int i = 0; i < 8; i++) {
-		game_record r;
-		random_game(&r, &rng);
-		cr_assert_eq(learner_add_game(L, &r), 0);
-		record_free(&r);
-	}
+	add_random_games(L, 8, 7);
 	train_stats st;
 	for (int i = 0; i < 3; i++) {
 		cr_assert_eq(learner_step(L, 16, 0, &st), 0, "%s", learner_error(L));
@@ -295,13 +297,7 @@ static void *follow_rank(void *p)
  * window, 3 steps of a global batch of 16. */
 static void lead_script(learner *L, int global)
 {
-	uint64_t rng = 5;
-	for (int i = 0; i < 20; i++) {
-		game_record r;
-		random_game(&r, &rng);
-		cr_assert_eq(learner_add_game(L, &r), 0);
-		record_free(&r);
-	}
+	add_random_games(L, 20, 5);
 	cr_assert_eq(learner_set_window(L, 400), 0);
 	train_stats st;
 	for (int i = 0; i < 3; i++)

@@ -373,6 +373,19 @@ Test(train_net, lr_schedules)
 	nn_net_free(net);
 }
 
+/* The 2x32 9x9 Go net, a batch of 16 of its positions and the options of
+ * one thread at that batch: two trainers made from them take the same
+ * steps but for the choice under test. */
+static nn_net *go9_pair_setup(train_batch **b, train_options *o)
+{
+	nn_net *net = tu_net(GAME_KIND_GO, 9, 2, 32, 17);
+	*b = tu_batch(net, 16, 29, 0, 0);
+	*o = train_options_default();
+	o->batch = 16;
+	o->threads = 1;
+	return net;
+}
+
 /* The tower in Winograd's algorithm (the default where oneDNN has it)
  * takes the same steps as direct convolutions, up to rounding: losses and
  * updates of 3 SGD steps on a 2x32 9x9 Go net. With AVX-512 (what oneDNN
@@ -381,11 +394,9 @@ Test(train_net, lr_schedules)
 Test(train_net, winograd_steps_match_direct)
 {
 	char err[256];
-	nn_net *net = tu_net(GAME_KIND_GO, 9, 2, 32, 17);
-	train_batch *b = tu_batch(net, 16, 29, 0, 0);
-	train_options o = train_options_default();
-	o.batch = 16;
-	o.threads = 1;
+	train_batch *b;
+	train_options o;
+	nn_net *net = go9_pair_setup(&b, &o);
 	trainer *w = trainer_new(net, &o, err, sizeof(err));
 	cr_assert(w, "%s", err);
 	o.algo = NN_CONV_DIRECT;
@@ -425,11 +436,9 @@ Test(train_net, winograd_steps_match_direct)
 Test(train_net, bf16_steps_track_fp32)
 {
 	char err[256];
-	nn_net *net = tu_net(GAME_KIND_GO, 9, 2, 32, 17);
-	train_batch *b = tu_batch(net, 16, 29, 0, 0);
-	train_options o = train_options_default();
-	o.batch = 16;
-	o.threads = 1;
+	train_batch *b;
+	train_options o;
+	nn_net *net = go9_pair_setup(&b, &o);
 	o.algo = NN_CONV_DIRECT;
 	trainer *f = trainer_new(net, &o, err, sizeof(err));
 	cr_assert(f, "%s", err);
