@@ -78,7 +78,8 @@ static void start_with(const analysis_options *o)
 	cr_assert(eng, "%s", err);
 }
 
-static void start(const char *weights, int threads, int visits)
+/* The tests' engine: small trees and cache, one network thread, quiet. */
+static analysis_options test_options(const char *weights, int threads, int visits)
 {
 	analysis_options o = analysis_options_default();
 	o.weights = weights;
@@ -89,6 +90,12 @@ static void start(const char *weights, int threads, int visits)
 	o.score_playouts = 16;
 	o.nn.threads = 1;
 	o.quiet = true;
+	return o;
+}
+
+static void start(const char *weights, int threads, int visits)
+{
+	analysis_options o = test_options(weights, threads, visits);
 	start_with(&o);
 }
 
@@ -718,7 +725,12 @@ Test(analysis, clear_cache)
  * terminate_all ends the rest. */
 Test(analysis, terminate)
 {
-	start(go9, 1, 1000000);
+	/* A tree large enough that no turn's search ends by filling it
+	 * before the terminate comes: a 32 MB tree filled in about 70 ms on
+	 * a fast machine, and three turns had finished by 200 ms. */
+	analysis_options o = test_options(go9, 1, 1000000);
+	o.tree_bytes = (size_t)512 << 20;
+	start_with(&o);
 	char moves[4096];
 	game *pos = malloc(sizeof(game) * 31);
 	int n = random_game(9, 30, moves, sizeof(moves), pos);
