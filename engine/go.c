@@ -286,18 +286,10 @@ static void past_push(go_board *b)
 		memcpy(dst + y * n, &b->cell[pad(0, y)], (size_t)n);
 }
 
-/* Legality for colour c, game-over aside. */
-static bool legal_for(const go_board *b, int c, int move)
+/* Legality of a stone of colour c (a colour) on the empty padded point
+ * p: not suicide, no repetition of an earlier position. */
+static inline bool legal_on_empty(const go_board *b, int c, int p)
 {
-	int pass = go_pass_move(b);
-	if (move < 0 || move > pass || (c != GO_BLACK && c != GO_WHITE))
-		return false;
-	if (move == pass)
-		return true;
-	int p = pad_move(b, move);
-	if (b->cell[p] != GO_EMPTY)
-		return false;
-
 	const int nb[4] = { p - S, p - 1, p + 1, p + S };
 	int caps[4], n_caps = 0;
 	bool alive = false;
@@ -338,6 +330,18 @@ static bool legal_for(const go_board *b, int c, int move)
 		if (b->past_hash[i] == h)
 			return false;
 	return true;
+}
+
+/* Legality for colour c, game-over aside. */
+static bool legal_for(const go_board *b, int c, int move)
+{
+	int pass = go_pass_move(b);
+	if (move < 0 || move > pass || (c != GO_BLACK && c != GO_WHITE))
+		return false;
+	if (move == pass)
+		return true;
+	int p = pad_move(b, move);
+	return b->cell[p] == GO_EMPTY && legal_on_empty(b, c, p);
 }
 
 /* Plays a move known to be legal for colour c, recording it. */
@@ -443,14 +447,18 @@ bool go_is_legal(const go_board *b, int move)
 	return !go_is_over(b) && legal_for(b, b->to_move, move);
 }
 
+/* A row at a time over the padded board (every leaf of a search asks
+ * for its legal moves: no division per point, no range checks). */
 int go_legal_moves(const go_board *b, int *out)
 {
-	int n = 0, pass = go_pass_move(b);
+	int n = 0, size = b->size, c = b->to_move;
 	if (go_is_over(b))
 		return 0;
-	for (int m = 0; m <= pass; m++)
-		if (legal_for(b, b->to_move, m))
-			out[n++] = m;
+	for (int y = 0, m = 0; y < size; y++)
+		for (int x = 0, p = pad(0, y); x < size; x++, p++, m++)
+			if (b->cell[p] == GO_EMPTY && legal_on_empty(b, c, p))
+				out[n++] = m;
+	out[n++] = go_pass_move(b);
 	return n;
 }
 

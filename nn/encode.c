@@ -97,29 +97,43 @@ static void encode_go(const game *g, nn_encoding enc, int sym, float *planes)
 	const go_board *b = &g->u.go;
 	int n = b->size, area = n * n;
 	int me = go_to_move(b), opp = 1 - me;
-	int n_planes = nn_encoding_planes(enc);
-	memset(planes, 0, sizeof(float) * (size_t)n_planes * (size_t)area);
-	/* Where each point goes, then the history planes a board at a time
-	 * (the encoding runs once per leaf of every search). */
+	/* Where each point goes, then the history planes a board at a time,
+	 * every point of both planes written (the encoding runs once per
+	 * leaf of every search: no clearing pass, no branch per point). */
 	int16_t to[GAME_MAX_ACTIONS];
 	game_symmetry_table(g, sym, to);
-	for (int k = 0; k < GO_PAST_POSITIONS; k++) {
+	int k = 0;
+	for (; k < GO_PAST_POSITIONS; k++) {
 		const int8_t *past = go_past_board(b, k);
 		if (!past)
 			break;
 		float *mine = planes + k * area, *theirs = planes + (8 + k) * area;
 		for (int i = 0; i < area; i++) {
-			if (past[i] == me)
-				mine[to[i]] = 1.0f;
-			else if (past[i] == opp)
-				theirs[to[i]] = 1.0f;
+			mine[to[i]] = (float)(past[i] == me);
+			theirs[to[i]] = (float)(past[i] == opp);
 		}
+	}
+	/* Before the first position: empty boards. */
+	if (k < GO_PAST_POSITIONS) {
+		size_t rest = sizeof(float) * (size_t)(GO_PAST_POSITIONS - k) * (size_t)area;
+		memset(planes + k * area, 0, rest);
+		memset(planes + (8 + k) * area, 0, rest);
+	}
+	if (enc == NN_ENC_LZ18) {
+		float *p = planes + 16 * area;
+		float black = me == GO_BLACK ? 1.0f : 0.0f;
+		for (int i = 0; i < area; i++) {
+			p[i] = black;
+			p[area + i] = 1.0f - black;
+		}
+		return;
 	}
 	/* Liberties of the stones now (the first past board is the board):
 	 * a lookup for each stone, none for the empty points. */
+	memset(planes + 16 * area, 0, sizeof(float) * 8 * (size_t)area);
 	const int8_t *now = go_past_board(b, 0);
 	assert(now);
-	for (int y = 0; y < n && enc == NN_ENC_GO_NATIVE; y++)
+	for (int y = 0; y < n; y++)
 		for (int x = 0, i = y * n; x < n; x++, i++) {
 			int c = now[i];
 			if (c == GO_EMPTY)
@@ -129,17 +143,11 @@ static void encode_go(const game *g, nn_encoding enc, int sym, float *planes)
 			assert(l >= 0);
 			planes[((c == me ? 16 : 20) + l) * area + to[i]] = 1.0f;
 		}
-	float *p;
-	if (enc == NN_ENC_LZ18) {
-		p = planes + (me == GO_BLACK ? 16 : 17) * area;
-		for (int i = 0; i < area; i++)
-			p[i] = 1.0f;
-		return;
-	}
 	float komi = (float)(b->komi / 15.0) * (me == GO_BLACK ? -1.0f : 1.0f);
+	float black = me == GO_BLACK ? 1.0f : 0.0f;
 	for (int i = 0; i < area; i++) {
 		planes[24 * area + i] = komi;
-		planes[25 * area + i] = me == GO_BLACK ? 1.0f : 0.0f;
+		planes[25 * area + i] = black;
 		planes[26 * area + i] = 1.0f;
 	}
 }
