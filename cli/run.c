@@ -126,6 +126,11 @@ int cli_run(int argc, char **argv)
 			     "self-play games under way when an iteration has its positions go on "
 			     "in the next, with the new network, instead of every game being played "
 			     "out (fuller batches, but no more positions measured: docs/LEARNING.md)"),
+		CLI_OPT_REAL("--resign", NULL, &o.resign_pct, 0, 100, "PCT",
+			     "self-play resigns below at most PCT% winrate (the threshold "
+			     "calibrated on the no-resign games, as in sente selfplay); 0 never"),
+		CLI_OPT_REAL("--no-resign-fraction", NULL, &o.no_resign_fraction, 0, 1, "F",
+			     "self-play games that never resign, to calibrate the threshold"),
 		CLI_OPT_INT("--batch", NULL, &o.batch, 1, 8192, "N", "training batch"),
 		CLI_OPT_REAL("--sample-ratio", NULL, &o.sample_ratio, 0.01, 1000, "R",
 			     "training samples per new position"),

@@ -93,6 +93,9 @@ loop_options loop_options_default(const game_params *g)
 	o.reuse_cap = 0;
 	o.bn_batches = 0;
 	o.carry_games = false;
+	selfplay_options sd = selfplay_options_default(g);
+	o.resign_pct = sd.resign_pct;
+	o.no_resign_fraction = sd.no_resign_fraction;
 	o.batch = 256;
 	o.sample_ratio = 6;
 	train_options t = train_options_default();
@@ -146,6 +149,8 @@ selfplay_options loop_selfplay_options(const loop_options *o)
 	so.seed = o->seed;
 	so.quiet = o->quiet;
 	so.carry_games = o->carry_games;
+	so.resign_pct = o->resign_pct;
+	so.no_resign_fraction = o->no_resign_fraction;
 	return so;
 }
 
@@ -180,7 +185,7 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 "window-beta %g\nreuse-cap %g\nbn-batches %d\nforced-playouts %g\n"
 		 "gumbel %d\ngumbel-m %d\nmeasure-every %d\nmeasure-share %g\nopp-weight %g\n"
 		 "own-weight %g\nscore-weight %g\nlearner-ranks %d\nsizes %s\nse-channels %d\n"
-		 "carry-games %d\ntrain-precision %s\n",
+		 "carry-games %d\ntrain-precision %s\nresign %g\nno-resign-fraction %g\n",
 		 game_desc_from_params(&o->game)->name, o->blocks, o->channels, o->parallel_games,
 		 per, lanes, selfplay_batch(o), o->visits, o->cheap_visits,
 		 (long long)o->positions_per_iter, (long long)o->window,
@@ -199,7 +204,8 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 (int)x->gumbel, x->gumbel_m, o->measure_every, o->measure_share, o->opp_weight,
 		 o->own_weight, o->score_weight, o->learner_ranks > 1 ? o->learner_ranks : 1,
 		 sizes, o->se_channels, (int)o->carry_games,
-		 o->train_precision_given ? nn_dtype_name(o->train_precision) : "default");
+		 o->train_precision_given ? nn_dtype_name(o->train_precision) : "default",
+		 (double)o->resign_pct, o->no_resign_fraction);
 }
 
 /* " with the X, Y and Z heads" for the optional heads of a, or "". */

@@ -114,6 +114,9 @@ typedef struct loop_options {
 				    * its positions go on in the next (selfplay_options'
 				    * carry_games); false (the default): each
 				    * iteration plays all its games out */
+	float resign_pct;          /* self-play's resignation (selfplay_options): at most this
+				    * winrate, percent; 0: never */
+	double no_resign_fraction; /* games that never resign, calibrating the threshold */
 	int batch;                 /* training batch */
 	double sample_ratio;       /* training samples per new position */
 	double lr;                 /* base learning rate */

@@ -578,6 +578,25 @@ Test(loop, value_target_mix_has_one_default)
 	cr_assert(strstr(text, "value-q-weight 0.5\n"), "%s", text);
 }
 
+/* --resign and --no-resign-fraction reach self-play, with selfplay's
+ * defaults, and the run's config records them. */
+Test(loop, resignation_settings_reach_self_play)
+{
+	game_params gp = game_params_default(GAME_KIND_GO);
+	loop_options o = loop_options_default(&gp);
+	selfplay_options sd = selfplay_options_default(&gp);
+	cr_assert_float_eq(o.resign_pct, sd.resign_pct, 1e-9);
+	cr_assert_float_eq(o.no_resign_fraction, sd.no_resign_fraction, 1e-9);
+	o.resign_pct = 0;
+	o.no_resign_fraction = 0.25;
+	selfplay_options so = loop_selfplay_options(&o);
+	cr_assert_float_eq(so.resign_pct, 0, 1e-9);
+	cr_assert_float_eq(so.no_resign_fraction, 0.25, 1e-9);
+	char text[4096];
+	loop_config_text(&o, text, sizeof(text));
+	cr_assert(strstr(text, "\nresign 0\nno-resign-fraction 0.25\n"), "%s", text);
+}
+
 /* --eval-batch reaches the self-play evaluator: 8 games on two threads,
  * each submitting its 4 games' leaves at once, batch at most 2 when asked
  * and more than 2 without it (the parallel games, at most 64); the run's
