@@ -68,7 +68,7 @@ int cli_run(int argc, char **argv)
 	 * after the parse, unless given. */
 	bool dir_given = false, blocks_given = false, channels_given = false, par_given = false;
 	bool visits_given = false, cheap_given = false, window_given = false;
-	bool tmoves_given = false, tend_given = false;
+	bool tmoves_given = false, tend_given = false, carry_given = false;
 	cli_int_list drops = { .v = o.lr_drops, .cap = TRAIN_MAX_LR_STEPS, .n = &o.n_lr_drops };
 	cli_int_list sizes = { .v = o.sizes, .cap = SELFPLAY_MAX_SIZES, .n = &o.n_sizes };
 	const cli_opt opts[] = {
@@ -125,7 +125,10 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_FLAG("--carry-games", NULL, &o.carry_games,
 			     "self-play games under way when an iteration has its positions go on "
 			     "in the next, with the new network, instead of every game being played "
-			     "out (fuller batches, but no more positions measured: docs/LEARNING.md)"),
+			     "out (fuller batches: docs/LEARNING.md)",
+			     .def = "Go on, C4 off", .given = &carry_given),
+		CLI_OPT_FLAG_OFF("--no-carry-games", NULL, &o.carry_games,
+				 "every iteration plays all its games out", .given = &carry_given),
 		CLI_OPT_REAL("--resign", NULL, &o.resign_pct, 0, 100, "PCT",
 			     "self-play resigns below at most PCT% winrate (the threshold "
 			     "calibrated on the no-resign games, as in sente selfplay); 0 never"),
@@ -274,6 +277,8 @@ int cli_run(int argc, char **argv)
 		o.explore.temperature_moves = d.explore.temperature_moves;
 	if (!tend_given)
 		o.explore.temperature_end = o.explore.temperature_moves;
+	if (!carry_given)
+		o.carry_games = d.carry_games;
 
 	o.log = stderr;
 	o.stop = &stop_flag;

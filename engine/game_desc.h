@@ -33,6 +33,8 @@ typedef struct game_run_defaults {
 	int parallel_games;        /* self-play games at once */
 	int window;                /* positions in the learner's window */
 	double positions_per_game; /* recorded positions per game: a guess until games are seen */
+	bool carry_games;          /* self-play games under way go on into the next iteration
+				    * (loop_options' carry_games) */
 } game_run_defaults;
 
 typedef struct game_desc {

@@ -877,6 +877,8 @@ static void go_run_defaults(const game_params *p, game_run_defaults *out)
 	out->parallel_games = 64;
 	out->window = 100000;
 	out->positions_per_game = 0.25 * p->size * p->size;
+	/* docs/LEARNING.md, "Carrying self-play games across iterations" */
+	out->carry_games = true;
 }
 
 /* Distance of coordinate v from the nearer edge of a board of `size`

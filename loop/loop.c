@@ -92,7 +92,7 @@ loop_options loop_options_default(const game_params *g)
 	o.window_beta = 0.4;
 	o.reuse_cap = 0;
 	o.bn_batches = 0;
-	o.carry_games = false;
+	o.carry_games = d.carry_games;
 	selfplay_options sd = selfplay_options_default(g);
 	o.resign_pct = sd.resign_pct;
 	o.no_resign_fraction = sd.no_resign_fraction;

@@ -112,8 +112,8 @@ typedef struct loop_options {
 				    * momentum's alone */
 	bool carry_games;          /* self-play games under way when an iteration has
 				    * its positions go on in the next (selfplay_options'
-				    * carry_games); false (the default): each
-				    * iteration plays all its games out */
+				    * carry_games); false: each iteration plays all
+				    * its games out. The game's run default */
 	float resign_pct;          /* self-play's resignation (selfplay_options): at most this
 				    * winrate, percent; 0: never */
 	double no_resign_fraction; /* games that never resign, calibrating the threshold */

@@ -219,3 +219,42 @@ Test(run, minutes_are_honoured, .timeout = 300)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	system(cmd);
 }
+
+/* The run's config after a short session in dir ("" when none). */
+static void run_config(const char *dir, char *config, size_t len)
+{
+	char path[512], err[256];
+	snprintf(path, sizeof(path), "%s/sente.db", dir);
+	config[0] = 0;
+	store *db = store_open(path, err, sizeof(err));
+	cr_assert(db, "%s", err);
+	store_get_meta(db, STORE_META_RUN_CONFIG, config, len);
+	store_close(db);
+}
+
+/* Carrying games is Go's default and not Connect Four's; either flag
+ * overrides it, and the run's config records what was in force. */
+Test(run, carry_games_default_depends_on_the_game, .timeout = 120)
+{
+	const struct {
+		const char *args, *want;
+	} cases[] = {
+		{ "--game go --size 5", "\ncarry-games 1\n" },
+		{ "--game go --size 5 --no-carry-games", "\ncarry-games 0\n" },
+		{ "", "\ncarry-games 0\n" },
+		{ "--carry-games", "\ncarry-games 1\n" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char dir[] = "/tmp/sente-run-XXXXXX", cmd[2048], config[4096];
+		cr_assert(mkdtemp(dir));
+		snprintf(cmd, sizeof(cmd),
+			 "%s run --dir %s --minutes 0.05 " SMALL " --measure-every 0 %s 2>/dev/null",
+			 cli_test_bin(), dir, cases[i].args);
+		int st = system(cmd);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d", cases[i].args, st);
+		run_config(dir, config, sizeof(config));
+		cr_assert(strstr(config, cases[i].want), "%s: %s", cases[i].args, config);
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		system(cmd);
+	}
+}

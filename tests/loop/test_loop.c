@@ -304,7 +304,9 @@ Test(loop, iterations_carrying_games_record_their_positions, .timeout = 240)
 	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
 	cr_assert(mkdtemp(dir));
 	loop_options o = loop_test_options(dir);
-	cr_assert(!o.carry_games, "off by default");
+	cr_assert(!o.carry_games, "off by default for Connect Four");
+	game_params go = game_params_default(GAME_KIND_GO);
+	cr_assert(loop_options_default(&go).carry_games, "on by default for Go");
 	o.carry_games = true;
 	loop *r = loop_open(&o, err, sizeof(err));
 	cr_assert(r, "%s", err);
