@@ -138,7 +138,9 @@ static void c4_run_defaults(const game_params *p, game_run_defaults *out)
 	out->parallel_games = 32;
 	out->window = 150000; /* docs/LEARNING.md, "A larger window" */
 	out->positions_per_game = 0.25 * 22;
-	out->carry_games = false; /* not measured on Connect Four */
+	/* Carried games erred more in search: docs/LEARNING.md, "Carrying
+	 * self-play games across iterations" */
+	out->carry_games = false;
 }
 
 /* Columns by how many lines of four pass through their cells. */
