@@ -307,19 +307,19 @@ void selfplay_free(selfplay *sp)
 }
 
 /* Claims the start of one more game of this run; false when the run has
- * enough games started or must stop. With carry_games a worker's first
- * fill always claims: a worker that starts after the others finished the
- * run's games still fills its places, so that the next run finds every
- * place busy (its games are carried after one round). */
-static bool claim_game(selfplay *sp, bool first_fill)
+ * enough games started or must stop. With carry_games every empty place
+ * is filled while the run goes on: the run ends once it has its games
+ * finished (run_has_its_games, after a round) and carries the games under
+ * way, so a worker that starts late, or fills just after another worker
+ * finished the last game, leaves no place idle for the next run. */
+static bool claim_game(selfplay *sp)
 {
 	if (atomic_load(&sp->stop) || (sp->ext_stop && *sp->ext_stop) ||
 	    (sp->deadline > 0 && clock_now() >= sp->deadline))
 		return false;
 	pthread_mutex_lock(&sp->mu);
-	bool ok = sp->games_wanted == 0 ||
-		  (sp->opt.carry_games ? first_fill || sp->games_done_run < sp->games_wanted
-				       : sp->games_started_run < sp->games_wanted);
+	bool ok = sp->games_wanted == 0 || sp->opt.carry_games ||
+		  sp->games_started_run < sp->games_wanted;
 	if (ok)
 		sp->games_started_run++;
 	pthread_mutex_unlock(&sp->mu);
@@ -637,12 +637,12 @@ static void game_free(selfplay *sp, sp_worker *w, sp_game *gm)
  * each through to its first search (a game that ends before searching,
  * of no moves, is finished at once); *claiming goes false once no more
  * will start. 0, or -1 on error. */
-static int fill_games(selfplay *sp, sp_worker *w, bool *claiming, bool first_fill)
+static int fill_games(selfplay *sp, sp_worker *w, bool *claiming)
 {
 	for (int i = 0; i < w->n_games && *claiming; i++) {
 		sp_game *gm = &w->games[i];
 		while (!gm->live && *claiming) {
-			if (!claim_game(sp, first_fill)) {
+			if (!claim_game(sp)) {
 				*claiming = false;
 				break;
 			}
@@ -659,8 +659,8 @@ static int fill_games(selfplay *sp, sp_worker *w, bool *claiming, bool first_fil
 			if (rc == 1 && game_finish(sp, gm) != 0)
 				atomic_store(&sp->stop, 1);
 			game_free(sp, w, gm);
-			first_fill = false; /* a game of no moves counts as any other */
-			if (rc == 2)
+			/* A game of no moves ends a carrying run as any other. */
+			if (rc == 2 || run_has_its_games(sp))
 				*claiming = false;
 		}
 	}
@@ -768,8 +768,8 @@ static void *worker_main(void *arg)
 	for (int i = 0; i < w->n_games && !err; i++)
 		if (w->games[i].live && game_renew(sp, w, &w->games[i]) != 0)
 			err = 1;
-	for (bool first = true; !err; first = false) {
-		if (fill_games(sp, w, &claiming, first) != 0) {
+	while (!err) {
+		if (fill_games(sp, w, &claiming) != 0) {
 			err = 1;
 			break;
 		}
