@@ -274,6 +274,9 @@ static void print_train(const train_bench_options *o, const train_bench_result *
 	       o->channels, o->batch, o->steps, r->seconds, r->samples_per_s, r->forward_flops, r->loss);
 	if (r->conv)
 		printf(",\"conv\":\"%s\"", r->conv);
+	if (o->own || o->score)
+		printf(",\"ownership_head\":%s,\"score_head\":%s", o->own ? "true" : "false",
+		       o->score ? "true" : "false");
 	if (o->cuda)
 		printf(",\"micro_batch\":%d,\"compute_samples_per_s\":%.2f,\"peak_tflops\":%.1f,"
 		       "\"mfu\":%.4f", r->micro_batch, r->compute_samples_per_s, r->peak_tflops, r->mfu);
@@ -298,6 +301,10 @@ static int bench_train(int argc, char **argv)
 		CLI_OPT_INT("--channels", NULL, &o.channels, 1, NN_MAX_CHANNELS, "C", "tower: channels"),
 		CLI_OPT_INT("--se-channels", NULL, &o.se_channels, 0, NN_MAX_CHANNELS, "N",
 			    "squeeze-excitation blocks of this bottleneck (cpu; 0 plain)"),
+		CLI_OPT_FLAG("--ownership-head", NULL, &o.own,
+			     "Go: the network has the ownership head (trained at 1.5)"),
+		CLI_OPT_FLAG("--score-head", NULL, &o.score,
+			     "Go: the network has the score head (trained at 1)"),
 		CLI_OPT_INT("--size", NULL, &size, 5, 19, "N", "Go board"),
 		CLI_OPT_INT("--batch", NULL, &o.batch, 2, 8192, "N", "positions per step"),
 		CLI_OPT_INT("--steps", NULL, &o.steps, 1, 1000000, "N", "timed steps after one warm-up"),
@@ -325,6 +332,8 @@ static int bench_train(int argc, char **argv)
 	if (!o.cuda && o.precision == NN_DTYPE_FP16)
 		return cli_usage_error("bench train", "the cpu learner trains in fp32 or bf16, not fp16");
 	o.game = game_params_sized(o.game.kind, size, NAN);
+	if ((o.own || o.score) && !game_desc_from_params(&o.game)->ownership)
+		return cli_usage_error("bench train", "--ownership-head and --score-head: Go only");
 	train_bench_result r;
 	char err[512];
 	if (train_bench_run(&o, &r, err, sizeof(err)) != 0) {

@@ -617,7 +617,8 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 		goto fail;
 	r->db = r->rd->db;
 	/* --own-weight auto: a new Go network has the ownership head unless
-	 * it trains on the GPU, whose learner lacks it. */
+	 * it trains on the GPU, whose learner trains the head but has not yet
+	 * done so on a device (--own-weight 1.5 asks for it there). */
 	bool own_auto = o->own_weight < 0;
 	bool own_new = own_auto ? game_desc_from_params(&o->game)->ownership && !wants_cuda(o)
 				: o->own_weight > 0;

@@ -9,6 +9,13 @@
 #   probe     driver, device and library versions; what sente sees
 #             (build-gpu/bin/gpu_probe) against nvidia-smi -L: stops if
 #             they differ or the self-test kernel fails
+#   learner   the GPU learner alone, quickly (off by default): its suites
+#             (gpu_train, gpu_replay, gpu_layers, gpu_learner), `bench
+#             train --backend cuda` of 10x128 19x19 fp16 with and without
+#             Go's training heads, and a one-minute `sente run --backend
+#             cuda` on 9x9 with the ownership head (--own-weight 1.5): its
+#             log comes back as learner-run.log, the benchmarks' lines in
+#             OUTDIR/learner.jsonl
 #   cuda      the CUDA suites (inference, the NVML monitor, packing,
 #             selection, checking backend, GPU replay and trainer, NCCL on
 #             one GPU: comm, grad_reducer, launch, GPU learner), SENTE_REQUIRE_GPU=1 so
@@ -44,17 +51,18 @@
 #
 # usage: SENTE_COMMIT=$(git rev-parse --short HEAD) scripts/gpu_check.sh [OUTDIR]
 #   OUTDIR              default $OUT (the device tool's) or /tmp/sente-gpu
-#   SENTE_GPU_STAGES    comma-separated subset of build,probe,cuda,bench,
-#                       curves,duel,sanitize,all (default all but curves
-#                       and duel; "build" alone needs no device)
+#   SENTE_GPU_STAGES    comma-separated subset of build,probe,learner,cuda,
+#                       bench,curves,duel,sanitize,all (default all but
+#                       learner, curves and duel; "build" alone needs no
+#                       device)
 #   SENTE_GPU_BUDGET    seconds for the whole script (default 560)
 #   SENTE_GPU_DB, SENTE_GPU_DB_ARGS      the curves stage's games (above)
 #   SENTE_GPU_RUN_MINUTES, SENTE_GPU_RUN_ARGS  the duel stage's runs
 #   SENTE_GPU_TESTS=cuda  the old spelling of "skip the whole suite"
 #   SENTE_GPU_BENCH=0     likewise for the benchmarks
 #
-# Stages run in the order build, probe, cuda, bench, curves, duel,
-# sanitize, all. OUTDIR/env.sh gets the LD_LIBRARY_PATH sente's processes
+# Stages run in the order build, probe, learner, cuda, bench, curves,
+# duel, sanitize, all. OUTDIR/env.sh gets the LD_LIBRARY_PATH sente's processes
 # ran with, for commands by hand on the same machine. On a lent H100
 # (2026-11-27, 16 cores) the build took 8 s, the CUDA suites 4.6 minutes
 # at 16 jobs, the benchmarks and the curves 4 together: one 10-minute call
@@ -295,6 +303,39 @@ run_suites() {
 		result "$name" FAIL "$tested tests, $failing failing, $crashing crashing${bad:+;$bad}"
 	fi
 }
+
+if want learner && enough 60 learner; then
+	set -f
+	# shellcheck disable=SC2086
+	run_suites learner "$OUTD/tests.log" 200 120 "" 'gpu_train/*' 'gpu_replay/*' 'gpu_layers/*' \
+		'gpu_learner/*'
+	set +f
+	R=$(mktemp -d)
+	: >"$OUTD/learner.jsonl"
+	lfail=""
+	for h in "" "--ownership-head --score-head" ""; do
+		# shellcheck disable=SC2086
+		sente "$(bound 60)" "$S" bench train --backend cuda --precision fp16 --size 19 \
+			--blocks 10 --channels 128 --batch 256 --steps 20 $h >>"$OUTD/learner.jsonl" \
+			2>>"$OUTD/learner.err" || lfail="$lfail [bench train $h]"
+	done
+	if [ "$(left)" -ge 100 ]; then
+		sente 100 "$S" run --backend cuda --game go --size 9 --dir "$R/run" --minutes 1 \
+			--measure-every 0 --own-weight 1.5 >"$OUTD/learner-run.log" 2>&1 ||
+			lfail="$lfail [run: see learner-run.log]"
+		grep -q "ownership" "$OUTD/learner-run.log" || lfail="$lfail [run: no ownership loss]"
+	else
+		lfail="$lfail [run: no time left]"
+	fi
+	rm -rf "$R"
+	if [ -z "$lfail" ]; then
+		result learner-run PASS "bench train with and without heads, a 1-minute 9x9 run"
+	else
+		result learner-run FAIL "$lfail"
+	fi
+	cat "$OUTD/learner.jsonl"
+	grep "iteration" "$OUTD/learner-run.log" | tail -n 3
+fi
 
 # Quick suites first; nn_cuda (each test tunes cuDNN for nine batch sizes
 # and checks them against the CPU, 16-46 s a test on an H100 four at a

@@ -25,7 +25,8 @@ train_bench_options train_bench_options_default(void)
 	return o;
 }
 
-/* Random planes (0/1), policy distributions, values and WDL targets. */
+/* Random planes (0/1), policy distributions, values and WDL targets; for
+ * the heads an owner of -1, 0 or +1 per point and a score in [-1, 1]. */
 static void fill_batch(train_batch *b, uint64_t seed)
 {
 	uint64_t s = seed;
@@ -44,6 +45,15 @@ static void fill_batch(train_batch *b, uint64_t seed)
 			b->wdl[3 * i] = z > 0 ? z : 0;
 			b->wdl[3 * i + 1] = 1 - (z < 0 ? -z : z);
 			b->wdl[3 * i + 2] = z < 0 ? -z : 0;
+		}
+		if (b->own) {
+			b->own_w[i] = 1;
+			for (int q = 0; q < b->n_points; q++)
+				b->own[(size_t)i * b->n_points + q] = (float)((int)(rng_next(&s) % 3) - 1);
+		}
+		if (b->score) {
+			b->score_w[i] = 1;
+			b->score[i] = (float)((double)(rng_next(&s) % 2001) / 1000.0 - 1.0);
 		}
 	}
 	b->n = b->cap;
@@ -112,6 +122,7 @@ int train_bench_run(const train_bench_options *o, train_bench_result *out, char 
 		return -1;
 	nn_arch arch = nn_arch_default(&o->game, o->blocks, o->channels);
 	nn_arch_set_se(&arch, o->se_channels);
+	nn_arch_set_heads(&arch, (o->own ? NN_HEAD_OWN : 0) | (o->score ? NN_HEAD_SCORE : 0));
 	nn_net *net = nn_net_new(&arch, err, errlen);
 	train_batch *b = NULL;
 	bench_trainers t = { 0 };

@@ -22,6 +22,7 @@ typedef struct train_bench_options {
 	game_params game;        /* the network's game and Go board */
 	int blocks, channels;    /* the network's tower */
 	int se_channels;         /* > 0: squeeze-excitation blocks of this bottleneck */
+	bool own, score;         /* Go's training heads, trained at the default weights */
 	int batch;               /* positions per step */
 	int steps;               /* timed steps after one warm-up */
 	int micro_batch;         /* CUDA: positions per pass; 0 automatic */

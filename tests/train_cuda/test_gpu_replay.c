@@ -3,16 +3,21 @@
  * Everywhere: the host expansion of every packed record of whole random
  * games, under every symmetry, equals train_batch_from_position (planes
  * NHWC with zero padding, policy, value, WDL) for Go 9x9 and 19x19 in both
- * encodings and for Connect Four; partial packing; and the ring (in host
- * memory: the same chunks, skipping and wrap-around as on a device) keeps
- * exactly the newest `window` positions.
+ * encodings and for Connect Four; with the ownership and score heads, the
+ * head targets equal train_batch_own_target and train_batch_score_target
+ * as the CPU window calls them, bit for bit (games cut short, played out,
+ * resigned); a layout without heads keeps its record; partial packing; and
+ * the ring (in host memory: the same chunks, skipping and wrap-around as
+ * on a device) keeps exactly the newest `window` positions.
  *
  * With a CUDA device only (skipped otherwise): the device expansion equals
- * the host's (fp32 exactly, fp16/bf16 within their rounding), draws are
+ * the host's (fp32 exactly, fp16/bf16 within their rounding; head targets
+ * exactly), draws are
  * uniform over the window (chi-square) and over the symmetries, depend only
  * on (seed, counter), two ranks' shares reassemble the whole batch, the
  * device ring matches the host one, and appends from another thread while
- * sampling never yield a torn record. They passed on an H100 (2026-11-27). */
+ * sampling never yield a torn record. They passed on an H100 (2026-11-27),
+ * before the head targets were added (those not yet run on a device). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>
@@ -20,6 +25,7 @@
 #include <string.h>
 
 #include "data/record.h"
+#include "engine/game_desc.h"
 #include "nn/cuda/cuda.h"
 #include "nn/cuda/pack.h"
 #include "tests/gpu_skip.h"
@@ -40,6 +46,7 @@ typedef struct gr_case {
 	int size;        /* Go board */
 	nn_encoding enc;
 	double komi;     /* Go */
+	int heads;       /* 1: ownership and score heads (Go), some games resigned */
 } gr_case;
 
 static nn_arch gr_arch(const gr_case *k)
@@ -47,9 +54,9 @@ static nn_arch gr_arch(const gr_case *k)
 	game_params p = game_params_default(k->kind);
 	if (k->kind == GAME_KIND_GO)
 		p.size = k->size;
-	if (k->enc == NN_ENC_LZ18)
-		return nn_arch_lz(k->size, 1, 8);
-	return nn_arch_default(&p, 1, 8);
+	nn_arch a = k->enc == NN_ENC_LZ18 ? nn_arch_lz(k->size, 1, 8) : nn_arch_default(&p, 1, 8);
+	a.ownership = a.score = k->heads;
+	return a;
 }
 
 /* A random game of at most max_moves: most moves full searches with
@@ -92,6 +99,10 @@ static void gr_game(const gr_case *k, uint64_t *s, int max_moves, game_record *r
 		cr_assert_eq(record_add_move(r, mv, full, 0.0f, v, nv), 0);
 		cr_assert_eq(game_play(g, mv), GAME_OK);
 	}
+	/* With heads, a resigned game has no ownership or score targets;
+	 * the other draws stay those of the games without. */
+	if (k->heads && gr_rng(s) % 3 == 0)
+		game_resign(g, game_to_move(g));
 	record_set_outcome(r, g);
 	if (gr_rng(s) % 3 == 0)
 		r->result = (int)(gr_rng(s) % 3) - 1; /* draws and both winners */
@@ -112,6 +123,18 @@ static void gr_host_batch(gpu_batch *b, const gpu_replay_layout *L, int cap, nn_
 	b->value = calloc((size_t)cap, sizeof(float));
 	b->wdl = calloc((size_t)cap * 3, sizeof(float));
 	cr_assert(b->planes && b->policy && b->value && b->wdl);
+	/* The heads' targets exactly where L has the heads, as
+	 * gpu_batch_alloc makes them. */
+	if (L->d.own_off) {
+		b->own = calloc((size_t)cap * b->hw, sizeof(float));
+		b->own_w = calloc((size_t)cap, sizeof(float));
+		cr_assert(b->own && b->own_w);
+	}
+	if (L->d.score_off) {
+		b->score = calloc((size_t)cap, sizeof(float));
+		b->score_w = calloc((size_t)cap, sizeof(float));
+		cr_assert(b->score && b->score_w);
+	}
 }
 
 static void gr_host_batch_free(gpu_batch *b)
@@ -120,6 +143,10 @@ static void gr_host_batch_free(gpu_batch *b)
 	free(b->policy);
 	free(b->value);
 	free(b->wdl);
+	free(b->own);
+	free(b->own_w);
+	free(b->score);
+	free(b->score_w);
 }
 
 /* Packs a whole game; returns the records (caller frees), count in *np. */
@@ -135,6 +162,70 @@ static uint32_t *gr_pack(const gpu_replay_layout *L, const game_record *r, int *
 }
 
 /* ---- host: records and their expansion ---------------------------------- */
+
+/* The CPU window's final owners of r (train/replay.c game_owner: a game
+ * played out, kept as int8), into own; false when there are none. */
+static bool gr_cpu_owner(const game_record *r, float *own)
+{
+	const game_desc *d = game_desc_from_params(&r->params);
+	if (!d->ownership || r->resigned >= 0)
+		return false;
+	game *g = malloc(sizeof(*g));
+	cr_assert(g);
+	cr_assert_eq(record_replay(r, -1, g), 0);
+	d->ownership(g, own);
+	for (int i = 0; i < game_width(g) * game_height(g); i++)
+		own[i] = (int8_t)own[i];
+	free(g);
+	return true;
+}
+
+/* What the head targets of the expansion showed. */
+typedef struct gr_head_stats {
+	int with_own, without_own;     /* positions x symmetries by own_w */
+	int plus, minus, zero;         /* ownership targets of weight 1 */
+	int with_score, without_score; /* by score_w */
+} gr_head_stats;
+
+/* Compares the head targets of expanded slot 0 of hb with the CPU's for
+ * position g under sym (train_batch_own_target, train_batch_score_target
+ * as train/replay.c calls them): equal bit for bit, -0 included. */
+static void gr_compare_heads(const game *g, int sym, const game_record *r, const float *owner,
+			     const gpu_batch *hb, train_batch *tb, gr_head_stats *st)
+{
+	int move = game_move_count(g);
+	int hw = hb->hw;
+	cr_assert(tb->own && tb->score);
+	cr_assert_eq(train_batch_own_target(g, sym, owner, tb, 0), 0);
+	cr_assert_eq(train_batch_score_target(g, r->resigned >= 0 ? NAN : r->score, tb, 0), 0);
+	for (int q = 0; q < hw; q++)
+		cr_assert_eq(memcmp(&hb->own[q], &tb->own[q], sizeof(float)), 0,
+			     "move %d sym %d point %d: owner %g, want %g", move, sym, q,
+			     hb->own[q], tb->own[q]);
+	cr_assert_eq(memcmp(hb->own_w, tb->own_w, sizeof(float)), 0, "own_w %g, want %g",
+		     hb->own_w[0], tb->own_w[0]);
+	cr_assert_eq(memcmp(hb->score, tb->score, sizeof(float)), 0, "score %.9g, want %.9g",
+		     hb->score[0], tb->score[0]);
+	cr_assert_eq(memcmp(hb->score_w, tb->score_w, sizeof(float)), 0, "score_w %g, want %g",
+		     hb->score_w[0], tb->score_w[0]);
+	if (hb->own_w[0] == 1.0f) {
+		st->with_own++;
+		for (int q = 0; q < hw; q++) {
+			st->plus += hb->own[q] == 1.0f;
+			st->minus += hb->own[q] == -1.0f;
+			st->zero += hb->own[q] == 0.0f;
+		}
+	} else {
+		st->without_own++;
+		for (int q = 0; q < hw; q++)
+			cr_assert_eq(hb->own[q], 0.0f, "a position without target has owner %g",
+				     hb->own[q]);
+	}
+	if (hb->score_w[0] == 1.0f)
+		st->with_score++;
+	else
+		st->without_score++;
+}
 
 static void gr_check_parity(const gr_case *k, int games, int max_moves)
 {
@@ -154,11 +245,14 @@ static void gr_check_parity(const gr_case *k, int games, int max_moves)
 	int hw = L.d.hw, c_pad = L.d.c_pad, planes = L.d.planes, na = L.d.n_actions;
 	uint64_t s = 0x9e3779b97f4a7c15ull ^ (uint64_t)(k->size * 31 + k->enc);
 	int checked = 0;
+	gr_head_stats hs = { 0 };
+	float owner[GAME_MAX_ACTIONS];
 	for (int gi = 0; gi < games; gi++) {
 		game_record r;
 		gr_game(k, &s, max_moves, &r);
 		int np;
 		uint32_t *recs = gr_pack(&L, &r, &np);
+		bool has_owner = gr_cpu_owner(&r, owner);
 		int idx = 0;
 		for (int i = 0; i < r.n_moves; i++) {
 			float value;
@@ -190,6 +284,9 @@ static void gr_check_parity(const gr_case *k, int games, int max_moves)
 				cr_assert_eq(hb.value[0], tb->value[0]);
 				for (int w = 0; w < 3; w++)
 					cr_assert_eq(hb.wdl[w], tb->wdl[w]);
+				if (k->heads)
+					gr_compare_heads(g, sym, &r, has_owner ? owner : NULL, &hb,
+							 tb, &hs);
 			}
 			idx++;
 			checked++;
@@ -199,6 +296,12 @@ static void gr_check_parity(const gr_case *k, int games, int max_moves)
 		record_free(&r);
 	}
 	cr_assert_gt(checked, 10, "only %d positions checked", checked);
+	if (k->heads)
+		cr_assert(hs.with_own > 0 && hs.without_own > 0 && hs.plus > 0 && hs.minus > 0 &&
+			  hs.with_score > 0 && hs.without_score > 0,
+			  "games with and without targets, owners of both signs: %d/%d own, "
+			  "%d+ %d-, %d/%d score", hs.with_own, hs.without_own, hs.plus, hs.minus,
+			  hs.with_score, hs.without_score);
 	free(g);
 	gr_host_batch_free(&hb);
 	train_batch_free(tb);
@@ -207,36 +310,320 @@ static void gr_check_parity(const gr_case *k, int games, int max_moves)
 
 Test(gpu_replay, host_expansion_go9_lz18)
 {
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 };
 	gr_check_parity(&k, 4, 90);
 }
 
 Test(gpu_replay, host_expansion_go9_native)
 {
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 0 };
 	gr_check_parity(&k, 3, 90);
-	gr_case z = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 0.0 }; /* komi plane all zero */
+	gr_case z = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 0.0, 0 }; /* komi plane all zero */
 	gr_check_parity(&z, 1, 60);
-	gr_case n = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, -3.5 };
+	gr_case n = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, -3.5, 0 };
 	gr_check_parity(&n, 1, 60);
 }
 
 Test(gpu_replay, host_expansion_go19_lz18)
 {
-	gr_case k = { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5 };
+	gr_case k = { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0 };
 	gr_check_parity(&k, 2, 70);
 }
 
 Test(gpu_replay, host_expansion_go19_native)
 {
-	gr_case k = { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 6.5 };
+	gr_case k = { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 6.5, 0 };
 	gr_check_parity(&k, 2, 70);
 }
 
 Test(gpu_replay, host_expansion_connect4)
 {
-	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0 };
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0 };
 	gr_check_parity(&k, 12, 42);
+}
+
+/* With the ownership and score heads, on random games cut short (their
+ * last position counted) and resigned ones. */
+Test(gpu_replay, host_expansion_go9_heads)
+{
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1 };
+	gr_check_parity(&k, 6, 90);
+	gr_case n = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 6.5, 1 };
+	gr_check_parity(&n, 6, 90);
+}
+
+Test(gpu_replay, host_expansion_go19_heads)
+{
+	gr_case k = { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 1 };
+	gr_check_parity(&k, 6, 70);
+}
+
+/* A 9x9 game played out: moves drawn by the plain prior (which fills no
+ * eye of its own) over the legal moves other than pass, passing only when
+ * none is left, until both pass. The final position is then all stones
+ * and one-point eyes, which the area count gives to both players. Every
+ * move a full search with visits. */
+static void gr_played_out(uint64_t *s, int max_moves, game_record *r)
+{
+	game_params p = game_params_default(GAME_KIND_GO);
+	p.size = 9;
+	p.komi = 7.5;
+	const game_desc *d = game_desc_from_params(&p);
+	game *g = malloc(sizeof(*g));
+	cr_assert(g);
+	cr_assert_eq(game_init(g, &p), GAME_OK);
+	record_init(r, &p);
+	int legal[GAME_MAX_ACTIONS];
+	float w[GAME_MAX_ACTIONS];
+	while (!game_is_over(g)) {
+		int n = game_legal_moves(g, legal), pass = game_pass_move(g);
+		d->plain_prior(g, legal, n, w);
+		double sum = 0;
+		for (int i = 0; i < n; i++) {
+			/* No pass, no own eye filled (weight 0.001). */
+			if (legal[i] == pass || w[i] < 0.005f || r->n_moves >= max_moves)
+				w[i] = 0;
+			sum += w[i];
+		}
+		/* By weight; the last weighted move where rounding leaves x. */
+		int mv = pass;
+		double x = (double)(gr_rng(s) >> 11) / 9007199254740992.0 * sum;
+		for (int i = 0; i < n && sum > 0; i++) {
+			if (w[i] <= 0)
+				continue;
+			mv = legal[i];
+			x -= w[i];
+			if (x < 0)
+				break;
+		}
+		record_visit v[2] = { { (int16_t)mv, (uint16_t)(1 + gr_rng(s) % 40) },
+				      { (int16_t)pass, (uint16_t)(gr_rng(s) % 5) } };
+		int nv = mv == pass ? 1 : 2;
+		cr_assert_eq(record_add_move(r, mv, true, 0.0f, v, nv), 0);
+		cr_assert_eq(game_play(g, mv), GAME_OK);
+	}
+	record_set_outcome(r, g);
+	free(g);
+}
+
+/* Packs r, expands every position under every symmetry and compares the
+ * head targets with the CPU's. */
+static void gr_check_game_heads(const gpu_replay_layout *L, const nn_arch *a,
+				const game_record *r, gr_head_stats *st)
+{
+	int np;
+	uint32_t *recs = gr_pack(L, r, &np);
+	cr_assert_gt(np, 10);
+	train_batch *tb = train_batch_new(a, 1, 0);
+	cr_assert(tb);
+	gpu_batch hb;
+	gr_host_batch(&hb, L, 1, NN_DTYPE_FP32);
+	cr_assert(hb.own && hb.score);
+	float owner[GAME_MAX_ACTIONS];
+	bool has_owner = gr_cpu_owner(r, owner);
+	game *g = malloc(sizeof(*g));
+	cr_assert(g);
+	int idx = 0;
+	for (int i = 0; i < r->n_moves; i++) {
+		if (!r->full[i] || r->visit_start[i] == r->visit_start[i + 1])
+			continue;
+		cr_assert_eq(record_replay(r, i, g), 0);
+		for (int sym = 0; sym < L->d.n_sym; sym++) {
+			int64_t slot = idx;
+			cr_assert_eq(gpu_replay_expand_host(L, recs, &slot, &sym, 1, &hb), 0);
+			gr_compare_heads(g, sym, r, has_owner ? owner : NULL, &hb, tb, st);
+		}
+		idx++;
+	}
+	cr_assert_eq(idx, np);
+	free(g);
+	gr_host_batch_free(&hb);
+	train_batch_free(tb);
+	free(recs);
+}
+
+/* Ownership and score targets of a game played out and of the same game
+ * resigned part way: the CPU window's, bit for bit, every position and
+ * symmetry. */
+Test(gpu_replay, host_heads_played_out_and_resigned)
+{
+	char err[256];
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1 };
+	nn_arch a = gr_arch(&k);
+	gpu_replay_layout L;
+	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
+	cr_assert(L.d.own_off > 0 && L.d.score_off > 0);
+	uint64_t s = 2024;
+	for (int gi = 0; gi < 3; gi++) {
+		game_record r, res;
+		gr_played_out(&s, 400, &r);
+		cr_assert_lt(r.resigned, 0);
+		cr_assert_gt(r.n_moves, 40, "a game of %d moves", r.n_moves);
+		/* A real count: both players own points at the end. */
+		float owner[GAME_MAX_ACTIONS];
+		cr_assert(gr_cpu_owner(&r, owner));
+		int b = 0, w = 0;
+		for (int q = 0; q < 81; q++) {
+			b += owner[q] > 0;
+			w += owner[q] < 0;
+		}
+		cr_assert(b > 5 && w > 5, "final owners: %d black, %d white", b, w);
+		cr_assert(r.score != 0 && r.score == r.score);
+		gr_head_stats st = { 0 };
+		gr_check_game_heads(&L, &a, &r, &st);
+		cr_assert(st.with_own > 0 && st.without_own == 0 && st.plus > 0 && st.minus > 0 &&
+			  st.with_score > 0 && st.without_score == 0);
+
+		/* The first 30 moves, then the player to move resigns. */
+		game_params p = r.params;
+		record_init(&res, &p);
+		game *g = malloc(sizeof(*g));
+		cr_assert(g);
+		cr_assert_eq(game_init(g, &p), GAME_OK);
+		for (int i = 0; i < 30; i++) {
+			const record_visit *v = r.visits + r.visit_start[i];
+			cr_assert_eq(record_add_move(&res, r.moves[i], true, 0.0f, v,
+						     r.visit_start[i + 1] - r.visit_start[i]), 0);
+			cr_assert_eq(game_play(g, r.moves[i]), GAME_OK);
+		}
+		game_resign(g, game_to_move(g));
+		record_set_outcome(&res, g);
+		free(g);
+		cr_assert_geq(res.resigned, 0);
+		gr_head_stats rs = { 0 };
+		gr_check_game_heads(&L, &a, &res, &rs);
+		cr_assert(rs.with_own == 0 && rs.without_own == 30 * 8 && rs.with_score == 0 &&
+			  rs.without_score == 30 * 8);
+		record_free(&r);
+		record_free(&res);
+	}
+	gpu_replay_layout_free(&L);
+}
+
+/* The score target is rounded as train_batch_score_target rounds it (the
+ * division in double, then to float), for either side to move, over
+ * scores some of which a quotient of floats would round otherwise. */
+Test(gpu_replay, score_target_rounding)
+{
+	char err[256];
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1 };
+	nn_arch a = gr_arch(&k);
+	gpu_replay_layout L;
+	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
+	train_batch *tb = train_batch_new(&a, 1, 0);
+	cr_assert(tb);
+	gpu_batch hb;
+	gr_host_batch(&hb, &L, 1, NN_DTYPE_FP32);
+	game *g = malloc(sizeof(*g));
+	uint32_t *rec = calloc((size_t)L.d.rec_words, sizeof(uint32_t));
+	cr_assert(g && rec);
+	game_params p = L.params;
+	p.komi = 7.5;
+	cr_assert_eq(game_init(g, &p), GAME_OK);
+	int differs = 0;
+	for (int side = 0; side < 2; side++) {
+		if (side)
+			cr_assert_eq(game_play(g, 40), GAME_OK); /* White to move */
+		for (int i = -2000; i <= 2000; i++) {
+			/* Half points (area counts with komi x.5), and doubles
+			 * a float does not hold (any komi). */
+			double score = i % 2 ? i * 0.25 + 0.5 : i * 0.013;
+			cr_assert_eq(gpu_replay_pack_heads(&L, g, NULL, score, rec, err, sizeof(err)),
+				     0, "%s", err);
+			int64_t slot = 0;
+			int sym = i & 7;
+			cr_assert_eq(gpu_replay_expand_host(&L, rec, &slot, &sym, 1, &hb), 0);
+			cr_assert_eq(train_batch_score_target(g, score, tb, 0), 0);
+			cr_assert_eq(memcmp(hb.score, tb->score, sizeof(float)), 0,
+				     "score %g: %.9g, want %.9g", score, hb.score[0], tb->score[0]);
+			cr_assert(hb.score_w[0] == 1.0f && tb->score_w[0] == 1.0f);
+			float s = side ? (float)-score : (float)score;
+			differs += memcmp(&(float){ s / 81.0f }, tb->score, sizeof(float)) != 0;
+		}
+	}
+	cr_assert_gt(differs, 0, "no score tells the roundings apart");
+	/* NaN: no target. */
+	cr_assert_eq(gpu_replay_pack_heads(&L, g, NULL, NAN, rec, err, sizeof(err)), 0, "%s", err);
+	int64_t slot = 0;
+	int sym = 0;
+	cr_assert_eq(gpu_replay_expand_host(&L, rec, &slot, &sym, 1, &hb), 0);
+	cr_assert(hb.score[0] == 0.0f && hb.score_w[0] == 0.0f && hb.own_w[0] == 0.0f);
+	free(rec);
+	free(g);
+	gr_host_batch_free(&hb);
+	train_batch_free(tb);
+	gpu_replay_layout_free(&L);
+}
+
+/* The heads' words come after the counts; a layout without heads keeps
+ * the record it had before they existed, word for word. */
+Test(gpu_replay, heads_append_to_the_record)
+{
+	char err[256];
+	gr_case plain = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 };
+	gr_case heads = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1 };
+	gr_case c4 = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0 };
+	nn_arch ap = gr_arch(&plain), ah = gr_arch(&heads), ac = gr_arch(&c4);
+	gpu_replay_layout P, H, C;
+	cr_assert_eq(gpu_replay_layout_init(&P, &ap, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_replay_layout_init(&H, &ah, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(gpu_replay_layout_init(&C, &ac, err, sizeof(err)), 0, "%s", err);
+	/* 2 header + 72 planes + 41 counts words (460 bytes), as before. */
+	cr_assert_eq(P.d.rec_words, 115);
+	cr_assert(P.d.own_off == 0 && P.d.score_off == 0);
+	cr_assert_eq(C.d.rec_words, 15);
+	cr_assert(C.d.own_off == 0 && C.d.score_off == 0);
+	/* + 1 flag and ceil(81 / 16) = 6 code words, + 1 score word. */
+	cr_assert_eq(H.d.own_off, 115);
+	cr_assert_eq(H.d.score_off, 122);
+	cr_assert_eq(H.d.rec_words, 123);
+	cr_assert_eq(gpu_replay_record_bytes(&H), 492);
+	/* One head alone. */
+	nn_arch ao = ah;
+	ao.score = 0;
+	gpu_replay_layout O;
+	cr_assert_eq(gpu_replay_layout_init(&O, &ao, err, sizeof(err)), 0, "%s", err);
+	cr_assert(O.d.own_off == 115 && O.d.score_off == 0 && O.d.rec_words == 122);
+	gpu_replay_layout_free(&O);
+	nn_arch as = ah;
+	as.ownership = 0;
+	cr_assert_eq(gpu_replay_layout_init(&O, &as, err, sizeof(err)), 0, "%s", err);
+	cr_assert(O.d.own_off == 0 && O.d.score_off == 115 && O.d.rec_words == 116);
+	gpu_replay_layout_free(&O);
+	/* Connect Four has no territory. */
+	ac.ownership = 1;
+	cr_assert_eq(gpu_replay_layout_init(&O, &ac, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "territory"), "%s", err);
+	/* The same game's records agree on the words without heads. */
+	uint64_t s = 5;
+	game_record r;
+	gr_game(&plain, &s, 60, &r);
+	int np, nh;
+	uint32_t *rp = gr_pack(&P, &r, &np), *rh = gr_pack(&H, &r, &nh);
+	cr_assert_eq(np, nh);
+	for (int i = 0; i < np; i++)
+		cr_assert_eq(memcmp(rp + (size_t)i * 115, rh + (size_t)i * 123, 115 * 4), 0,
+			     "position %d", i);
+	/* A batch asking for heads of a layout without them is refused. */
+	gpu_batch hb;
+	gr_host_batch(&hb, &H, 1, NN_DTYPE_FP32);
+	int64_t slot = 0;
+	int sym = 0;
+	cr_assert_eq(gpu_replay_expand_host(&P, rp, &slot, &sym, 1, &hb), -1);
+	cr_assert_eq(gpu_replay_expand_host(&H, rh, &slot, &sym, 1, &hb), 0);
+	/* A batch without them takes the rest of a layout with heads. */
+	float *own = hb.own, *score = hb.score;
+	hb.own = hb.score = NULL;
+	cr_assert_eq(gpu_replay_expand_host(&H, rh, &slot, &sym, 1, &hb), 0);
+	hb.own = own;
+	hb.score = score;
+	gr_host_batch_free(&hb);
+	free(rp);
+	free(rh);
+	record_free(&r);
+	gpu_replay_layout_free(&P);
+	gpu_replay_layout_free(&H);
+	gpu_replay_layout_free(&C);
 }
 
 /* The sizes the layout comment promises. */
@@ -246,11 +633,11 @@ Test(gpu_replay, record_bytes)
 		gr_case k;
 		size_t bytes;
 	} want[] = {
-		{ { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5 }, 1668 },
-		{ { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5 }, 2136 },
-		{ { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 }, 460 },
-		{ { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5 }, 604 },
-		{ { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0 }, 60 },
+		{ { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0 }, 1668 },
+		{ { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 0 }, 2136 },
+		{ { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 }, 460 },
+		{ { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 0 }, 604 },
+		{ { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0 }, 60 },
 	};
 	char err[256];
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -267,7 +654,7 @@ Test(gpu_replay, record_bytes)
 Test(gpu_replay, layout_refuses_mismatch)
 {
 	char err[256] = "";
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 };
 	nn_arch a = gr_arch(&k);
 	a.encoding = NN_ENC_C4;
 	gpu_replay_layout L;
@@ -279,7 +666,7 @@ Test(gpu_replay, layout_refuses_mismatch)
 Test(gpu_replay, pack_game_skip_and_max)
 {
 	char err[256];
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay_layout L;
 	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
@@ -380,7 +767,7 @@ static void gr_stream_free(gr_stream *st)
 static void gr_check_ring(int device, int64_t window, int chunk)
 {
 	char err[256];
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay *gr = gpu_replay_new(&a, window, device, err, sizeof(err));
 	cr_assert(gr, "%s", err);
@@ -434,7 +821,7 @@ Test(gpu_replay, host_ring_wraps_and_drops_oldest)
 Test(gpu_replay, host_window_refuses_sampling)
 {
 	char err[256] = "";
-	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0 };
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay *gr = gpu_replay_new(&a, 10, GPU_REPLAY_HOST, err, sizeof(err));
 	cr_assert(gr, "%s", err);
@@ -525,6 +912,37 @@ static void gr_check_device_expansion(const gr_case *k, nn_dtype dt)
 			     "policy differs");
 		cr_assert_eq(memcmp(hb.value, want.value, sizeof(float) * N), 0, "value differs");
 		cr_assert_eq(memcmp(hb.wdl, want.wdl, sizeof(float) * 3 * N), 0, "wdl differs");
+		if (!k->heads)
+			continue;
+		/* The head targets through the same element functions: equal
+		 * bit for bit, whatever the planes' type. */
+		cr_assert(db.own && db.own_w && db.score && db.score_w);
+		cr_assert_eq(gpu_batch_download_heads(&db, hb.own, hb.own_w, hb.score, hb.score_w,
+						      err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(memcmp(hb.own, want.own, sizeof(float) * N * L->d.hw), 0,
+			     "ownership differs");
+		cr_assert_eq(memcmp(hb.own_w, want.own_w, sizeof(float) * N), 0, "own_w differs");
+		cr_assert_eq(memcmp(hb.score, want.score, sizeof(float) * N), 0, "score differs");
+		cr_assert_eq(memcmp(hb.score_w, want.score_w, sizeof(float) * N), 0,
+			     "score_w differs");
+		int with = 0, without = 0, nonzero = 0;
+		for (int i = 0; i < N; i++) {
+			with += want.own_w[i] == 1.0f;
+			without += want.own_w[i] == 0.0f;
+		}
+		for (int i = 0; i < N * L->d.hw; i++)
+			nonzero += want.own[i] != 0.0f;
+		cr_assert(with > 0 && without > 0 && nonzero > 0,
+			  "draws with (%d) and without (%d) targets, %d owned points", with,
+			  without, nonzero);
+	}
+	/* A batch without the head arrays the window has is refused. */
+	if (k->heads) {
+		float *own = db.own;
+		db.own = NULL;
+		cr_assert_eq(gpu_replay_sample(gr, 42, 0, N, 0, N, &db, NULL, err, sizeof(err)), -1);
+		cr_assert(strstr(err, "ownership"), "%s", err);
+		db.own = own;
 	}
 	free(ring);
 	gr_host_batch_free(&hb);
@@ -538,11 +956,13 @@ Test(gpu_replay, device_expansion_matches_host)
 {
 	gr_need_device();
 	static const gr_case cases[] = {
-		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 },
-		{ GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5 },
-		{ GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0 },
+		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 },
+		{ GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 0 },
+		{ GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0 },
+		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1 },
+		{ GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 1 },
 	};
-	for (int c = 0; c < 3; c++)
+	for (int c = 0; c < (int)(sizeof(cases) / sizeof(cases[0])); c++)
 		for (int dt = NN_DTYPE_FP32; dt <= NN_DTYPE_BF16; dt++)
 			gr_check_device_expansion(&cases[c], (nn_dtype)dt);
 }
@@ -559,7 +979,7 @@ Test(gpu_replay, draws_uniform_over_window_and_symmetries)
 	gr_need_device();
 	char err[256];
 	enum { W = 1000, N = 1000000 };
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 };
 	gr_stream st;
 	gpu_replay *gr = gr_filled(&k, W, 60, 80, &st);
 	cr_assert_eq(gpu_replay_positions(gr), W, "the games should fill the window");
@@ -596,7 +1016,7 @@ Test(gpu_replay, draws_depend_on_seed_and_counter)
 	gr_need_device();
 	char err[256];
 	enum { N = 512 };
-	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0 };
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0 };
 	gr_stream st;
 	gpu_replay *gr = gr_filled(&k, 5000, 300, 42, &st);
 	int64_t a[N], b[N];
@@ -632,7 +1052,7 @@ Test(gpu_replay, shares_reassemble_the_batch)
 	gr_need_device();
 	char err[256];
 	enum { N = 96, H = 40 };
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 0 };
 	gr_stream st;
 	gpu_replay *gr = gr_filled(&k, 400, 10, 80, &st);
 	const gpu_replay_layout *L = gpu_replay_get_layout(gr);
@@ -700,7 +1120,7 @@ Test(gpu_replay, appends_while_sampling_stay_valid)
 	gr_need_device();
 	char err[256];
 	enum { W = 300, N = 128 };
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay *gr = gpu_replay_new(&a, W, 0, err, sizeof(err));
 	cr_assert(gr, "%s", err);

@@ -104,17 +104,20 @@ Test(gpu_train, refuses_without_device_or_with_se_blocks_or_reply_head)
 	cr_assert_null(gpu_trainer_new(se, &o, &g, err, sizeof(err)));
 	cr_assert(strstr(err, "plain") || strstr(err, "not built"), "%s", err);
 	nn_net_free(se);
-	/* The opponent-reply head trains on the CPU only, for now. */
-	for (int h = TU_OPP; h <= TU_SCORE; h *= 2) {
-		nn_net *opp = tu_net_heads(GAME_KIND_GO, 9, 1, 16, h, 1);
-		err[0] = 0;
-		cr_assert_null(gpu_trainer_new(opp, &o, &g, err, sizeof(err)));
-		cr_assert(strstr(err, h == TU_OPP	? "opponent-reply head"
-				      : h == TU_OWN ? "ownership head"
-						    : "score head") ||
-				  strstr(err, "not built"),
-			  "%s", err);
-		nn_net_free(opp);
+	/* The opponent-reply head trains on the CPU only; ownership and score
+	 * train on the GPU too (check_step below), so on a device they are
+	 * taken. */
+	nn_net *opp = tu_net_heads(GAME_KIND_GO, 9, 1, 16, TU_OPP, 1);
+	err[0] = 0;
+	cr_assert_null(gpu_trainer_new(opp, &o, &g, err, sizeof(err)));
+	cr_assert(strstr(err, "opponent-reply head") || strstr(err, "not built"), "%s", err);
+	nn_net_free(opp);
+	if (nn_cuda_device_count() > 0) {
+		nn_net *heads = tu_net_heads(GAME_KIND_GO, 9, 1, 16, TU_OWN | TU_SCORE, 1);
+		gpu_trainer *t = gpu_trainer_new(heads, &o, &g, err, sizeof(err));
+		cr_assert(t, "%s", err);
+		gpu_trainer_free(t);
+		nn_net_free(heads);
 	}
 	nn_net_free(net);
 }
@@ -313,6 +316,23 @@ Test(gpu_train, bench_train_cpu_prints_json)
 	snprintf(cmd, sizeof(cmd), "%s bench train --precision fp8 >/dev/null 2>&1", bin);
 	st = system(cmd);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	/* Go's training heads: named in the line; Connect Four has none. */
+	snprintf(cmd, sizeof(cmd), "%s bench train --backend cpu --blocks 1 --channels 8 --size 5 "
+		 "--batch 4 --steps 2 --threads 1 --ownership-head --score-head 2>&1", bin);
+	f = popen(cmd, "r");
+	cr_assert(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	st = pclose(f);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+	cr_assert(strstr(out, "\"ownership_head\":true,\"score_head\":true"), "%s", out);
+	snprintf(cmd, sizeof(cmd), "%s bench train --game connect4 --ownership-head 2>&1", bin);
+	f = popen(cmd, "r");
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = 0;
+	st = pclose(f);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s", out);
+	cr_assert(strstr(out, "Go only"), "%s", out);
 }
 
 /* ---- device tests ---------------------------------------------------------- */
@@ -336,10 +356,11 @@ static double max_abs(const float *x, size_t n)
 	return m;
 }
 
-/* One fp32 GPU step against the CPU trainer's: losses, gradient, weights. */
-static void check_step(game_kind kind, int size, train_optimizer opt, int wdl)
+/* One fp32 GPU step against the CPU trainer's: losses, gradient, weights;
+ * heads: Go's training heads (TU_OWN, TU_SCORE) on the net. */
+static void check_step(game_kind kind, int size, train_optimizer opt, int wdl, int heads)
 {
-	nn_net *net = tu_net(kind, size, 2, 16, 11);
+	nn_net *net = tu_net_heads(kind, size, 2, 16, heads, 11);
 	train_batch *b = tu_batch(net, 16, 12, 0, wdl);
 	trainer *ct = cpu_trainer(net, opt, 16);
 	gpu_trainer *gt = gpu_for(net, ct, NN_DTYPE_FP32, 0);
@@ -350,7 +371,13 @@ static void check_step(game_kind kind, int size, train_optimizer opt, int wdl)
 	cr_assert_float_eq(gs.policy_loss, cs.policy_loss, 1e-4 * (1 + fabs(cs.policy_loss)));
 	cr_assert_float_eq(gs.value_loss, cs.value_loss, 1e-4 * (1 + fabs(cs.value_loss)));
 	cr_assert_float_eq(gs.loss, cs.loss, 1e-4 * (1 + fabs(cs.loss)));
-	float *gg = malloc((nf + 4) * sizeof(float));
+	cr_assert_float_eq(gs.own_loss, cs.own_loss, 1e-4 * (1 + fabs(cs.own_loss)));
+	cr_assert_float_eq(gs.score_loss, cs.score_loss, 1e-4 * (1 + fabs(cs.score_loss)));
+	if (heads & TU_OWN)
+		cr_assert_gt(cs.own_loss, 0.1, "no ownership loss to compare");
+	if (heads & TU_SCORE)
+		cr_assert_gt(cs.score_loss, 1e-3, "no score loss to compare");
+	float *gg = malloc((nf + GPU_TRAIN_TAIL) * sizeof(float));
 	cr_assert_eq(gpu_trainer_grad_host(gt, gg), 0, "%s", gpu_trainer_error(gt));
 	const float *cg = trainer_grad(ct);
 	double scale = max_abs(cg, nf), worst = 0;
@@ -361,6 +388,11 @@ static void check_step(game_kind kind, int size, train_optimizer opt, int wdl)
 	cr_assert(worst <= 1e-4 * scale + 1e-6, "gradient [%zu]: gpu %g cpu %g (max |g| %g)", at,
 		  gg[at], cg[at], scale);
 	cr_assert_float_eq(gg[nf + 3], 1.0f, 0);
+	/* The heads' weights had a gradient to compare. */
+	if (heads & TU_OWN)
+		cr_assert_gt(max_abs(cg + (net->own_fc.w - net->data), net->own_fc.n_in), 0);
+	if (heads & TU_SCORE)
+		cr_assert_gt(max_abs(cg + (net->score_fc.w - net->data), net->score_fc.n_in), 0);
 
 	cr_assert_eq(trainer_step(ct, b, &cs), 0, "%s", trainer_error(ct));
 	cr_assert_eq(gpu_trainer_step_host(gt, b, &gs), 0, "%s", gpu_trainer_error(gt));
@@ -407,32 +439,45 @@ static void check_step(game_kind kind, int size, train_optimizer opt, int wdl)
 Test(gpu_train, fp32_step_matches_cpu_go_sgd)
 {
 	NEED_DEVICE();
-	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_SGD, 0);
+	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_SGD, 0, 0);
 }
 
 Test(gpu_train, fp32_step_matches_cpu_go_adamw)
 {
 	NEED_DEVICE();
-	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_ADAMW, 0);
+	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_ADAMW, 0, 0);
 }
 
 Test(gpu_train, fp32_step_matches_cpu_connect4_wdl_sgd)
 {
 	NEED_DEVICE();
-	check_step(GAME_KIND_CONNECT4, 0, TRAIN_OPTIMIZER_SGD, 1);
+	check_step(GAME_KIND_CONNECT4, 0, TRAIN_OPTIMIZER_SGD, 1, 0);
 }
 
 Test(gpu_train, fp32_step_matches_cpu_connect4_wdl_adamw)
 {
 	NEED_DEVICE();
-	check_step(GAME_KIND_CONNECT4, 0, TRAIN_OPTIMIZER_ADAMW, 1);
+	check_step(GAME_KIND_CONNECT4, 0, TRAIN_OPTIMIZER_ADAMW, 1, 0);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_go_heads_sgd)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_SGD, 0, TU_OWN | TU_SCORE);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_go_heads_adamw)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_ADAMW, 0, TU_OWN | TU_SCORE);
 }
 
 Test(gpu_train, mixed_precision_tracks_fp32, .timeout = 120)
 {
 	NEED_DEVICE();
 	enum { NB = 4, STEPS = 100 };
-	nn_net *net = tu_net(GAME_KIND_GO, 9, 2, 16, 21);
+	/* With Go's training heads, the default of a Go run. */
+	nn_net *net = tu_net_heads(GAME_KIND_GO, 9, 2, 16, TU_OWN | TU_SCORE, 21);
 	train_batch *b[NB];
 	for (int i = 0; i < NB; i++)
 		b[i] = tu_batch(net, 32, 30 + i, 0, 0);
@@ -525,15 +570,26 @@ static train_batch *half_of(const nn_net *net, const train_batch *b, int from, i
 	memcpy(h->value, b->value + from, sizeof(float) * n);
 	if (b->wdl)
 		memcpy(h->wdl, b->wdl + 3 * from, sizeof(float) * 3 * n);
+	if (b->own) {
+		memcpy(h->own, b->own + (size_t)from * b->n_points, sizeof(float) * n * b->n_points);
+		memcpy(h->own_w, b->own_w + from, sizeof(float) * n);
+	}
+	if (b->score) {
+		memcpy(h->score, b->score + from, sizeof(float) * n);
+		memcpy(h->score_w, b->score_w + from, sizeof(float) * n);
+	}
 	h->n = n;
 	return h;
 }
 
-Test(gpu_train, micro_batches_average_half_batch_gradients)
+/* Micro-batches of 8 of a batch of 16 against two CPU half batches; heads:
+ * a Go net with the training heads (their targets are offset per
+ * micro-batch too), else Connect Four with WDL. */
+static void check_micro(int heads)
 {
-	NEED_DEVICE();
-	nn_net *net = tu_net(GAME_KIND_CONNECT4, 0, 2, 16, 41);
-	train_batch *b = tu_batch(net, 16, 42, 0, 1);
+	nn_net *net = heads ? tu_net_heads(GAME_KIND_GO, 9, 2, 16, heads, 41)
+			    : tu_net(GAME_KIND_CONNECT4, 0, 2, 16, 41);
+	train_batch *b = tu_batch(net, 16, 42, 0, !heads);
 	trainer *half = cpu_trainer(net, TRAIN_OPTIMIZER_SGD, 8);
 	trainer *full = cpu_trainer(net, TRAIN_OPTIMIZER_SGD, 16);
 	gpu_trainer *gt = gpu_for(net, full, NN_DTYPE_FP32, 8);
@@ -548,7 +604,7 @@ Test(gpu_train, micro_batches_average_half_batch_gradients)
 			avg[i] += 0.5 * g[i];
 		train_batch_free(h);
 	}
-	float *gg = malloc((nf + 4) * sizeof(float));
+	float *gg = malloc((nf + GPU_TRAIN_TAIL) * sizeof(float));
 	cr_assert_eq(gpu_trainer_gradient_host(gt, b, NULL), 0, "%s", gpu_trainer_error(gt));
 	cr_assert_eq(gpu_trainer_grad_host(gt, gg), 0, "%s", gpu_trainer_error(gt));
 	double scale = 0;
@@ -564,6 +620,18 @@ Test(gpu_train, micro_batches_average_half_batch_gradients)
 	trainer_free(full);
 	train_batch_free(b);
 	nn_net_free(net);
+}
+
+Test(gpu_train, micro_batches_average_half_batch_gradients)
+{
+	NEED_DEVICE();
+	check_micro(0);
+}
+
+Test(gpu_train, micro_batches_average_half_batch_gradients_heads)
+{
+	NEED_DEVICE();
+	check_micro(TU_OWN | TU_SCORE);
 }
 
 Test(gpu_train, gpu_checkpoint_loads_into_cpu_trainer)

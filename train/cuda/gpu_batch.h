@@ -7,7 +7,14 @@
  * trainer's compute type (fp32, or fp16/bf16 for the mixed-precision
  * modes). Targets are fp32 as in train_batch: policy [cap][n_actions]
  * (probabilities summing to 1), value [cap] in [-1, 1] from the side to
- * move, wdl [cap][3] or NULL (then derived from value).
+ * move, wdl [cap][3] or NULL (then derived from value). For a network
+ * with the ownership head, own [cap][hw] (who owns each point at the
+ * game's end, +1 the side to move, in the position's orientation) and
+ * own_w [cap] (1 where the game was played out and own holds a target, 0
+ * where none: its points then count 0); with the score head, score [cap]
+ * (the final score from the side to move's view over the board's points)
+ * and score_w [cap] (1 or 0, likewise). Without a head its arrays are
+ * NULL; train_batch (train/trainer.h) defines the same targets.
  */
 #ifndef SENTE_TRAIN_CUDA_GPU_BATCH_H
 #define SENTE_TRAIN_CUDA_GPU_BATCH_H
@@ -29,6 +36,10 @@ typedef struct gpu_batch {
 	float *policy;  /* device [cap][n_actions] */
 	float *value;   /* device [cap] */
 	float *wdl;     /* device [cap][3], or NULL */
+	float *own;     /* device [cap][hw], or NULL (no ownership head) */
+	float *own_w;   /* device [cap], with own */
+	float *score;   /* device [cap], or NULL (no score head) */
+	float *score_w; /* device [cap], with score */
 } gpu_batch;
 
 #ifdef __cplusplus

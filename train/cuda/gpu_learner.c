@@ -169,8 +169,8 @@ static void gpu_set_comm(void *ctx, comm *c)
 	nn_net *n = gpu_trainer_net(l->t);
 	if (!n)
 		return;
-	l->red = grad_reducer_new(l->c, gpu_trainer_grad_device(l->t), n->n_floats + 4, 0, l->err,
-				  sizeof(l->err));
+	l->red = grad_reducer_new(l->c, gpu_trainer_grad_device(l->t),
+				  n->n_floats + GPU_TRAIN_TAIL, 0, l->err, sizeof(l->err));
 	if (l->red) {
 		gpu_grad_hooks h = grad_reducer_hooks(l->red);
 		gpu_trainer_set_hooks(l->t, &h);

@@ -3,6 +3,8 @@
  * half needs CUDA and, in a build without it, refuses with the reason. */
 #include "train/cuda/gpu_replay.h"
 
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,11 @@ int gpu_replay_layout_init(gpu_replay_layout *L, const nn_arch *a, char *err, si
 			 nn_encoding_name(a->encoding), a->in_planes, a->policy_outputs);
 		goto out;
 	}
+	if ((a->ownership || a->score) && !game_desc_by_kind(a->game)->ownership) {
+		snprintf(err, errlen, "gpu replay: %s has no territory: no ownership or score head",
+			 game_kind_name(a->game));
+		goto out;
+	}
 	L->params = p;
 	L->enc = a->encoding;
 	gr_dims *d = &L->d;
@@ -53,6 +60,14 @@ int gpu_replay_layout_init(gpu_replay_layout *L, const nn_arch *a, char *err, si
 	d->plane_off = GR_HEADER_WORDS;
 	d->count_off = d->plane_off + (int)nn_pack_stride(d->planes, d->hw);
 	d->rec_words = d->count_off + (d->n_actions + 1) / 2;
+	/* The heads' words go after the counts, so a record without them is
+	 * the same as before they existed. */
+	if (a->ownership) {
+		d->own_off = d->rec_words;
+		d->rec_words += 1 + (d->hw + GR_OWN_PER_WORD - 1) / GR_OWN_PER_WORD;
+	}
+	if (a->score)
+		d->score_off = d->rec_words++;
 	L->point_inv = malloc(sizeof(int16_t) * (size_t)d->n_sym * (size_t)d->hw);
 	L->action_inv = malloc(sizeof(int16_t) * (size_t)d->n_sym * (size_t)d->n_actions);
 	if (!L->point_inv || !L->action_inv) {
@@ -163,6 +178,53 @@ int gpu_replay_pack_position(const gpu_replay_layout *L, const game *g, const in
 	}
 	memcpy(&rec[GR_WORD_VALUE], &value, sizeof(value));
 	rec[GR_WORD_TOTAL] = total;
+	/* No head targets until gpu_replay_pack_heads says otherwise. */
+	return gpu_replay_pack_heads(L, g, NULL, NAN, rec, err, errlen);
+}
+
+int gpu_replay_pack_heads(const gpu_replay_layout *L, const game *g, const float *owner,
+			  double score, uint32_t *rec, char *err, size_t errlen)
+{
+	const gr_dims *d = &L->d;
+	if (game_width(g) * game_height(g) != d->hw) {
+		snprintf(err, errlen, "gpu replay: a position of %d points in a buffer for %d",
+			 game_width(g) * game_height(g), d->hw);
+		return -1;
+	}
+	/* From the side to move's view, as train_batch_own_target and
+	 * train_batch_score_target turn them. */
+	bool black = game_to_move(g) == GAME_BLACK;
+	if (d->own_off) {
+		uint32_t *w = rec + d->own_off;
+		memset(w, 0, sizeof(uint32_t) * (size_t)(1 + (d->hw + GR_OWN_PER_WORD - 1) /
+							  GR_OWN_PER_WORD));
+		if (owner) {
+			float side = black ? 1.0f : -1.0f;
+			for (int p = 0; p < d->hw; p++) {
+				if (!(owner[p] > -2.0f && owner[p] < 2.0f)) {
+					snprintf(err, errlen, "gpu replay: owner %g of point %d",
+						 (double)owner[p], p);
+					return -1;
+				}
+				/* The CPU window keeps owners as int8 (game_owner). */
+				float v = side * (float)(int8_t)owner[p];
+				uint32_t c = (signbit(v) ? 2u : 0u) | (v != 0 ? 1u : 0u);
+				w[1 + p / GR_OWN_PER_WORD] |= c << (p % GR_OWN_PER_WORD * 2);
+			}
+			w[0] = 1;
+		}
+	}
+	if (d->score_off) {
+		uint32_t u = GR_SCORE_NONE;
+		if (!isnan(score)) {
+			/* train_batch_score_target's rounding: in double, then
+			 * to float. */
+			float f = (float)((black ? score : -score) / d->hw);
+			if (!isnan(f))
+				memcpy(&u, &f, sizeof(u));
+		}
+		rec[d->score_off] = u;
+	}
 	return 0;
 }
 
@@ -184,6 +246,21 @@ int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int s
 		snprintf(err, errlen, "gpu replay: out of memory");
 		return -1;
 	}
+	/* The final position's owners, once per game: only a game played out
+	 * (nobody resigned) has them, as the CPU window's game_owner says. */
+	float own[GAME_MAX_ACTIONS];
+	const float *owner = NULL;
+	const game_desc *gd = game_desc_from_params(&r->params);
+	if (L->d.own_off && gd->ownership && r->resigned < 0) {
+		if (record_replay(r, -1, g) != 0) {
+			snprintf(err, errlen, "gpu replay: a record that does not replay");
+			goto out;
+		}
+		gd->ownership(g, own);
+		owner = own;
+	}
+	/* A resigned game's score is no target (train/replay.c's NaN). */
+	double score = r->resigned >= 0 ? NAN : r->score;
 	if (game_init(g, &r->params) != GAME_OK) {
 		snprintf(err, errlen, "gpu replay: a record with invalid game parameters");
 		goto out;
@@ -195,8 +272,10 @@ int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int s
 			float value;
 			int nv = record_position_targets(r, i, game_to_move(g), moves, counts, &value);
 			value = record_value_target(r, i, game_to_move(g), L->value_q_weight);
-			if (gpu_replay_pack_position(L, g, moves, counts, nv, value,
-						     out + (size_t)n * L->d.rec_words, err, errlen) != 0)
+			uint32_t *rec = out + (size_t)n * L->d.rec_words;
+			if (gpu_replay_pack_position(L, g, moves, counts, nv, value, rec, err,
+						     errlen) != 0 ||
+			    gpu_replay_pack_heads(L, g, owner, score, rec, err, errlen) != 0)
 				goto out;
 			n++;
 		}
@@ -216,7 +295,8 @@ int gpu_replay_expand_host(const gpu_replay_layout *L, const uint32_t *records,
 {
 	const gr_dims *d = &L->d;
 	if (count < 0 || count > out->cap || out->hw != d->hw || out->c_pad != d->c_pad ||
-	    out->n_actions != d->n_actions)
+	    out->n_actions != d->n_actions || ((out->own || out->own_w) && !d->own_off) ||
+	    ((out->score || out->score_w) && !d->score_off))
 		return -1;
 	for (int i = 0; i < count; i++)
 		if (syms[i] < 0 || syms[i] >= d->n_sym || slots[i] < 0)
@@ -244,6 +324,15 @@ int gpu_replay_expand_host(const gpu_replay_layout *L, const uint32_t *records,
 		if (out->wdl)
 			for (int k = 0; k < 3; k++)
 				out->wdl[3 * (size_t)i + k] = gr_wdl_elem(z, k);
+		if (out->own)
+			for (int q = 0; q < d->hw; q++)
+				out->own[(size_t)i * d->hw + q] = gr_own_elem(rec, d, at, q);
+		if (out->own_w)
+			out->own_w[i] = gr_own_weight(rec, d);
+		if (out->score)
+			out->score[i] = gr_score(rec, d);
+		if (out->score_w)
+			out->score_w[i] = gr_score_weight(rec, d);
 	}
 	out->n = count;
 	return 0;
@@ -696,6 +785,19 @@ int gpu_replay_sample(gpu_replay *gr, uint64_t seed, uint64_t counter, int n, in
 		rc = -1;
 		goto out;
 	}
+	/* The head targets go exactly where the architecture has the heads:
+	 * a missing array would lose them, an extra one keep stale values. */
+	if (count > 0 && (!out->own != !d->own_off || !out->own_w != !d->own_off ||
+			  !out->score != !d->score_off || !out->score_w != !d->score_off)) {
+		snprintf(err, errlen,
+			 "gpu replay: the output's ownership and score targets (%s, %s) do not "
+			 "match the window's heads (%s, %s)",
+			 out->own && out->own_w ? "own" : "no own",
+			 out->score && out->score_w ? "score" : "no score",
+			 d->own_off ? "own" : "no own", d->score_off ? "score" : "no score");
+		rc = -1;
+		goto out;
+	}
 	CUDA_CHECK(cudaSetDevice(gr->device));
 	if (n > gr->draw_cap) {
 		/* Grows once to the largest batch; the old scratch may still
@@ -717,8 +819,7 @@ int gpu_replay_sample(gpu_replay *gr, uint64_t seed, uint64_t counter, int n, in
 	CUDA_CHECK(grk_draw(seed, counter, n, held, d->n_sym, gr->slots, gr->syms, st));
 	if (count > 0)
 		CUDA_CHECK(grk_expand(*d, gr->records, gr->tables, gr->slots, gr->syms, first, count,
-				      out->dtype, out->planes, out->policy, out->value,
-				      out->wdl, st));
+				      out, st));
 	/* Later uploads wait for this expansion (and these draws). */
 	CUDA_CHECK(cudaEventRecord(gr->expanded, st));
 	gr->last_n = n;
@@ -773,10 +874,28 @@ int gpu_batch_alloc(gpu_batch *b, int cap, const nn_arch *a, nn_dtype dtype, int
 	CUDA_CHECK(cudaMalloc((void **)&b->value, sizeof(float) * (size_t)cap));
 	if (wdl)
 		CUDA_CHECK(cudaMalloc((void **)&b->wdl, sizeof(float) * 3 * (size_t)cap));
-	/* Zeroed so that a batch read before it is filled is harmless; waited
-	 * for, since the streams that use the batch may not order themselves
-	 * after the default stream (non-blocking ones). */
+	size_t no = sizeof(float) * (size_t)cap * b->hw;
+	if (a->ownership) {
+		CUDA_CHECK(cudaMalloc((void **)&b->own, no));
+		CUDA_CHECK(cudaMalloc((void **)&b->own_w, sizeof(float) * (size_t)cap));
+	}
+	if (a->score) {
+		CUDA_CHECK(cudaMalloc((void **)&b->score, sizeof(float) * (size_t)cap));
+		CUDA_CHECK(cudaMalloc((void **)&b->score_w, sizeof(float) * (size_t)cap));
+	}
+	/* Zeroed so that a batch read before it is filled is harmless (the
+	 * heads' weights 0: no targets); waited for, since the streams that
+	 * use the batch may not order themselves after the default stream
+	 * (non-blocking ones). */
 	CUDA_CHECK(cudaMemset(b->planes, 0, np));
+	if (a->ownership) {
+		CUDA_CHECK(cudaMemset(b->own, 0, no));
+		CUDA_CHECK(cudaMemset(b->own_w, 0, sizeof(float) * (size_t)cap));
+	}
+	if (a->score) {
+		CUDA_CHECK(cudaMemset(b->score, 0, sizeof(float) * (size_t)cap));
+		CUDA_CHECK(cudaMemset(b->score_w, 0, sizeof(float) * (size_t)cap));
+	}
 	CUDA_CHECK(cudaDeviceSynchronize());
 out:
 	if (rc != 0)
@@ -792,6 +911,10 @@ void gpu_batch_free(gpu_batch *b)
 	cudaFree(b->policy);
 	cudaFree(b->value);
 	cudaFree(b->wdl);
+	cudaFree(b->own);
+	cudaFree(b->own_w);
+	cudaFree(b->score);
+	cudaFree(b->score_w);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -813,6 +936,25 @@ int gpu_batch_download(const gpu_batch *b, void *planes, float *policy, float *v
 		CUDA_CHECK(cudaMemcpy(value, b->value, sizeof(float) * n, cudaMemcpyDeviceToHost));
 	if (wdl && b->wdl)
 		CUDA_CHECK(cudaMemcpy(wdl, b->wdl, sizeof(float) * 3 * n, cudaMemcpyDeviceToHost));
+out:
+	return rc;
+}
+
+int gpu_batch_download_heads(const gpu_batch *b, float *own, float *own_w, float *score,
+			     float *score_w, char *err, size_t errlen)
+{
+	int rc = 0;
+	size_t n = (size_t)b->n;
+	CUDA_CHECK(cudaDeviceSynchronize());
+	if (own && b->own)
+		CUDA_CHECK(cudaMemcpy(own, b->own, sizeof(float) * n * b->hw, cudaMemcpyDeviceToHost));
+	if (own_w && b->own_w)
+		CUDA_CHECK(cudaMemcpy(own_w, b->own_w, sizeof(float) * n, cudaMemcpyDeviceToHost));
+	if (score && b->score)
+		CUDA_CHECK(cudaMemcpy(score, b->score, sizeof(float) * n, cudaMemcpyDeviceToHost));
+	if (score_w && b->score_w)
+		CUDA_CHECK(cudaMemcpy(score_w, b->score_w, sizeof(float) * n,
+				      cudaMemcpyDeviceToHost));
 out:
 	return rc;
 }
@@ -849,6 +991,13 @@ void gpu_batch_free(gpu_batch *b)
 
 int gpu_batch_download(const gpu_batch *b, void *planes, float *policy, float *value, float *wdl,
 		       char *err, size_t errlen)
+{
+	snprintf(err, errlen, GR_NO_CUDA);
+	return -1;
+}
+
+int gpu_batch_download_heads(const gpu_batch *b, float *own, float *own_w, float *score,
+			     float *score_w, char *err, size_t errlen)
 {
 	snprintf(err, errlen, GR_NO_CUDA);
 	return -1;

@@ -76,27 +76,42 @@ size_t gpu_replay_record_bytes(const gpu_replay_layout *L);
  * window could not sample it either). */
 int gpu_replay_game_positions(const game_record *r);
 /* Packs position g (to play, canonical orientation) with its visits and
- * value target into one record of L->d.rec_words words. 0, or -1 with a
- * message: a game or move that does not fit L, no visits, or a plane that
- * nn_pack_planes cannot pack (two different non-zero values; none of the
- * encodings has one). */
+ * value target into one record of L->d.rec_words words, with no ownership
+ * or score target where L has those heads (gpu_replay_pack_heads adds
+ * them). 0, or -1 with a message: a game or move that does not fit L, no
+ * visits, or a plane that nn_pack_planes cannot pack (two different
+ * non-zero values; none of the encodings has one). */
 int gpu_replay_pack_position(const gpu_replay_layout *L, const game *g, const int16_t *moves,
 			     const uint16_t *counts, int n_visits, float value, uint32_t *rec,
 			     char *err, size_t errlen);
+/* Writes the head targets of position g into its record rec (the words of
+ * the heads L has; nothing else): `owner` the final position's owners of
+ * points 0 .. hw - 1 from the first player's view (-1, 0, +1; the game
+ * desc's ownership), or NULL for no ownership target; `score` the game's
+ * final score from the first player's view (game_record.score), or NaN for
+ * none. Both are turned to g's side to move as train_batch_own_target and
+ * train_batch_score_target turn them. 0, or -1 with a message (g's board
+ * does not fit L, an owner outside -1 .. 1). */
+int gpu_replay_pack_heads(const gpu_replay_layout *L, const game *g, const float *owner,
+			  double score, uint32_t *rec, char *err, size_t errlen);
 /* Packs the positions of a whole game, in move order, replaying its moves
- * once, skipping the first `skip` of them: at most `max` records into out
- * (room for max * rec_words words). Returns the records written, or -1
- * with a message (a record that does not replay or does not fit L). */
+ * once (twice for the final owners where L has the ownership head and
+ * nobody resigned), skipping the first `skip` of them: at most `max`
+ * records into out (room for max * rec_words words), with the head
+ * targets the CPU window gives (none for a resigned game). Returns the
+ * records written, or -1 with a message (a record that does not replay or
+ * does not fit L). */
 int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int skip,
 			 uint32_t *out, int max, char *err, size_t errlen);
 
 /* The reference for the device expansion: fills HOST arrays out->planes,
- * policy, value and wdl (wdl may be NULL) with positions
- * records[slots[i]] under symmetries syms[i], i < count, exactly as
- * gpu_replay_sample lays them out (planes NHWC [count][hw][c_pad] in
- * out->dtype, fp16/bf16 rounded to nearest even). out->hw, c_pad,
- * n_actions must match L; out->n is set to count. 0, or -1 when a shape,
- * symmetry or count does not fit. */
+ * policy, value and wdl (wdl may be NULL), and own, own_w, score, score_w
+ * where they are not NULL, with positions records[slots[i]] under
+ * symmetries syms[i], i < count, exactly as gpu_replay_sample lays them
+ * out (planes NHWC [count][hw][c_pad] in out->dtype, fp16/bf16 rounded to
+ * nearest even; own [count][hw]). out->hw, c_pad, n_actions must match L;
+ * out->n is set to count. 0, or -1 when a shape, symmetry or count does
+ * not fit, or out asks for a head's targets L has not. */
 int gpu_replay_expand_host(const gpu_replay_layout *L, const uint32_t *records,
 			   const int64_t *slots, const int *syms, int count, gpu_batch *out);
 
@@ -156,9 +171,12 @@ const gpu_replay_layout *gpu_replay_get_layout(const gpu_replay *gr);
  * draw k uses curand_init(seed, k, 4 * counter), so the draws depend only
  * on (seed, counter) and the positions held, and every data-parallel rank
  * draws the same batch. Expands only draws first .. first + count - 1 into
- * out slots 0 .. count - 1 (out->n = count), all enqueued on `stream`.
+ * out slots 0 .. count - 1 (out->n = count), all enqueued on `stream`,
+ * with the ownership and score targets of the heads the architecture has
+ * (out must have own and own_w, score and score_w, exactly for those).
  * count may be 0 (draws only). 0, or -1 with a message (empty window, a
- * batch that does not fit: out->cap < count, wrong shape; a CUDA failure). */
+ * batch that does not fit: out->cap < count, wrong shape, missing or
+ * extra head arrays; a CUDA failure). */
 int gpu_replay_sample(gpu_replay *gr, uint64_t seed, uint64_t counter, int n, int first,
 		      int count, gpu_batch *out, void *stream, char *err, size_t errlen);
 /* For tests: the slots and symmetries of the last sample's n draws
@@ -174,8 +192,9 @@ int gpu_replay_download(gpu_replay *gr, int64_t first, int64_t count, uint32_t *
 /* ---- gpu_batch in device memory ---------------------------------------- */
 
 /* Allocates b on the current device for cap positions of architecture a
- * with planes of dtype, with WDL targets when wdl. 0, or -1 with a
- * message (b is then empty). */
+ * with planes of dtype, with WDL targets when wdl, and own, own_w for
+ * a->ownership, score, score_w for a->score (planes and head targets
+ * zeroed). 0, or -1 with a message (b is then empty). */
 int gpu_batch_alloc(gpu_batch *b, int cap, const nn_arch *a, nn_dtype dtype, int wdl, char *err,
 		    size_t errlen);
 /* Frees b's device arrays and zeroes it; accepts NULL. */
@@ -184,6 +203,11 @@ void gpu_batch_free(gpu_batch *b);
  * skipped when b has none). Waits for the device. 0, or -1 with a message. */
 int gpu_batch_download(const gpu_batch *b, void *planes, float *policy, float *value, float *wdl,
 		       char *err, size_t errlen);
+/* Copies the head targets of b's first b->n positions to host arrays:
+ * own [n][hw], own_w, score, score_w [n] (any may be NULL; one b has not
+ * is skipped, as wdl is). Waits for the device. 0, or -1 with a message. */
+int gpu_batch_download_heads(const gpu_batch *b, float *own, float *own_w, float *score,
+			     float *score_w, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -10,10 +10,14 @@
  * and overflow reduction, the fused optimizer over the fp32 master weights,
  * the running statistics, and the recast of the compute weights.
  *
- * STATUS: run on an H100 (2026-11-27, bench/results/gpu-2026-11-27-*.md):
- * the comparisons with the CPU trainer in tests/train_cuda pass there, and
+ * STATUS: run on H100s and H200s (2026-11-27 and 28, bench/results/): the
+ * comparisons with the CPU trainer in tests/train_cuda pass there, and
  * fp16/bf16 loss curves follow fp32's over 1,000 steps; they skip
- * themselves where no device is present.
+ * themselves where no device is present. The ownership and score heads
+ * (tk_own_loss, tk_score_loss and their gradients) have not run on a
+ * device yet: their comparisons with the CPU trainer are
+ * gpu_train/fp32_step_matches_cpu_go_heads_* and
+ * micro_batches_average_half_batch_gradients_heads.
  */
 #include "train/cuda/gpu_train.h"
 
@@ -81,6 +85,10 @@ double gpu_train_forward_flops(const nn_arch *a)
 	macs += hw * a->policy_channels * a->policy_outputs;
 	macs += hw * a->value_channels * a->value_hidden;
 	macs += (double)a->value_hidden * a->value_outputs;
+	if (a->ownership)
+		macs += hw * a->value_channels;
+	if (a->score)
+		macs += a->value_hidden;
 	return 2.0 * macs;
 }
 
@@ -171,11 +179,18 @@ struct gpu_trainer {
 	float *bn_part;          /* [3][TK_PARTS][c max] */
 	float *logits, *vh, *vout, *dlogits, *dvh, *dvout, *rowloss;
 	float *dap, *dav;        /* head activation gradients, fp32 */
+	/* The training heads (Go): offsets of their weights in net->data, and
+	 * per micro-batch the ownership logits' gradient and losses [m * hw],
+	 * the score outputs, gradients and losses [m]. */
+	int own, score;
+	size_t o_ow, o_ob, o_sw, o_sb;
+	float *own_dz, *own_rl, *sout, *score_dy, *score_rl;
 	void *dzp, *dzv;         /* head conv-output gradients */
 	void *gbuf[3];           /* tower gradients */
 	void *ws;
 	size_t ws_bytes;
 	float *hb_planes, *hb_policy, *hb_value, *hb_wdl; /* host-batch staging */
+	float *hb_own, *hb_own_w, *hb_score, *hb_score_w;
 	void *hb_x;
 
 	char err[512];
@@ -223,6 +238,17 @@ static size_t gt_carve_acts(gpu_trainer *t, char *base, int m)
 	float *vout = gt_carve(base, &off, sizeof(float) * m * vo);
 	float *dvout = gt_carve(base, &off, sizeof(float) * m * vo);
 	float *rl = gt_carve(base, &off, sizeof(float) * m * 2);
+	/* The heads' scratch, and their host-batch staging, only with them. */
+	int ho = t->own, hs = t->score;
+	float *odz = gt_carve(base, &off, ho ? sizeof(float) * rows : 0);
+	float *orl = gt_carve(base, &off, ho ? sizeof(float) * rows : 0);
+	float *so = gt_carve(base, &off, hs ? sizeof(float) * m : 0);
+	float *sdy = gt_carve(base, &off, hs ? sizeof(float) * m : 0);
+	float *srl = gt_carve(base, &off, hs ? sizeof(float) * m : 0);
+	float *hown = gt_carve(base, &off, ho ? sizeof(float) * t->batch * t->hw : 0);
+	float *hownw = gt_carve(base, &off, ho ? sizeof(float) * t->batch : 0);
+	float *hsc = gt_carve(base, &off, hs ? sizeof(float) * t->batch : 0);
+	float *hscw = gt_carve(base, &off, hs ? sizeof(float) * t->batch : 0);
 	float *dap = gt_carve(base, &off, sizeof(float) * rows * t->pp);
 	float *dav = gt_carve(base, &off, sizeof(float) * rows * t->vp);
 	void *dzp = gt_carve(base, &off, t->esz * rows * t->pp);
@@ -241,6 +267,8 @@ static size_t gt_carve_acts(gpu_trainer *t, char *base, int m)
 		t->bn_part = bp, t->logits = lg, t->dlogits = dl, t->vh = vh, t->dvh = dvh;
 		t->vout = vout, t->dvout = dvout, t->rowloss = rl, t->dap = dap, t->dav = dav;
 		t->dzp = dzp, t->dzv = dzv;
+		t->own_dz = odz, t->own_rl = orl, t->sout = so, t->score_dy = sdy, t->score_rl = srl;
+		t->hb_own = hown, t->hb_own_w = hownw, t->hb_score = hsc, t->hb_score_w = hscw;
 		for (int i = 0; i < 3; i++)
 			t->gbuf[i] = g[i];
 		t->hb_planes = hp, t->hb_policy = hpol, t->hb_value = hval, t->hb_wdl = hwdl;
@@ -322,10 +350,12 @@ static void gt_roles(gpu_trainer *t)
 		memset(t->role + y->o_mean, TK_ROLE_BUFFER, (size_t)y->creal);
 		memset(t->role + y->o_var, TK_ROLE_BUFFER, (size_t)y->creal);
 	}
-	const nn_fc *fcs[3] = { &n->policy_fc, &n->value_fc1, &n->value_fc2 };
-	for (int f = 0; f < 3; f++)
-		memset(t->role + (fcs[f]->w - n->data), TK_ROLE_DECAY,
-		       (size_t)fcs[f]->n_in * fcs[f]->n_out);
+	const nn_fc *fcs[5] = { &n->policy_fc, &n->value_fc1, &n->value_fc2, &n->own_fc,
+				&n->score_fc };
+	for (int f = 0; f < 5; f++)
+		if (fcs[f]->w)
+			memset(t->role + (fcs[f]->w - n->data), TK_ROLE_DECAY,
+			       (size_t)fcs[f]->n_in * fcs[f]->n_out);
 }
 
 /* Algorithms of each shape for the descriptors of micro-batch size. */
@@ -459,10 +489,9 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 		snprintf(err, errlen, "value head of %d outputs: 1 or 3 train", a->value_outputs);
 		return NULL;
 	}
-	if (a->opp_policy || a->ownership || a->score) {
-		snprintf(err, errlen, "the net has an %s head, which the GPU trainer does not train "
-			 "yet: train it on the CPU (--backend cpu)",
-			 a->opp_policy ? "opponent-reply" : a->ownership ? "ownership" : "score");
+	if (a->opp_policy) {
+		snprintf(err, errlen, "the net has an opponent-reply head, which the GPU trainer "
+			 "does not train: train it on the CPU (--backend cpu)");
 		return NULL;
 	}
 	if (a->sizes) {
@@ -504,6 +533,15 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 	t->scale = g->precision == NN_DTYPE_FP16 ? g->loss_scale : 1.0;
 	t->last_scale = t->scale;
 	t->L = 2 * a->blocks + 3;
+	t->own = a->ownership != 0, t->score = a->score != 0;
+	if (t->own) {
+		t->o_ow = (size_t)(net->own_fc.w - net->data);
+		t->o_ob = (size_t)(net->own_fc.b - net->data);
+	}
+	if (t->score) {
+		t->o_sw = (size_t)(net->score_fc.w - net->data);
+		t->o_sb = (size_t)(net->score_fc.b - net->data);
+	}
 	t->layer = calloc((size_t)t->L, sizeof(*t->layer));
 	t->role = malloc(t->nf);
 	if (!t->layer || !t->role) {
@@ -561,7 +599,7 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 		char *b = pass ? t->wmem : NULL;
 		off = 0;
 		t->w = gt_carve(b, &off, nf * 4);
-		t->grad = gt_carve(b, &off, (nf + 4) * 4);
+		t->grad = gt_carve(b, &off, (nf + GPU_TRAIN_TAIL) * 4);
 		for (int k = 0; k < nmom; k++)
 			t->mom[k] = gt_carve(b, &off, nf * 4);
 		t->drole = gt_carve(b, &off, nf);
@@ -803,10 +841,37 @@ static int gt_micro(gpu_trainer *t, const gpu_batch *b, int mi, int hooks)
 
 	/* Loss: gradients scaled, normalised by the whole batch. */
 	float inv_n = 1.0f / (float)t->batch, vw = (float)t->opt.value_weight;
+	float own_wt = t->own ? (float)t->opt.own_weight : 0.0f;
+	float score_wt = t->score ? (float)t->opt.score_weight : 0.0f;
 	CUDA_CHECK(tk_loss(t->logits, pol, np, t->vout, val, wdl, vo, m, inv_n, (float)t->scale, vw,
 			   t->dlogits, t->dvout, t->rowloss, t->stream));
-	CUDA_CHECK(tk_loss_sum(t->rowloss, m, inv_n, vw, gr + t->nf, 1, t->stream));
-	size_t frontier = t->nf + 4;
+	/* The training heads: their losses into the tail before its total,
+	 * their weights' gradients now (they end net->data, so the first
+	 * range handed to the hooks holds them). */
+	if (t->own) {
+		const float *own = b->own + (size_t)mi * rows, *own_w = b->own_w + (size_t)mi * m;
+		CUDA_CHECK(tk_own_loss(lv->a, rows, t->vp, a->value_channels, t->hw, w + t->o_ow,
+				       w + t->o_ob, own, own_w,
+				       (float)(t->scale * own_wt * inv_n / t->hw), t->own_dz, t->own_rl,
+				       t->stream));
+		CUDA_CHECK(tk_sum_into(t->own_rl, rows, inv_n / (float)t->hw, gr + t->nf + 4,
+				       t->stream));
+		CUDA_CHECK(tk_dot_rows(lv->a, rows, t->vp, a->value_channels, t->own_dz, gr + t->o_ow,
+				       gr + t->o_ob, t->stream));
+	}
+	if (t->score) {
+		const float *sc = b->score + (size_t)mi * m, *sc_w = b->score_w + (size_t)mi * m;
+		CUDA_CHECK(tk_fc_small(t->vh, m, vhid, w + t->o_sw, w + t->o_sb, 1, t->sout,
+				       t->stream));
+		CUDA_CHECK(tk_score_loss(t->sout, m, sc, sc_w, (float)(t->scale * score_wt * inv_n),
+					 t->score_dy, t->score_rl, t->stream));
+		CUDA_CHECK(tk_sum_into(t->score_rl, m, inv_n, gr + t->nf + 5, t->stream));
+		CUDA_CHECK(tk_dot_rows(t->vh, m, vhid, vhid, t->score_dy, gr + t->o_sw, gr + t->o_sb,
+				       t->stream));
+	}
+	CUDA_CHECK(tk_loss_sum(t->rowloss, m, inv_n, vw, own_wt, score_wt, gr + t->nf, 1,
+			       t->stream));
+	size_t frontier = t->nf + GPU_TRAIN_TAIL;
 	if (gt_ready(t, hooks, t->nf, &frontier) < 0)
 		return -1;
 
@@ -815,6 +880,8 @@ static int gt_micro(gpu_trainer *t, const gpu_batch *b, int mi, int hooks)
 					gr + o_v2b, 1, t->stream));
 	if (gt_ready(t, hooks, o_v2w, &frontier) < 0)
 		return -1;
+	if (t->score)
+		CUDA_CHECK(tk_add_outer(t->dvh, m, vhid, vhid, t->score_dy, w + t->o_sw, t->stream));
 	CUDA_CHECK(tk_relu_backward(t->dvh, t->vh, (long)m * vhid, t->stream));
 	CUDA_CHECK(tk_colsum(t->dvh, m, vhid, gr + o_v1b, 1, t->stream));
 	if (gt_gemm(t, CUBLAS_OP_N, CUBLAS_OP_T, kv, vhid, m, lv->a, kv, t->dvh, vhid, 0.0f, t->dwfc,
@@ -824,6 +891,9 @@ static int gt_micro(gpu_trainer *t, const gpu_batch *b, int mi, int hooks)
 		return -1;
 	CUDA_CHECK(tk_scatter(t->dwfc, NN_DTYPE_FP32, t->map_fc + t->fc1_off, (long)vhid * kv, gr,
 			      1, t->stream));
+	if (t->own)
+		CUDA_CHECK(tk_add_outer(t->dav, rows, t->vp, a->value_channels, t->own_dz,
+					w + t->o_ow, t->stream));
 	if (gt_ready(t, hooks, o_v1w, &frontier) < 0)
 		return -1;
 	void *gA = t->gbuf[0], *gZ = t->gbuf[1], *gX = t->gbuf[2], *sw;
@@ -881,9 +951,14 @@ static int gt_run(gpu_trainer *t, const gpu_batch *b, int update, train_stats *s
 			 t->arch.policy_outputs, nn_dtype_name(t->dt));
 		return -1;
 	}
+	if ((t->own && (!b->own || !b->own_w)) || (t->score && (!b->score || !b->score_w))) {
+		snprintf(err, errlen, "the net has %s head and the batch no targets for it",
+			 t->own && (!b->own || !b->own_w) ? "an ownership" : "a score");
+		return -1;
+	}
 	int hooks = update && t->has_hooks, k = t->batch / t->micro;
 	CUDA_CHECK(cudaSetDevice(t->g.device));
-	CUDA_CHECK(cudaMemsetAsync(t->grad, 0, (t->nf + 4) * sizeof(float), t->stream));
+	CUDA_CHECK(cudaMemsetAsync(t->grad, 0, (t->nf + GPU_TRAIN_TAIL) * sizeof(float), t->stream));
 	t->last_scale = t->scale;
 	for (int mi = 0; mi < k; mi++)
 		if (gt_micro(t, b, mi, hooks && mi == k - 1) < 0)
@@ -920,7 +995,7 @@ static int gt_run(gpu_trainer *t, const gpu_batch *b, int update, train_stats *s
 		CUDA_CHECK(tk_gather(t->w, t->map_fc, t->nfc, NN_DTYPE_FP32, t->wfc, t->stream));
 	}
 	tk_step_result r;
-	float tail[4];
+	float tail[GPU_TRAIN_TAIL];
 	CUDA_CHECK(cudaMemcpyAsync(&r, t->res, sizeof(r), cudaMemcpyDeviceToHost, t->stream));
 	CUDA_CHECK(cudaMemcpyAsync(tail, t->grad + t->nf, sizeof(tail), cudaMemcpyDeviceToHost,
 				   t->stream));
@@ -947,6 +1022,8 @@ static int gt_run(gpu_trainer *t, const gpu_batch *b, int update, train_stats *s
 		memset(st, 0, sizeof(*st));
 		st->policy_loss = tail[1];
 		st->value_loss = tail[2];
+		st->own_loss = tail[4];
+		st->score_loss = tail[5];
 		st->l2 = l2;
 		st->loss = tail[0] + (sgd ? l2 : 0.0);
 		st->grad_norm = update ? sqrt(r.norm2) : 0.0;
@@ -991,6 +1068,22 @@ static int gt_upload(gpu_trainer *t, const train_batch *hb, gpu_batch *b)
 	if (hb->wdl)
 		CUDA_CHECK(cudaMemcpyAsync(t->hb_wdl, hb->wdl, sizeof(float) * 3 * n,
 					   cudaMemcpyHostToDevice, t->stream));
+	/* The heads' targets, where the net has the head and the batch them
+	 * (gt_run refuses a batch without them). */
+	int own = t->own && hb->own && hb->own_w && hb->n_points == t->hw;
+	int score = t->score && hb->score && hb->score_w;
+	if (own) {
+		CUDA_CHECK(cudaMemcpyAsync(t->hb_own, hb->own, sizeof(float) * t->hw * n,
+					   cudaMemcpyHostToDevice, t->stream));
+		CUDA_CHECK(cudaMemcpyAsync(t->hb_own_w, hb->own_w, sizeof(float) * n,
+					   cudaMemcpyHostToDevice, t->stream));
+	}
+	if (score) {
+		CUDA_CHECK(cudaMemcpyAsync(t->hb_score, hb->score, sizeof(float) * n,
+					   cudaMemcpyHostToDevice, t->stream));
+		CUDA_CHECK(cudaMemcpyAsync(t->hb_score_w, hb->score_w, sizeof(float) * n,
+					   cudaMemcpyHostToDevice, t->stream));
+	}
 	/* The inference backend's expansion. */
 	CUDA_CHECK(nnk_expand_float(t->dt, t->hb_planes, n, a->in_planes, t->hw, t->cin,
 				    t->hb_x, t->stream));
@@ -1004,6 +1097,10 @@ static int gt_upload(gpu_trainer *t, const train_batch *hb, gpu_batch *b)
 	b->policy = t->hb_policy;
 	b->value = t->hb_value;
 	b->wdl = hb->wdl ? t->hb_wdl : NULL;
+	b->own = own ? t->hb_own : NULL;
+	b->own_w = own ? t->hb_own_w : NULL;
+	b->score = score ? t->hb_score : NULL;
+	b->score_w = score ? t->hb_score_w : NULL;
 out:
 	return rc;
 }
@@ -1036,7 +1133,7 @@ int gpu_trainer_grad_host(gpu_trainer *t, float *out)
 	size_t errlen = sizeof(t->err);
 	int rc = 0;
 	CUDA_CHECK(cudaSetDevice(t->g.device));
-	CUDA_CHECK(cudaMemcpyAsync(out, t->grad, (t->nf + 4) * sizeof(float), cudaMemcpyDeviceToHost,
+	CUDA_CHECK(cudaMemcpyAsync(out, t->grad, (t->nf + GPU_TRAIN_TAIL) * sizeof(float), cudaMemcpyDeviceToHost,
 				   t->stream));
 	CUDA_CHECK(cudaMemcpyAsync(t->host->data, t->w, t->nf * sizeof(float),
 				   cudaMemcpyDeviceToHost, t->stream));

@@ -22,9 +22,15 @@
  * batch by design (ghost batch norm). Running statistics are updated from
  * the local batch's mean and variance (micro-batches combined).
  *
- * The gradient is one device array of net->n_floats + 4 floats: the
- * gradient (0 for running statistics) then the loss terms: total without
- * L2, policy, value, and 1, so that an average over ranks averages them.
+ * The gradient is one device array of net->n_floats + GPU_TRAIN_TAIL
+ * floats: the gradient (0 for running statistics) then the loss terms:
+ * total without L2, policy, value, 1, ownership and score (0 without the
+ * head), so that an average over ranks averages them.
+ *
+ * Go's training heads, ownership and score (nn/net.h), train as on the
+ * CPU (trainer.h: the same losses, weights and targets, from the batch's
+ * own/score arrays); the opponent-reply head and nets of several board
+ * sizes are refused (train them on the CPU).
  * Backward hands finished ranges to the hooks (grad_hooks.h), the tail
  * first; the clipping and the optimizer read the gradient after finish().
  *
@@ -48,6 +54,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Floats after the gradient in the gradient array (above). */
+enum { GPU_TRAIN_TAIL = 6 };
 
 typedef struct gpu_train_options {
 	int device;             /* CUDA device index */
@@ -73,7 +82,8 @@ typedef struct gpu_trainer gpu_trainer;
 
 /* A trainer for a copy of net (training form, plain blocks) on g->device
  * with o's batch and optimizer. NULL with a message: bad options, an SE
- * net, no device, a cuDNN/cuBLAS that cannot be loaded, short memory. */
+ * net, one with the opponent-reply head or of several sizes, no device, a
+ * cuDNN/cuBLAS that cannot be loaded, short memory. */
 gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 			     const gpu_train_options *g, char *err, size_t errlen);
 void gpu_trainer_free(gpu_trainer *t);
@@ -90,7 +100,7 @@ int gpu_trainer_step_host(gpu_trainer *t, const train_batch *b, train_stats *st)
 int gpu_trainer_gradient_host(gpu_trainer *t, const train_batch *b, train_stats *st);
 /* Downloads the last gradient as trainer_grad has it: unscaled, before
  * clipping, with SGD's L2 term 2 c w on the decayed weights; out holds
- * net->n_floats + 4 floats (the tail as above). 0 or -1. */
+ * net->n_floats + GPU_TRAIN_TAIL floats (the tail as above). 0 or -1. */
 int gpu_trainer_grad_host(gpu_trainer *t, float *out);
 
 /* Hooks called during backward (copied; NULL: none). */

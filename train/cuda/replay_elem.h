@@ -12,6 +12,22 @@
  *                       `planes` float values, then planes x words masks
  *   [count_off ..)      visit counts, dense: uint16 per action, action a in
  *                       the low (a even) or high (a odd) half of word a / 2
+ *   [own_off]           ownership head only: 1 when the game was played out
+ *                       and the codes below are its target, 0 when none
+ *   [own_off + 1 ..)    ceil(hw / 16) words of 2-bit codes, point p's at bit
+ *                       2 (p % 16) of word p / 16: the final owner of p from
+ *                       the side to move's view, bit 0 the magnitude and bit
+ *                       1 the sign (0: +0, 1: +1, 2: -0, 3: -1). The sign of
+ *                       zero is kept because the CPU target (side * owner)
+ *                       has it, so the two agree bit for bit; all codes are
+ *                       0 when there is no target.
+ *   [score_off]         score head only: the target as float bits, the final
+ *                       score from the side to move's view over hw, already
+ *                       rounded as train_batch_score_target rounds it; the
+ *                       bits GR_SCORE_NONE (a quiet NaN, which no target
+ *                       has) when there is none (a resigned game)
+ * own_off and score_off are 0 without the head (word 0 is the value, so 0
+ * can mark "absent"); a layout without heads ends after the counts.
  *
  * Why dense counts: a fixed slot of 2 bytes per action holds any search
  * without truncation (record_visit counts are uint16 already), needs no
@@ -20,10 +36,13 @@
  * zeroing pass. Sparse (move, count) pairs would cost 4 bytes an entry plus
  * an offset: smaller only while fewer than half the actions were visited,
  * about 400 of 1668 bytes saved for a typical 19x19 search, which on an
- * 80 GB device is not worth the second ring. Bytes per position:
- *   Go 19x19 LZ18    8 + 936 + 724 = 1668     native (27 planes) 2136
- *   Go 9x9 LZ18      8 + 288 + 164 =  460     native              604
- *   Connect Four     8 +  36 +  16 =   60
+ * 80 GB device is not worth the second ring. Bytes per position
+ * (header + planes + counts, then + ownership + score with both heads):
+ *   Go 19x19 LZ18    8 + 936 + 724 = 1668 (+ 96 + 4 = 1768)
+ *                    native (27 planes) 2136 (2236)
+ *   Go 9x9 LZ18      8 + 288 + 164 =  460 (+ 28 + 4 =  492)
+ *                    native              604  (636)
+ *   Connect Four     8 +  36 +  16 =   60 (no heads: no territory)
  * WDL targets are not stored: like train_batch_from_position they follow
  * from the value (a record knows only the game's result).
  */
@@ -49,10 +68,18 @@ typedef struct gr_dims {
 	int n_sym;      /* symmetries of the game: 8 (Go) or 2 (Connect Four) */
 	int plane_off;  /* first word of the packed planes */
 	int count_off;  /* first word of the counts */
+	int own_off;    /* first word of the ownership target, 0: no head */
+	int score_off;  /* the word of the score target, 0: no head */
 	int rec_words;  /* words per record */
 } gr_dims;
 
 enum { GR_WORD_VALUE = 0, GR_WORD_TOTAL = 1, GR_HEADER_WORDS = 2 };
+
+/* Ownership codes per word, and the score word of a record without a
+ * score target (a quiet NaN: train_batch_score_target gives a NaN score
+ * weight 0 too). */
+enum { GR_OWN_PER_WORD = 16 };
+#define GR_SCORE_NONE 0x7fc00000u
 
 SENTE_HD float gr_float_from_bits(uint32_t u)
 {
@@ -96,6 +123,37 @@ SENTE_HD float gr_policy_elem(const uint32_t *rec, const gr_dims *d, const int16
 }
 
 SENTE_HD float gr_value(const uint32_t *rec) { return gr_float_from_bits(rec[GR_WORD_VALUE]); }
+
+/* Ownership target of output point q < hw under a symmetry whose inverse
+ * action table is `at` (the policy's: point q shows canonical point
+ * at[q]), the gather form of train_batch_own_target's scatter. 0 where the
+ * record has no target (its codes are all 0). */
+SENTE_HD float gr_own_elem(const uint32_t *rec, const gr_dims *d, const int16_t *at, int q)
+{
+	int p = at[q];
+	uint32_t c = rec[d->own_off + 1 + p / GR_OWN_PER_WORD] >> (p % GR_OWN_PER_WORD * 2) & 3u;
+	/* Sign and magnitude as a float's: -0 stays -0. */
+	return gr_float_from_bits((c >> 1) << 31 | (c & 1u ? 0x3f800000u : 0u));
+}
+
+/* Ownership weight: 1 when the record holds a target, else 0. */
+SENTE_HD float gr_own_weight(const uint32_t *rec, const gr_dims *d)
+{
+	return rec[d->own_off] ? 1.0f : 0.0f;
+}
+
+/* Score target (symmetry-invariant), 0 when the record has none. */
+SENTE_HD float gr_score(const uint32_t *rec, const gr_dims *d)
+{
+	uint32_t u = rec[d->score_off];
+	return u == GR_SCORE_NONE ? 0.0f : gr_float_from_bits(u);
+}
+
+/* Score weight: 1 when the record holds a target, else 0. */
+SENTE_HD float gr_score_weight(const uint32_t *rec, const gr_dims *d)
+{
+	return rec[d->score_off] == GR_SCORE_NONE ? 0.0f : 1.0f;
+}
 
 /* Win, draw, loss target k (0, 1, 2) from a value z, as
  * train_batch_from_position derives it. */

@@ -46,11 +46,16 @@ __global__ void expand_planes(gr_dims d, const uint32_t *records, const int16_t 
 	}
 }
 
+// The target arrays of a batch, by value for the kernels (any of wdl and
+// the heads' may be NULL).
+struct targets {
+	float *policy, *value, *wdl, *own, *own_w, *score, *score_w;
+};
+
 // One thread per policy entry; the first entry of a position also writes
-// its value and WDL targets.
+// its value, WDL, ownership weight and score targets.
 __global__ void expand_targets(gr_dims d, const uint32_t *records, const int16_t *at_all,
-			       const int64_t *slots, const int *syms, int count, float *policy,
-			       float *value, float *wdl)
+			       const int64_t *slots, const int *syms, int count, targets t)
 {
 	long total = (long)count * d.n_actions;
 	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total;
@@ -58,14 +63,35 @@ __global__ void expand_targets(gr_dims d, const uint32_t *records, const int16_t
 		int b = (int)(i % d.n_actions);
 		int n = (int)(i / d.n_actions);
 		const uint32_t *rec = records + slots[n] * (long)d.rec_words;
-		policy[i] = gr_policy_elem(rec, &d, at_all + (long)syms[n] * d.n_actions, b);
+		t.policy[i] = gr_policy_elem(rec, &d, at_all + (long)syms[n] * d.n_actions, b);
 		if (b == 0) {
 			float z = gr_value(rec);
-			value[n] = z;
-			if (wdl)
+			t.value[n] = z;
+			if (t.wdl)
 				for (int k = 0; k < 3; k++)
-					wdl[3 * (long)n + k] = gr_wdl_elem(z, k);
+					t.wdl[3 * (long)n + k] = gr_wdl_elem(z, k);
+			if (t.own_w)
+				t.own_w[n] = gr_own_weight(rec, &d);
+			if (t.score)
+				t.score[n] = gr_score(rec, &d);
+			if (t.score_w)
+				t.score_w[n] = gr_score_weight(rec, &d);
 		}
+	}
+}
+
+// One thread per ownership target point, through the policy's action
+// table (a point's action is its index).
+__global__ void expand_own(gr_dims d, const uint32_t *records, const int16_t *at_all,
+			   const int64_t *slots, const int *syms, int count, float *own)
+{
+	long total = (long)count * d.hw;
+	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total;
+	     i += (long)gridDim.x * blockDim.x) {
+		int q = (int)(i % d.hw);
+		int n = (int)(i / d.hw);
+		const uint32_t *rec = records + slots[n] * (long)d.rec_words;
+		own[i] = gr_own_elem(rec, &d, at_all + (long)syms[n] * d.n_actions, q);
 	}
 }
 
@@ -81,8 +107,7 @@ extern "C" cudaError_t grk_draw(uint64_t seed, uint64_t counter, int n, int64_t 
 
 extern "C" cudaError_t grk_expand(gr_dims d, const uint32_t *records, const int16_t *tables,
 				  const int64_t *slots, const int *syms, int first, int count,
-				  nn_dtype dtype, void *planes, float *policy, float *value,
-				  float *wdl, cudaStream_t st)
+				  const gpu_batch *out, cudaStream_t st)
 {
 	if (count <= 0)
 		return cudaGetLastError();
@@ -90,6 +115,8 @@ extern "C" cudaError_t grk_expand(gr_dims d, const uint32_t *records, const int1
 	slots += first;
 	syms += first;
 	long np = (long)count * d.hw * d.c_pad, nt = (long)count * d.n_actions;
+	nn_dtype dtype = out->dtype;
+	void *planes = out->planes;
 	if (dtype == NN_DTYPE_FP16)
 		expand_planes<<<cuda_grid(np, 256), 256, 0, st>>>(d, records, pt, slots, syms, count,
 								    (__half *)planes);
@@ -102,7 +129,14 @@ extern "C" cudaError_t grk_expand(gr_dims d, const uint32_t *records, const int1
 	cudaError_t e = cudaGetLastError();
 	if (e != cudaSuccess)
 		return e;
-	expand_targets<<<cuda_grid(nt, 256), 256, 0, st>>>(d, records, at, slots, syms, count,
-							    policy, value, wdl);
+	targets t = { out->policy, out->value, out->wdl, out->own, out->own_w, out->score,
+		      out->score_w };
+	expand_targets<<<cuda_grid(nt, 256), 256, 0, st>>>(d, records, at, slots, syms, count, t);
+	e = cudaGetLastError();
+	if (e != cudaSuccess || !out->own)
+		return e;
+	long no = (long)count * d.hw;
+	expand_own<<<cuda_grid(no, 256), 256, 0, st>>>(d, records, at, slots, syms, count,
+							out->own);
 	return cudaGetLastError();
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "nn/dtype.h"
+#include "train/cuda/gpu_batch.h"
 #include "train/cuda/replay_elem.h"
 
 #ifdef __cplusplus
@@ -20,13 +21,15 @@ extern "C" {
 cudaError_t grk_draw(uint64_t seed, uint64_t counter, int n, int64_t held, int n_sym,
 		     int64_t *slots, int *syms, cudaStream_t st);
 /* Expands draws first .. first + count - 1 of records [slot][rec_words]
- * into out slots 0 .. count - 1: planes [count][hw][c_pad] of dtype
- * (fp32, fp16 or bf16), policy [count][n_actions], value [count], wdl
- * [count][3] (may be NULL). tables: point_inv [n_sym][hw] then action_inv
- * [n_sym][n_actions]. */
+ * into out's slots 0 .. count - 1 (out->n is the caller's to set): planes
+ * [count][hw][c_pad] of out->dtype (fp32, fp16 or bf16), policy
+ * [count][n_actions], value [count], wdl [count][3] (may be NULL), and
+ * own [count][hw], own_w, score, score_w [count] where not NULL (only
+ * for the heads d has: the caller checks). tables: point_inv [n_sym][hw]
+ * then action_inv [n_sym][n_actions]. */
 cudaError_t grk_expand(gr_dims d, const uint32_t *records, const int16_t *tables,
-		       const int64_t *slots, const int *syms, int first, int count, nn_dtype dtype,
-		       void *planes, float *policy, float *value, float *wdl, cudaStream_t st);
+		       const int64_t *slots, const int *syms, int first, int count,
+		       const gpu_batch *out, cudaStream_t st);
 
 #ifdef __cplusplus
 }

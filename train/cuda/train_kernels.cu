@@ -468,7 +468,8 @@ extern "C" cudaError_t tk_loss(const float *logits, const float *policy, int np,
 	return cudaGetLastError();
 }
 
-__global__ void k_loss_sum(const float *rowloss, int m, float inv_n, float vw, float *tail, int acc)
+__global__ void k_loss_sum(const float *rowloss, int m, float inv_n, float vw, float ow, float sw,
+			   float *tail, int acc)
 {
 	__shared__ double sh[LOSS_THREADS];
 	double a = 0, b = 0;
@@ -481,17 +482,126 @@ __global__ void k_loss_sum(const float *rowloss, int m, float inv_n, float vw, f
 	if (threadIdx.x == 0) {
 		float pl = (acc ? tail[1] : 0.0f) + (float)(a * inv_n);
 		float vl = (acc ? tail[2] : 0.0f) + (float)(b * inv_n);
-		tail[0] = pl + vw * vl;
+		tail[0] = pl + vw * vl + ow * tail[4] + sw * tail[5];
 		tail[1] = pl;
 		tail[2] = vl;
 		tail[3] = 1.0f;
 	}
 }
 
-extern "C" cudaError_t tk_loss_sum(const float *rowloss, int m, float inv_n, float vw, float *tail,
-				   int acc, cudaStream_t s)
+extern "C" cudaError_t tk_loss_sum(const float *rowloss, int m, float inv_n, float vw, float ow,
+				   float sw, float *tail, int acc, cudaStream_t s)
 {
-	k_loss_sum<<<1, LOSS_THREADS, 0, s>>>(rowloss, m, inv_n, vw, tail, acc);
+	k_loss_sum<<<1, LOSS_THREADS, 0, s>>>(rowloss, m, inv_n, vw, ow, sw, tail, acc);
+	return cudaGetLastError();
+}
+
+/* ---- the training heads (ownership, score) ------------------------------------ */
+
+__global__ void k_own_loss(const float *x, long rows, int ld, int vc, int hw, const float *w,
+			   const float *b, const float *own, const float *own_w, float gscale,
+			   float *dz, float *rowloss)
+{
+	long r = blockIdx.x * (long)blockDim.x + threadIdx.x;
+	if (r >= rows)
+		return;
+	const float *xr = x + r * ld;
+	double z = b[0];
+	for (int c = 0; c < vc; c++)
+		z += (double)w[c] * xr[c];
+	/* -[a log q + (1 - a) log(1 - q)], q = (1 + tanh z) / 2 = sigmoid(2z),
+	 * a = (1 + t) / 2: softplus(2z) - 2 a z, as the CPU's. */
+	double t = own[r], wt = own_w[r / hw], u = 2.0 * z, a = (1.0 + t) / 2.0;
+	double sp = u > 0 ? u + log1p(exp(-u)) : log1p(exp(u));
+	rowloss[r] = (float)(wt * (sp - a * u));
+	dz[r] = (float)(gscale * wt * (tanh(z) - t));
+}
+
+extern "C" cudaError_t tk_own_loss(const float *x, long rows, int ld, int vc, int hw,
+				   const float *w, const float *b, const float *own,
+				   const float *own_w, float gscale, float *dz, float *rowloss,
+				   cudaStream_t s)
+{
+	k_own_loss<<<cuda_grid(rows, 256), 256, 0, s>>>(x, rows, ld, vc, hw, w, b, own, own_w,
+							 gscale, dz, rowloss);
+	return cudaGetLastError();
+}
+
+__global__ void k_score_loss(const float *sc, int m, const float *score, const float *score_w,
+			     float gscale, float *dy, float *rowloss)
+{
+	int r = blockIdx.x * blockDim.x + threadIdx.x;
+	if (r >= m)
+		return;
+	double e = (double)sc[r] - score[r], wt = score_w[r];
+	rowloss[r] = (float)(wt * e * e);
+	dy[r] = (float)(gscale * wt * 2.0 * e);
+}
+
+extern "C" cudaError_t tk_score_loss(const float *s, int m, const float *score,
+				     const float *score_w, float gscale, float *dy, float *rowloss,
+				     cudaStream_t st)
+{
+	k_score_loss<<<(m + 127) / 128, 128, 0, st>>>(s, m, score, score_w, gscale, dy, rowloss);
+	return cudaGetLastError();
+}
+
+__global__ void k_sum_into(const float *x, long n, float f, float *out)
+{
+	__shared__ double sh[LOSS_THREADS];
+	double a = 0;
+	for (long i = threadIdx.x; i < n; i += LOSS_THREADS)
+		a += x[i];
+	a = block_sum(a, sh);
+	if (threadIdx.x == 0)
+		out[0] += (float)(a * f);
+}
+
+extern "C" cudaError_t tk_sum_into(const float *x, long n, float f, float *out, cudaStream_t s)
+{
+	k_sum_into<<<1, LOSS_THREADS, 0, s>>>(x, n, f, out);
+	return cudaGetLastError();
+}
+
+/* Block j < n: output j's weight; block n: the bias. */
+__global__ void k_dot_rows(const float *x, long rows, int ld, int n, const float *dy, float *gw,
+			   float *gb)
+{
+	__shared__ double sh[LOSS_THREADS];
+	int j = blockIdx.x;
+	double a = 0;
+	for (long r = threadIdx.x; r < rows; r += LOSS_THREADS)
+		a += (double)dy[r] * (j < n ? x[r * ld + j] : 1.0f);
+	a = block_sum(a, sh);
+	if (threadIdx.x == 0) {
+		if (j < n)
+			gw[j] += (float)a;
+		else
+			gb[0] += (float)a;
+	}
+}
+
+extern "C" cudaError_t tk_dot_rows(const float *x, long rows, int ld, int n, const float *dy,
+				   float *gw, float *gb, cudaStream_t s)
+{
+	k_dot_rows<<<n + 1, LOSS_THREADS, 0, s>>>(x, rows, ld, n, dy, gw, gb);
+	return cudaGetLastError();
+}
+
+__global__ void k_add_outer(float *dx, long rows, int ld, int n, const float *dy, const float *w)
+{
+	long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+	if (i >= rows * n)
+		return;
+	long r = i / n;
+	int j = (int)(i % n);
+	dx[r * ld + j] += dy[r] * w[j];
+}
+
+extern "C" cudaError_t tk_add_outer(float *dx, long rows, int ld, int n, const float *dy,
+				    const float *w, cudaStream_t s)
+{
+	k_add_outer<<<cuda_grid(rows * n, 256), 256, 0, s>>>(dx, rows, ld, n, dy, w);
 	return cudaGetLastError();
 }
 

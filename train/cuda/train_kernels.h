@@ -74,9 +74,34 @@ cudaError_t tk_loss(const float *logits, const float *policy, int np, const floa
 		    const float *value, const float *wdl, int vo, int m, float inv_n, float scale,
 		    float vw, float *dlogits, float *dvout, float *rowloss, cudaStream_t st);
 /* tail[1] (+)= inv_n sum policy, tail[2] (+)= inv_n sum value, tail[0] =
- * tail[1] + vw tail[2], tail[3] = 1. */
-cudaError_t tk_loss_sum(const float *rowloss, int m, float inv_n, float vw, float *tail, int acc,
-			cudaStream_t st);
+ * tail[1] + vw tail[2] + ow tail[4] + sw tail[5] (the heads' terms, summed
+ * by tk_sum_into before this), tail[3] = 1. */
+cudaError_t tk_loss_sum(const float *rowloss, int m, float inv_n, float vw, float ow, float sw,
+			float *tail, int acc, cudaStream_t st);
+
+/* The training heads of Go (the CPU trainer's tr_own_loss and
+ * tr_score_loss, cpu_train.c). */
+/* Ownership, one row per point of the m positions (rows = m * hw): z = b +
+ * sum_{c < vc} w[c] x[r][c] on the value conv's output x ([rows][ld],
+ * fp32), then against target t = own[r] with weight own_w[r / hw]:
+ * rowloss[r] = weight (softplus(2z) - (1 + t) z) and dz[r] = gscale weight
+ * (tanh z - t). */
+cudaError_t tk_own_loss(const float *x, long rows, int ld, int vc, int hw, const float *w,
+			const float *b, const float *own, const float *own_w, float gscale,
+			float *dz, float *rowloss, cudaStream_t st);
+/* Score, one row per position: e = s[r] - score[r], rowloss[r] = score_w[r]
+ * e^2, dy[r] = gscale score_w[r] 2 e. */
+cudaError_t tk_score_loss(const float *s, int m, const float *score, const float *score_w,
+			  float gscale, float *dy, float *rowloss, cudaStream_t st);
+/* *out += f sum_{i < n} x[i] (one block, in double). */
+cudaError_t tk_sum_into(const float *x, long n, float f, float *out, cudaStream_t st);
+/* Gradient of a one-output FC: gw[j] += sum_r dy[r] x[r][j] for j < n
+ * (x [rows][ld]), gb[0] += sum_r dy[r]; one block per output, in double. */
+cudaError_t tk_dot_rows(const float *x, long rows, int ld, int n, const float *dy, float *gw,
+			float *gb, cudaStream_t st);
+/* Its input gradient: dx[r][j] += dy[r] w[j] for j < n (dx [rows][ld]). */
+cudaError_t tk_add_outer(float *dx, long rows, int ld, int n, const float *dy, const float *w,
+			 cudaStream_t st);
 
 /* What the step's reduction found, on the device. */
 typedef struct tk_step_result {
