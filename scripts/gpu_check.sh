@@ -313,17 +313,26 @@ if want learner && enough 60 learner; then
 	R=$(mktemp -d)
 	: >"$OUTD/learner.jsonl"
 	lfail=""
+	# Without, with, and without again: the two plain lines bracket the
+	# machine's drift around the one with the heads.
 	for h in "" "--ownership-head --score-head" ""; do
 		# shellcheck disable=SC2086
 		sente "$(bound 60)" "$S" bench train --backend cuda --precision fp16 --size 19 \
 			--blocks 10 --channels 128 --batch 256 --steps 20 $h >>"$OUTD/learner.jsonl" \
 			2>>"$OUTD/learner.err" || lfail="$lfail [bench train $h]"
 	done
-	if [ "$(left)" -ge 100 ]; then
-		sente 100 "$S" run --backend cuda --game go --size 9 --dir "$R/run" --minutes 1 \
+	if [ "$(left)" -ge 150 ]; then
+		sente 140 "$S" run --backend cuda --game go --size 9 --dir "$R/run" --minutes 1 \
 			--measure-every 0 --own-weight 1.5 >"$OUTD/learner-run.log" 2>&1 ||
 			lfail="$lfail [run: see learner-run.log]"
-		grep -q "ownership" "$OUTD/learner-run.log" || lfail="$lfail [run: no ownership loss]"
+		# The GPU learner trained (it did not fall back to the CPU's) and
+		# an iteration reported the ownership loss it computed.
+		grep -q "training cuda" "$OUTD/learner-run.log" ||
+			lfail="$lfail [run: the learner was not the GPU's]"
+		grep -q "training on the CPU" "$OUTD/learner-run.log" &&
+			lfail="$lfail [run: fell back to the CPU learner]"
+		grep -Eq 'iteration [0-9]+:.*ownership [0-9]' "$OUTD/learner-run.log" ||
+			lfail="$lfail [run: no iteration reported an ownership loss]"
 	else
 		lfail="$lfail [run: no time left]"
 	fi

@@ -388,11 +388,21 @@ static void check_step(game_kind kind, int size, train_optimizer opt, int wdl, i
 	cr_assert(worst <= 1e-4 * scale + 1e-6, "gradient [%zu]: gpu %g cpu %g (max |g| %g)", at,
 		  gg[at], cg[at], scale);
 	cr_assert_float_eq(gg[nf + 3], 1.0f, 0);
-	/* The heads' weights had a gradient to compare. */
-	if (heads & TU_OWN)
-		cr_assert_gt(max_abs(cg + (net->own_fc.w - net->data), net->own_fc.n_in), 0);
-	if (heads & TU_SCORE)
-		cr_assert_gt(max_abs(cg + (net->score_fc.w - net->data), net->score_fc.n_in), 0);
+	/* The heads' weights and biases on their own scale (they are small
+	 * beside the tower's), and their losses in the gradient's tail. */
+	const nn_fc *hf[2] = { &net->own_fc, &net->score_fc };
+	for (int k = 0; k < 2; k++) {
+		if (!hf[k]->w)
+			continue;
+		size_t o = (size_t)(hf[k]->w - net->data), nh = (size_t)hf[k]->n_in + 1;
+		double hs = max_abs(cg + o, nh);
+		cr_assert_gt(hs, 0, "no gradient of the %s head to compare", k ? "score" : "ownership");
+		for (size_t i = o; i < o + nh; i++)
+			cr_assert(fabs(gg[i] - cg[i]) <= 1e-4 * hs + 1e-7, "%s head [%zu]: gpu %g cpu %g",
+				  k ? "score" : "ownership", i - o, gg[i], cg[i]);
+	}
+	cr_assert_float_eq(gg[nf + 4], cs.own_loss, 1e-4 * (1 + cs.own_loss));
+	cr_assert_float_eq(gg[nf + 5], cs.score_loss, 1e-4 * (1 + cs.score_loss));
 
 	cr_assert_eq(trainer_step(ct, b, &cs), 0, "%s", trainer_error(ct));
 	cr_assert_eq(gpu_trainer_step_host(gt, b, &gs), 0, "%s", gpu_trainer_error(gt));

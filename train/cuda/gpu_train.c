@@ -164,7 +164,7 @@ struct gpu_trainer {
 
 	/* Weights allocation. */
 	void *wmem;
-	float *w, *grad, *mom[2]; /* master, gradient (+4), moments */
+	float *w, *grad, *mom[2]; /* master, gradient (+ GPU_TRAIN_TAIL), moments */
 	uint8_t *drole;
 	void *wc, *dwc;          /* conv compute weights and their gradients */
 	long nwc;
@@ -846,8 +846,9 @@ static int gt_micro(gpu_trainer *t, const gpu_batch *b, int mi, int hooks)
 	CUDA_CHECK(tk_loss(t->logits, pol, np, t->vout, val, wdl, vo, m, inv_n, (float)t->scale, vw,
 			   t->dlogits, t->dvout, t->rowloss, t->stream));
 	/* The training heads: their losses into the tail before its total,
-	 * their weights' gradients now (they end net->data, so the first
-	 * range handed to the hooks holds them). */
+	 * their weights' gradients now (they end net->data, after value_fc2:
+	 * the hooks get them with value_fc2's range, the first after the
+	 * tail's). */
 	if (t->own) {
 		const float *own = b->own + (size_t)mi * rows, *own_w = b->own_w + (size_t)mi * m;
 		CUDA_CHECK(tk_own_loss(lv->a, rows, t->vp, a->value_channels, t->hw, w + t->o_ow,
@@ -1181,7 +1182,8 @@ int gpu_trainer_set_weights(gpu_trainer *t, const nn_net *net)
 	    a->blocks != b->blocks || a->channels != b->channels ||
 	    a->policy_channels != b->policy_channels || a->policy_outputs != b->policy_outputs ||
 	    a->value_channels != b->value_channels || a->value_hidden != b->value_hidden ||
-	    a->value_outputs != b->value_outputs) {
+	    a->value_outputs != b->value_outputs || a->ownership != b->ownership ||
+	    a->score != b->score || a->opp_policy != b->opp_policy) {
 		snprintf(t->err, sizeof(t->err), "set_weights: a different architecture, or folded");
 		return -1;
 	}

@@ -107,7 +107,7 @@ int gpu_trainer_grad_host(gpu_trainer *t, float *out);
 void gpu_trainer_set_hooks(gpu_trainer *t, const gpu_grad_hooks *h);
 /* The trainer's cudaStream_t. */
 void *gpu_trainer_stream(gpu_trainer *t);
-/* The device gradient array (net->n_floats + 4 floats). */
+/* The device gradient array (net->n_floats + GPU_TRAIN_TAIL floats). */
 float *gpu_trainer_grad_device(gpu_trainer *t);
 /* Downloads the master weights and running statistics into a host net in
  * training form owned by the trainer (valid until the next call or free).

@@ -502,19 +502,20 @@ __global__ void k_own_loss(const float *x, long rows, int ld, int vc, int hw, co
 			   const float *b, const float *own, const float *own_w, float gscale,
 			   float *dz, float *rowloss)
 {
-	long r = blockIdx.x * (long)blockDim.x + threadIdx.x;
-	if (r >= rows)
-		return;
-	const float *xr = x + r * ld;
-	double z = b[0];
-	for (int c = 0; c < vc; c++)
-		z += (double)w[c] * xr[c];
-	/* -[a log q + (1 - a) log(1 - q)], q = (1 + tanh z) / 2 = sigmoid(2z),
-	 * a = (1 + t) / 2: softplus(2z) - 2 a z, as the CPU's. */
-	double t = own[r], wt = own_w[r / hw], u = 2.0 * z, a = (1.0 + t) / 2.0;
-	double sp = u > 0 ? u + log1p(exp(-u)) : log1p(exp(u));
-	rowloss[r] = (float)(wt * (sp - a * u));
-	dz[r] = (float)(gscale * wt * (tanh(z) - t));
+	for (long r = blockIdx.x * (long)blockDim.x + threadIdx.x; r < rows;
+	     r += (long)gridDim.x * blockDim.x) {
+		const float *xr = x + r * ld;
+		double z = b[0];
+		for (int c = 0; c < vc; c++)
+			z += (double)w[c] * xr[c];
+		/* -[a log q + (1 - a) log(1 - q)], q = (1 + tanh z) / 2 =
+		 * sigmoid(2z), a = (1 + t) / 2: softplus(2z) - 2 a z, as the
+		 * CPU's. */
+		double t = own[r], wt = own_w[r / hw], u = 2.0 * z, a = (1.0 + t) / 2.0;
+		double sp = u > 0 ? u + log1p(exp(-u)) : log1p(exp(u));
+		rowloss[r] = (float)(wt * (sp - a * u));
+		dz[r] = (float)(gscale * wt * (tanh(z) - t));
+	}
 }
 
 extern "C" cudaError_t tk_own_loss(const float *x, long rows, int ld, int vc, int hw,
@@ -530,19 +531,18 @@ extern "C" cudaError_t tk_own_loss(const float *x, long rows, int ld, int vc, in
 __global__ void k_score_loss(const float *sc, int m, const float *score, const float *score_w,
 			     float gscale, float *dy, float *rowloss)
 {
-	int r = blockIdx.x * blockDim.x + threadIdx.x;
-	if (r >= m)
-		return;
-	double e = (double)sc[r] - score[r], wt = score_w[r];
-	rowloss[r] = (float)(wt * e * e);
-	dy[r] = (float)(gscale * wt * 2.0 * e);
+	for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < m; r += gridDim.x * blockDim.x) {
+		double e = (double)sc[r] - score[r], wt = score_w[r];
+		rowloss[r] = (float)(wt * e * e);
+		dy[r] = (float)(gscale * wt * 2.0 * e);
+	}
 }
 
 extern "C" cudaError_t tk_score_loss(const float *s, int m, const float *score,
 				     const float *score_w, float gscale, float *dy, float *rowloss,
 				     cudaStream_t st)
 {
-	k_score_loss<<<(m + 127) / 128, 128, 0, st>>>(s, m, score, score_w, gscale, dy, rowloss);
+	k_score_loss<<<cuda_grid(m, 128), 128, 0, st>>>(s, m, score, score_w, gscale, dy, rowloss);
 	return cudaGetLastError();
 }
 
@@ -590,12 +590,12 @@ extern "C" cudaError_t tk_dot_rows(const float *x, long rows, int ld, int n, con
 
 __global__ void k_add_outer(float *dx, long rows, int ld, int n, const float *dy, const float *w)
 {
-	long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-	if (i >= rows * n)
-		return;
-	long r = i / n;
-	int j = (int)(i % n);
-	dx[r * ld + j] += dy[r] * w[j];
+	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < rows * n;
+	     i += (long)gridDim.x * blockDim.x) {
+		long r = i / n;
+		int j = (int)(i % n);
+		dx[r * ld + j] += dy[r] * w[j];
+	}
 }
 
 extern "C" cudaError_t tk_add_outer(float *dx, long rows, int ld, int n, const float *dy,
