@@ -43,7 +43,10 @@ int gpu_replay_layout_init(gpu_replay_layout *L, const nn_arch *a, char *err, si
 			 nn_encoding_name(a->encoding), a->in_planes, a->policy_outputs);
 		goto out;
 	}
-	if ((a->ownership || a->score) && !game_desc_by_kind(a->game)->ownership) {
+	/* The ownership target of a point is expanded beside the policy
+	 * entry of the point's action: a game with the head has one for each. */
+	if ((a->ownership || a->score) &&
+	    (!game_desc_by_kind(a->game)->ownership || a->policy_outputs < a->board_w * a->board_h)) {
 		snprintf(err, errlen, "gpu replay: %s has no territory: no ownership or score head",
 			 game_kind_name(a->game));
 		goto out;
@@ -126,9 +129,10 @@ int gpu_replay_game_positions(const game_record *r)
 	return n;
 }
 
-int gpu_replay_pack_position(const gpu_replay_layout *L, const game *g, const int16_t *moves,
-			     const uint16_t *counts, int n_visits, float value, uint32_t *rec,
-			     char *err, size_t errlen)
+/* Everything of a record but the heads' words: planes, counts, value. */
+static int pack_body(const gpu_replay_layout *L, const game *g, const int16_t *moves,
+		     const uint16_t *counts, int n_visits, float value, uint32_t *rec, char *err,
+		     size_t errlen)
 {
 	const gr_dims *d = &L->d;
 	if (g->params.kind != L->params.kind || game_width(g) * game_height(g) != d->hw ||
@@ -178,7 +182,16 @@ int gpu_replay_pack_position(const gpu_replay_layout *L, const game *g, const in
 	}
 	memcpy(&rec[GR_WORD_VALUE], &value, sizeof(value));
 	rec[GR_WORD_TOTAL] = total;
+	return 0;
+}
+
+int gpu_replay_pack_position(const gpu_replay_layout *L, const game *g, const int16_t *moves,
+			     const uint16_t *counts, int n_visits, float value, uint32_t *rec,
+			     char *err, size_t errlen)
+{
 	/* No head targets until gpu_replay_pack_heads says otherwise. */
+	if (pack_body(L, g, moves, counts, n_visits, value, rec, err, errlen) != 0)
+		return -1;
 	return gpu_replay_pack_heads(L, g, NULL, NAN, rec, err, errlen);
 }
 
@@ -273,8 +286,7 @@ int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int s
 			int nv = record_position_targets(r, i, game_to_move(g), moves, counts, &value);
 			value = record_value_target(r, i, game_to_move(g), L->value_q_weight);
 			uint32_t *rec = out + (size_t)n * L->d.rec_words;
-			if (gpu_replay_pack_position(L, g, moves, counts, nv, value, rec, err,
-						     errlen) != 0 ||
+			if (pack_body(L, g, moves, counts, nv, value, rec, err, errlen) != 0 ||
 			    gpu_replay_pack_heads(L, g, owner, score, rec, err, errlen) != 0)
 				goto out;
 			n++;

@@ -52,8 +52,10 @@ struct targets {
 	float *policy, *value, *wdl, *own, *own_w, *score, *score_w;
 };
 
-// One thread per policy entry; the first entry of a position also writes
-// its value, WDL, ownership weight and score targets.
+// One thread per policy entry; an entry of a point also writes the point's
+// ownership target (the same action table: a point's action is its index,
+// and every game with the head has an action per point), and the first
+// entry of a position its value, WDL, ownership weight and score targets.
 __global__ void expand_targets(gr_dims d, const uint32_t *records, const int16_t *at_all,
 			       const int64_t *slots, const int *syms, int count, targets t)
 {
@@ -63,7 +65,10 @@ __global__ void expand_targets(gr_dims d, const uint32_t *records, const int16_t
 		int b = (int)(i % d.n_actions);
 		int n = (int)(i / d.n_actions);
 		const uint32_t *rec = records + slots[n] * (long)d.rec_words;
-		t.policy[i] = gr_policy_elem(rec, &d, at_all + (long)syms[n] * d.n_actions, b);
+		const int16_t *at = at_all + (long)syms[n] * d.n_actions;
+		t.policy[i] = gr_policy_elem(rec, &d, at, b);
+		if (t.own && b < d.hw)
+			t.own[(long)n * d.hw + b] = gr_own_elem(rec, &d, at, b);
 		if (b == 0) {
 			float z = gr_value(rec);
 			t.value[n] = z;
@@ -77,21 +82,6 @@ __global__ void expand_targets(gr_dims d, const uint32_t *records, const int16_t
 			if (t.score_w)
 				t.score_w[n] = gr_score_weight(rec, &d);
 		}
-	}
-}
-
-// One thread per ownership target point, through the policy's action
-// table (a point's action is its index).
-__global__ void expand_own(gr_dims d, const uint32_t *records, const int16_t *at_all,
-			   const int64_t *slots, const int *syms, int count, float *own)
-{
-	long total = (long)count * d.hw;
-	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total;
-	     i += (long)gridDim.x * blockDim.x) {
-		int q = (int)(i % d.hw);
-		int n = (int)(i / d.hw);
-		const uint32_t *rec = records + slots[n] * (long)d.rec_words;
-		own[i] = gr_own_elem(rec, &d, at_all + (long)syms[n] * d.n_actions, q);
 	}
 }
 
@@ -132,11 +122,5 @@ extern "C" cudaError_t grk_expand(gr_dims d, const uint32_t *records, const int1
 	targets t = { out->policy, out->value, out->wdl, out->own, out->own_w, out->score,
 		      out->score_w };
 	expand_targets<<<cuda_grid(nt, 256), 256, 0, st>>>(d, records, at, slots, syms, count, t);
-	e = cudaGetLastError();
-	if (e != cudaSuccess || !out->own)
-		return e;
-	long no = (long)count * d.hw;
-	expand_own<<<cuda_grid(no, 256), 256, 0, st>>>(d, records, at, slots, syms, count,
-							out->own);
 	return cudaGetLastError();
 }
