@@ -70,8 +70,12 @@ static inline void empty_remove(go_board *b, int p)
 	b->empty_at[last] = (int16_t)i;
 }
 
+/* Every position that enters the history passes here, the board as it
+ * is: the filter takes its hash, min_empty its empty points. */
 static inline void seen_add(go_board *b, uint64_t h)
 {
+	if (b->n_empty < b->min_empty)
+		b->min_empty = b->n_empty;
 	unsigned bit = (unsigned)(h >> 50) % (GO_SEEN_WORDS * 64);
 	b->seen[bit / 64] |= 1ULL << (bit % 64);
 }
@@ -274,6 +278,23 @@ static inline __attribute__((always_inline)) int place(go_board *b, int c, int p
 	return captured;
 }
 
+/* Copies a row of n (GO_MIN_SIZE..GO_MAX_SIZE) bytes in word-sized moves,
+ * the last one overlapping: a move runs once per row of every move a
+ * search's descent plays, where a library call per row of 9 bytes cost
+ * more than the bytes. */
+static inline void copy_row(int8_t *dst, const int8_t *src, int n)
+{
+	_Static_assert(GO_MIN_SIZE >= 4, "copy_row's overlapping word");
+	if (n < 8) {
+		memcpy(dst, src, 4);
+		memcpy(dst + n - 4, src + n - 4, 4);
+		return;
+	}
+	for (int i = 0; i + 8 < n; i += 8)
+		memcpy(dst + i, src + i, 8);
+	memcpy(dst + n - 8, src + n - 8, 8);
+}
+
 /* Copies the stones into past[] as a new newest entry. */
 static void past_push(go_board *b)
 {
@@ -283,7 +304,7 @@ static void past_push(go_board *b)
 		b->past_count++;
 	int8_t *dst = b->past[b->past_head];
 	for (int y = 0; y < n; y++)
-		memcpy(dst + y * n, &b->cell[pad(0, y)], (size_t)n);
+		copy_row(dst + y * n, &b->cell[pad(0, y)], n);
 }
 
 /* Legality of a stone of colour c (a colour) on the empty padded point
@@ -291,6 +312,18 @@ static void past_push(go_board *b)
 static inline bool legal_on_empty(const go_board *b, int c, int p)
 {
 	const int nb[4] = { p - S, p - 1, p + 1, p + S };
+	/* Most points of most boards: an empty neighbour (not suicide), no
+	 * stone of the other colour beside it (no capture), on a board with
+	 * fewer empty points than any before once it is played (a new
+	 * position, see below). Decided without a branch per neighbour. */
+	if (b->n_empty - 1 < b->min_empty) {
+		int v0 = b->cell[nb[0]], v1 = b->cell[nb[1]], v2 = b->cell[nb[2]], v3 = b->cell[nb[3]];
+		int o = 1 - c;
+		bool empty = (v0 == GO_EMPTY) | (v1 == GO_EMPTY) | (v2 == GO_EMPTY) | (v3 == GO_EMPTY);
+		bool other = (v0 == o) | (v1 == o) | (v2 == o) | (v3 == o);
+		if (empty & !other)
+			return true;
+	}
 	int caps[4], n_caps = 0;
 	bool alive = false;
 	for (int i = 0; i < 4; i++) {
@@ -315,7 +348,11 @@ static inline bool legal_on_empty(const go_board *b, int c, int p)
 		return false; /* suicide */
 
 	/* Positional superko: the stones after the move against every
-	 * earlier position. */
+	 * earlier position. A move that captures nothing leaves one empty
+	 * point fewer: fewer than any earlier position had, that position is
+	 * new (most moves of most games: no hash and no filter lookup). */
+	if (n_caps == 0 && b->n_empty - 1 < b->min_empty)
+		return true;
 	uint64_t h = b->hash ^ zobrist_stone(c, p);
 	for (int k = 0; k < n_caps; k++) {
 		int s = caps[k];
@@ -384,6 +421,7 @@ int go_init(go_board *b, int size, double komi)
 			empty_add(b, pad(x, y));
 		}
 	b->past_hash[0] = 0;
+	b->min_empty = b->n_empty;
 	seen_add(b, 0);
 	memset(b->past[0], GO_EMPTY, sizeof(b->past[0]));
 	b->past_count = 1;
@@ -408,17 +446,42 @@ int go_color_at(const go_board *b, int x, int y)
 	return on_board(b, x, y) ? b->cell[pad(x, y)] : GO_EMPTY;
 }
 
-_Static_assert(offsetof(go_board, history) < offsetof(go_board, past_hash) &&
-		       offsetof(go_board, past_hash) < offsetof(go_board, seen),
-	       "go_copy copies the history arrays' used part, then the rest from seen on");
+_Static_assert(offsetof(go_board, cell) < offsetof(go_board, next) &&
+		       offsetof(go_board, next) < offsetof(go_board, group) &&
+		       offsetof(go_board, group) < offsetof(go_board, libs) &&
+		       offsetof(go_board, libs) < offsetof(go_board, stones) &&
+		       offsetof(go_board, stones) < offsetof(go_board, empty) &&
+		       offsetof(go_board, empty) < offsetof(go_board, empty_at) &&
+		       offsetof(go_board, empty_at) < offsetof(go_board, history) &&
+		       offsetof(go_board, history) < offsetof(go_board, past_hash) &&
+		       offsetof(go_board, past_hash) < offsetof(go_board, seen) &&
+		       offsetof(go_board, seen) < offsetof(go_board, white_at) &&
+		       offsetof(go_board, white_at) < offsetof(go_board, past) &&
+		       offsetof(go_board, past) < offsetof(go_board, past_head),
+	       "go_copy copies go_board's fields in their order");
 
 void go_copy(go_board *dst, const go_board *src)
 {
 	int n = src->n_history;
-	memcpy(dst, src, offsetof(go_board, history));
+	/* The padded rows of this board and its border: the per-point arrays
+	 * beyond them are never read (cell[] is copied whole: go_check reads
+	 * every border cell). */
+	size_t rows = (size_t)(src->size + 2) * S;
+	memcpy(dst, src, offsetof(go_board, next));
+	memcpy(dst->next, src->next, sizeof(src->next[0]) * rows);
+	memcpy(dst->group, src->group, sizeof(src->group[0]) * rows);
+	memcpy(dst->libs, src->libs, sizeof(src->libs[0]) * rows);
+	memcpy(dst->stones, src->stones, sizeof(src->stones[0]) * rows);
+	memcpy(dst->empty, src->empty, sizeof(src->empty[0]) * (size_t)src->n_empty);
+	memcpy(dst->empty_at, src->empty_at, sizeof(src->empty_at[0]) * rows);
 	memcpy(dst->history, src->history, sizeof(src->history[0]) * (size_t)n);
 	memcpy(dst->past_hash, src->past_hash, sizeof(src->past_hash[0]) * (size_t)(n + 1));
-	memcpy(dst->seen, src->seen, sizeof(*src) - offsetof(go_board, seen));
+	memcpy(dst->seen, src->seen, offsetof(go_board, past) - offsetof(go_board, seen));
+	/* Each past board's points (rows of the largest board's length). */
+	size_t area = (size_t)src->size * (size_t)src->size;
+	for (int k = 0; k < GO_PAST_POSITIONS; k++)
+		memcpy(dst->past[k], src->past[k], area);
+	memcpy(&dst->past_head, &src->past_head, sizeof(*src) - offsetof(go_board, past_head));
 }
 
 const int8_t *go_past_board(const go_board *b, int k)

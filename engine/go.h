@@ -49,6 +49,8 @@ typedef struct go_board {
 	int n_moves;     /* moves played (passes included, setup stones not) */
 	int n_history;   /* entries in history[] */
 	int n_empty;     /* entries in empty[] */
+	int min_empty;   /* fewest empty points of any position in the history:
+			  * one with fewer cannot repeat an earlier one */
 	/* Board, padded: cell[] holds GO_EMPTY, GO_BLACK, GO_WHITE or the
 	 * border value 2. */
 	int8_t cell[GO_PADDED];
@@ -77,8 +79,10 @@ typedef struct go_board {
 
 /* Empty board; returns 0, or -1 when size or komi is out of range. */
 int go_init(go_board *b, int size, double komi);
-/* *dst = *src, without the unused end of the history arrays (most of the
- * struct's 25 KB early in a game): what a search's descent copies. */
+/* *dst = *src as far as any reader can tell: without the unused end of
+ * the history arrays (most of the struct's 25 KB early in a game), nor the
+ * per-point arrays' room beyond a smaller board (a 9x9 board copies about
+ * half of a 19x19 one): what a search's descent copies. */
 void go_copy(go_board *dst, const go_board *src);
 /* Sets komi (a multiple of 0.5); returns -1 when it is not. */
 int go_set_komi(go_board *b, double komi);

@@ -102,15 +102,21 @@ static void encode_go(const game *g, nn_encoding enc, int sym, float *planes)
 	 * leaf of every search: no clearing pass, no branch per point). */
 	int16_t to[GAME_MAX_ACTIONS];
 	game_symmetry_table(g, sym, to);
+	/* A point's two plane values by its colour + 1 (GO_EMPTY is -1): a
+	 * table load each, no compare and conversion per point. */
+	float mine_of[3] = { 0, 0, 0 }, theirs_of[3] = { 0, 0, 0 };
+	mine_of[me + 1] = 1.0f;
+	theirs_of[opp + 1] = 1.0f;
 	int k = 0;
 	for (; k < GO_PAST_POSITIONS; k++) {
-		const int8_t *past = go_past_board(b, k);
+		const int8_t *restrict past = go_past_board(b, k);
 		if (!past)
 			break;
-		float *mine = planes + k * area, *theirs = planes + (8 + k) * area;
+		float *restrict mine = planes + k * area, *restrict theirs = planes + (8 + k) * area;
 		for (int i = 0; i < area; i++) {
-			mine[to[i]] = (float)(past[i] == me);
-			theirs[to[i]] = (float)(past[i] == opp);
+			int c = past[i] + 1, t = to[i];
+			mine[t] = mine_of[c];
+			theirs[t] = theirs_of[c];
 		}
 	}
 	/* Before the first position: empty boards. */

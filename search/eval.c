@@ -237,6 +237,8 @@ static void *server_main(void *arg)
 	evaluator *ev = s->ev;
 	int outs = s->be->arch.policy_outputs;
 	eval_request *batch[EVAL_QUEUE_CAP];
+	/* By name in top -H, perf and /proc/PID/task (scripts/selfplay_cpu.sh). */
+	pthread_setname_np(pthread_self(), "sente-nn");
 
 	pthread_mutex_lock(&ev->mu);
 	for (;;) {

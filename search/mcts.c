@@ -17,6 +17,8 @@
 #define MCTS_MAX_DEPTH 2048
 #define MCTS_MAX_THREADS 256
 #define MCTS_NONE UINT32_MAX
+/* Children a node keeps first, in order of prior (see expand). */
+#define MCTS_SORTED 8
 
 enum { NODE_LEAF = 0, NODE_EXPANDING = 1, NODE_EXPANDED = 2, NODE_TERMINAL = 3 };
 
@@ -591,7 +593,19 @@ static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root, const u
 		 * children's priors give once all are seen, so of those only
 		 * the first of the largest prior can be chosen; it is weighed
 		 * against the best of the others at the end (the earlier of
-		 * two equal scores, as in a pass over the scores in order). */
+		 * two equal scores, as in a pass over the scores in order).
+		 *
+		 * Below the root, without bans, the pass ends at the first such
+		 * child among the first MCTS_SORTED: expand() put the largest
+		 * priors there in order, so none after it has a larger one, and
+		 * none after it has been chosen (a child is chosen over a fresh
+		 * one of a larger prior only once that one has a descent, and
+		 * priors below the root never change). Most nodes of a tree
+		 * have had few descents: their pass reads a few children, not
+		 * every legal move's. */
+		uint32_t sorted = !is_root && !ban ? (p->n_children < MCTS_SORTED ? p->n_children
+										 : MCTS_SORTED)
+						   : 0;
 		double visited_prior = 0;
 		float fresh_prior = -1.0f;
 		uint32_t fresh_i = MCTS_NONE;
@@ -610,6 +624,8 @@ static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root, const u
 					fresh_prior = ch->prior;
 					fresh_i = p->first_child + k;
 				}
+				if (k < sorted)
+					break;
 				continue;
 			}
 			double q = (load_d(&ch->wsum) - vl) / (double)n_eff;
@@ -811,10 +827,35 @@ static uint32_t gumbel_select(mcts *m)
 	return pick;
 }
 
+/* The legal moves of the MCTS_SORTED largest priors, largest first (of
+ * equal ones the earlier legal move first), as indices into legal[] in
+ * top[]; returns their count. One pass with a short insertion list: a
+ * move enters only above the list's last prior. */
+static int top_priors(const float *policy, const int *legal, int n, int *top)
+{
+	float tv[MCTS_SORTED];
+	int k = 0;
+	for (int i = 0; i < n; i++) {
+		float p = policy[legal[i]];
+		if (k == MCTS_SORTED && !(p > tv[k - 1]))
+			continue;
+		int j = k < MCTS_SORTED ? k++ : k - 1;
+		for (; j > 0 && p > tv[j - 1]; j--) {
+			top[j] = top[j - 1];
+			tv[j] = tv[j - 1];
+		}
+		top[j] = i;
+		tv[j] = p;
+	}
+	return k;
+}
+
 /* Creates the children of node `idx` at position g from the network's
  * policy, and publishes them: one per legal move, from g's n_legal legal
- * moves when the evaluation gave them (else n_legal < 0). Without room in
- * the pool the node stays a leaf (its value still counts). */
+ * moves when the evaluation gave them (else n_legal < 0), the moves of the
+ * MCTS_SORTED largest priors first, in order (select_child's early stop),
+ * then the rest in legal order. Without room in the pool the node stays a
+ * leaf (its value still counts). */
 static void expand(mcts *m, uint32_t idx, const game *g, const float *policy, const int *given,
 		   int n_legal)
 {
@@ -831,8 +872,27 @@ static void expand(mcts *m, uint32_t idx, const game *g, const float *policy, co
 		atomic_store_explicit(&node->state, NODE_LEAF, memory_order_release);
 		return;
 	}
-	for (int i = 0; i < n; i++)
-		node_reset(node_at(m, first + (uint32_t)i), legal[i], policy[legal[i]]);
+	int top[MCTS_SORTED], skip[MCTS_SORTED + 1];
+	int k = top_priors(policy, legal, n, top);
+	mcts_node *ch = node_at(m, first);
+	for (int i = 0; i < k; i++)
+		node_reset(ch++, legal[top[i]], policy[legal[top[i]]]);
+	/* The rest in legal order: the sorted ones' indices, ascending, are
+	 * skipped on the way. */
+	for (int i = 0; i < k; i++) {
+		int j = i, x = top[i];
+		for (; j > 0 && skip[j - 1] > x; j--)
+			skip[j] = skip[j - 1];
+		skip[j] = x;
+	}
+	skip[k] = n;
+	for (int i = 0, s = 0; i < n; i++) {
+		if (i == skip[s]) {
+			s++;
+			continue;
+		}
+		node_reset(ch++, legal[i], policy[legal[i]]);
+	}
 	node->first_child = first;
 	node->n_children = (uint16_t)n;
 	atomic_store_explicit(&node->state, NODE_EXPANDED, memory_order_release);

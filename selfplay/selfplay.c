@@ -765,6 +765,7 @@ static void *worker_main(void *arg)
 	selfplay *sp = w->sp;
 	bool claiming = true;
 	int err = 0;
+	pthread_setname_np(pthread_self(), "sente-play"); /* as the evaluator's "sente-nn" */
 	for (int i = 0; i < w->n_games && !err; i++)
 		if (w->games[i].live && game_renew(sp, w, &w->games[i]) != 0)
 			err = 1;

@@ -113,6 +113,7 @@ typedef struct cpu_set {
 	int chunk;                    /* >= 0: run as passes of set[chunk] instead */
 	double secs;                  /* timed seconds of one pass (0: not timed) */
 	dnnl_memory_t in_user;        /* input, NCHW fp32 (owned) */
+	dnnl_memory_t in_lent;        /* the same, on a caller's buffer (cpu_pass) */
 	dnnl_memory_t in_conv;        /* input in the input conv's layout, or NULL */
 	dnnl_memory_t act[2];         /* tower ping-pong buffers (owned) */
 	dnnl_memory_t se_x;           /* SE blocks' conv2 output, fp32, or NULL */
@@ -606,6 +607,7 @@ static int cpu_make_set(cpu_ctx *c, cpu_set *s, int nb, int lay, const nn_backen
 	DNNL_CHECK(cpu_alloc(c, &act_md, &s->act[0]));
 	DNNL_CHECK(cpu_alloc(c, &act_md, &s->act[1]));
 	DNNL_CHECK(cpu_alloc(c, &in_md, &s->in_user));
+	DNNL_CHECK(dnnl_memory_create(&s->in_lent, &in_md, c->engine, DNNL_MEMORY_NONE));
 	if (c->has_se) {
 		DNNL_CHECK(cpu_alloc(c, &x_md, &s->se_x));
 		if (cpu_layout_of(&act_md, C, &s->xl, err, errlen) < 0) {
@@ -780,9 +782,9 @@ out:
 
 static void cpu_free_set(cpu_set *s)
 {
-	dnnl_memory_t *mems[] = { &s->in_user, &s->in_conv, &s->act[0], &s->act[1], &s->se_x,
-				  &s->head_in, &s->pol_act, &s->val_act, &s->val_hid, &s->pol_out,
-				  &s->val_out };
+	dnnl_memory_t *mems[] = { &s->in_user, &s->in_lent, &s->in_conv, &s->act[0], &s->act[1],
+				  &s->se_x, &s->head_in, &s->pol_act, &s->val_act, &s->val_hid,
+				  &s->pol_out, &s->val_out };
 	for (size_t i = 0; i < sizeof(mems) / sizeof(mems[0]); i++)
 		if (*mems[i])
 			dnnl_memory_destroy(*mems[i]);
@@ -1538,12 +1540,22 @@ static int cpu_pass(cpu_ctx *c, cpu_set *s, int n, const float *planes, float *p
 	int rc = 0;
 	size_t in_n = (size_t)a->in_planes * a->board_w * a->board_h;
 	void *h;
-	DNNL_CHECK(dnnl_memory_get_data_handle(s->in_user, &h));
-	memcpy(h, planes, sizeof(float) * in_n * (size_t)n);
-	if (cpu_run_set(c, s, err, errlen) < 0) {
-		rc = -1;
-		goto out;
+	/* A full batch is read where the caller has it (the set reads all
+	 * its nb rows: a short one is copied into the set's own buffer).
+	 * Self-play's batches are full: one copy of every position's planes
+	 * fewer, made on the network's core from memory another core wrote. */
+	dnnl_memory_t own = s->in_user;
+	if (n == s->nb) {
+		DNNL_CHECK(dnnl_memory_set_data_handle(s->in_lent, (void *)planes));
+		s->in_user = s->in_lent;
+	} else {
+		DNNL_CHECK(dnnl_memory_get_data_handle(s->in_user, &h));
+		memcpy(h, planes, sizeof(float) * in_n * (size_t)n);
 	}
+	rc = cpu_run_set(c, s, err, errlen);
+	s->in_user = own;
+	if (rc < 0)
+		goto out;
 	if ((ownership || score) && cpu_heads(c, s, n, ownership, score) < 0) {
 		rc = -1;
 		goto out;

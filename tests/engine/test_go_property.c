@@ -110,7 +110,8 @@ Test(go_property, random_games_19x19, .timeout = 60)
 }
 
 /* go_copy (the descent's copy, which leaves the history arrays' unused
- * end alone) gives a board that plays on as the original: copied onto
+ * end and the per-point arrays' room beyond a smaller board alone) gives
+ * a board that plays on as the original: copied onto
  * garbage at every few moves of random games with captures, each copy
  * checks out, compares equal, and lists the same legal moves (superko
  * included) as the original for the rest of the game. */
@@ -173,6 +174,41 @@ Test(go_property, no_position_repeats)
 					      "game %d: position %d repeats %d", g, i + 1, j);
 		}
 	}
+}
+
+/* Every move listed legal leads to a position the game has not had (the
+ * hash of its stones against every earlier one's, scanned here), in
+ * random games on small boards where captures, kos and regrown areas
+ * are common: a move that captures nothing is taken as new without a
+ * lookup only when its board has fewer empty points than any before. */
+Test(go_property, listed_moves_make_new_positions, .timeout = 60)
+{
+	static int moves[GO_MAX_SIZE * GO_MAX_SIZE + 1];
+	uint64_t rng = 4242;
+	long checked = 0, with_captures = 0;
+	for (int g = 0; g < 150; g++) {
+		int size = g % 3 == 2 ? 7 : 5;
+		cr_assert_eq(go_init(&board, size, 0.5), 0);
+		while (!go_is_over(&board) && board.n_history < 400) {
+			int n = go_legal_moves(&board, moves);
+			for (int i = 0; i + 1 < n; i++) {
+				scratch = board;
+				cr_assert_eq(go_play(&scratch, moves[i]), 0);
+				with_captures += scratch.n_empty >= board.n_empty;
+				for (int j = 0; j <= board.n_history; j++)
+					cr_assert_neq(scratch.hash, board.past_hash[j],
+						      "game %d, move %d: %d repeats position %d", g,
+						      board.n_history, moves[i], j);
+				checked++;
+			}
+			int move = n == 1 || rng_xorshift64(&rng) % 50 == 0 ? moves[n - 1]
+								    : moves[rng_xorshift64(&rng) % (uint64_t)(n - 1)];
+			cr_assert_eq(go_play(&board, move), 0);
+			cr_assert(go_check(&board));
+		}
+	}
+	cr_assert_gt(checked, 10000);
+	cr_assert_gt(with_captures, 100, "captures were among the moves checked");
 }
 
 Test(go_property, playouts_on_copies)

@@ -185,6 +185,97 @@ Test(mcts, tree_reuse_keeps_the_subtree)
 	eval_free(ev);
 }
 
+/* One single-thread search of g from scratch, then one move on (the kept
+ * subtree topped up), with or without an avoid list that bans nothing:
+ * with one, every node's selection reads all its children; without, a
+ * node below the root stops at its first child without descents among
+ * those expand() sorted by prior. The tree's fingerprint: the root's
+ * children (move, visits, q) and each visited child's principal
+ * variation with its visits, into fp[] (returns its length). */
+static int search_fingerprint(evaluator *ev, bool full_pass, int visits, int *fp, int max)
+{
+	mcts_options o = mcts_options_default();
+	o.threads = 1;
+	o.max_visits = visits;
+	o.max_memory = 64 << 20;
+	mcts *m = mcts_new(ev, &o, NULL, 0);
+	cr_assert(m);
+	static mcts_avoid none;
+	memset(&none, 0, sizeof(none));
+	if (full_pass)
+		mcts_set_avoid(m, &none);
+	game here = g;
+	int n = 0;
+	for (int step = 0; step < 2; step++) {
+		mcts_set_position(m, &here);
+		mcts_search(m);
+		cr_assert_eq(mcts_root_visits(m), visits);
+		static mcts_child_info ci[GAME_MAX_ACTIONS];
+		int nc = mcts_root_children(m, ci, GAME_MAX_ACTIONS);
+		for (int i = 0; i < nc && n + 3 <= max; i++) {
+			fp[n++] = ci[i].move;
+			fp[n++] = ci[i].visits;
+			memcpy(&fp[n++], &ci[i].q, sizeof(float));
+			if (ci[i].visits == 0)
+				continue;
+			int pv[16], pvv[16];
+			int len = mcts_pv_visits(m, ci[i].move, pv, pvv, 16);
+			for (int k = 0; k < len && n + 2 <= max; k++) {
+				fp[n++] = pv[k];
+				fp[n++] = pvv[k];
+			}
+		}
+		cr_assert_eq(game_play(&here, mcts_choose_move(m, 0, false)), GAME_OK);
+	}
+	mcts_free(m);
+	return n;
+}
+
+/* The early stop in selection changes no choice: the same trees with and
+ * without it, on Go with the plain prior (many children, ties of prior
+ * and of value), Go with uniform priors and material values, and Connect
+ * Four with the fake network's varied priors. */
+Test(mcts, sorted_children_stop_early_to_the_same_tree, .timeout = 60)
+{
+	static int a[1 << 14], b[1 << 14];
+	game_params p = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	eval_options eo = eval_options_default();
+	eo.plain_prior = true;
+	evaluator *plain = eval_new(NULL, 0, NN_ENC_LZ18, &eo, NULL, 0);
+	fake_net fg, fc;
+	fake_go_init(&fg, 9, 8, 0);
+	fake_c4_init(&fc, 8, 0);
+	nn_backend *bg = &fg.be, *bc = &fc.be;
+	evaluator *go_ev = eval_new(&bg, 1, NN_ENC_LZ18, NULL, NULL, 0);
+	evaluator *c4_ev = eval_new(&bc, 1, NN_ENC_C4, NULL, NULL, 0);
+	struct {
+		evaluator *ev;
+		bool go;
+		const char *name;
+	} cases[] = { { plain, true, "go, plain prior" },
+		      { go_ev, true, "go, fake network" },
+		      { c4_ev, false, "connect four, fake network" } };
+	for (int c = 0; c < 3; c++) {
+		if (cases[c].go) {
+			game_init(&g, &p);
+			const int opening[] = { 40, 30, 50, 32, 22 };
+			for (int i = 0; i < 5; i++)
+				cr_assert_eq(game_play(&g, opening[i]), GAME_OK);
+		} else {
+			c4_position("4435");
+		}
+		int na = search_fingerprint(cases[c].ev, false, 3000, a, 1 << 14);
+		int nb = search_fingerprint(cases[c].ev, true, 3000, b, 1 << 14);
+		cr_assert_gt(na, 30, "%s: a tree (%d words)", cases[c].name, na);
+		cr_assert_eq(na, nb, "%s", cases[c].name);
+		for (int i = 0; i < na; i++)
+			cr_assert_eq(a[i], b[i], "%s: fingerprint word %d of %d", cases[c].name, i, na);
+	}
+	eval_free(plain);
+	eval_free(go_ev);
+	eval_free(c4_ev);
+}
+
 Test(mcts, go_capture_in_one)
 {
 	/* 9x9: a white stone at E5 in atari (black on D5, F5, E6); Black to
