@@ -478,10 +478,17 @@ static int prepare(evaluator *ev, const game *g, int sym, bool use_cache, float 
 		}
 	}
 	/* The transformed position's logit for its action sym(a) belongs to
-	 * our action a (nn/encode.h), where the frame has it. */
-	for (int i = 0; i < n_legal; i++)
-		idx[i] = nn_frame_action(g, game_symmetry_move(g, sym, legal[i]), ev->frame_w,
-					 ev->frame_h);
+	 * our action a (nn/encode.h), where the frame has it: through the
+	 * symmetry's table, not two calls a legal move. */
+	int16_t to[GAME_MAX_ACTIONS];
+	game_symmetry_table(g, sym, to);
+	if (game_width(g) == ev->frame_w && game_height(g) == ev->frame_h) {
+		for (int i = 0; i < n_legal; i++)
+			idx[i] = to[legal[i]];
+	} else {
+		for (int i = 0; i < n_legal; i++)
+			idx[i] = nn_frame_action(g, to[legal[i]], ev->frame_w, ev->frame_h);
+	}
 	if (nn_encode_frame(g, ev->enc, sym, ev->frame_w, ev->frame_h, planes) < 0) {
 		uniform(g, legal, n_legal, policy, value);
 		return -1;
