@@ -99,6 +99,9 @@ struct mcts {
 	game root_game;               /* position at the root */
 	bool have_root_game;          /* root_game is set */
 	bool root_noised;             /* noise already mixed into the root */
+	bool banned_tree;             /* the tree was searched with bans: below the
+				       * root its visits need not follow the priors'
+				       * order, so select_child reads every child */
 	mcts_thread *threads;         /* [n_threads] */
 	int n_threads;                /* allocated thread contexts */
 	int running_threads;          /* started by mcts_start */
@@ -600,24 +603,29 @@ static uint32_t select_child(mcts *m, uint32_t parent_idx, bool is_root, const u
 		 * priors there in order, so none after it has a larger one, and
 		 * none after it has been chosen (a child is chosen over a fresh
 		 * one of a larger prior only once that one has a descent, and
-		 * priors below the root never change). Most nodes of a tree
-		 * have had few descents: their pass reads a few children, not
-		 * every legal move's. */
-		uint32_t sorted = !is_root && !ban ? (p->n_children < MCTS_SORTED ? p->n_children
-										 : MCTS_SORTED)
-						   : 0;
+		 * priors below the root never change). Not in a tree that any
+		 * search with bans has grown (a banned child of a large prior
+		 * stays fresh while others are chosen), and a child's descents
+		 * in flight are read before its visits (backup adds the visit
+		 * before it takes the descent off), so that a child just backed
+		 * up is never seen fresh. Most nodes of a tree have had few
+		 * descents: their pass reads a few children, not every legal
+		 * move's. */
+		uint32_t sorted = !is_root && !m->banned_tree
+					  ? (p->n_children < MCTS_SORTED ? p->n_children : MCTS_SORTED)
+					  : 0;
 		double visited_prior = 0;
 		float fresh_prior = -1.0f;
 		uint32_t fresh_i = MCTS_NONE;
 		for (uint32_t k = 0; k < p->n_children; k++) {
 			mcts_node *ch = node_at(m, p->first_child + k);
+			int vl = atomic_load_explicit(&ch->vloss, memory_order_acquire) *
+				 m->opt.virtual_loss;
 			int v = atomic_load_explicit(&ch->visits, memory_order_relaxed);
 			if (v > 0)
 				visited_prior += ch->prior;
 			if (ban && ban[ch->move] >= ply)
 				continue;
-			int vl = atomic_load_explicit(&ch->vloss, memory_order_relaxed) *
-				 m->opt.virtual_loss;
 			int n_eff = v + vl;
 			if (n_eff == 0) {
 				if (ch->prior > fresh_prior) {
@@ -930,7 +938,9 @@ static void backup(mcts *m, const uint32_t *path, int depth, float v, float s)
 		if (scored)
 			add_f(&n->ssum, s);
 		atomic_fetch_add_explicit(&n->visits, 1, memory_order_relaxed);
-		atomic_fetch_sub_explicit(&n->vloss, 1, memory_order_relaxed);
+		/* Release: a reader that sees the descent gone sees the visit
+		 * (select_child). */
+		atomic_fetch_sub_explicit(&n->vloss, 1, memory_order_release);
 		v = -v;
 		s = -s;
 	}
@@ -1150,7 +1160,10 @@ static bool setup(mcts *m)
 			return false;
 		node_reset(node_at(m, r), GAME_MOVE_NONE, 1);
 		m->root = r;
+		m->banned_tree = false;
 	}
+	if (m->avoid)
+		m->banned_tree = true;
 	/* An interrupt that came before the search began still ends it. */
 	atomic_store(&m->stop, atomic_load(&m->interrupted));
 	atomic_store(&m->started, 0);

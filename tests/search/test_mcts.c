@@ -192,7 +192,8 @@ Test(mcts, tree_reuse_keeps_the_subtree)
  * those expand() sorted by prior. The tree's fingerprint: the root's
  * children (move, visits, q) and each visited child's principal
  * variation with its visits, into fp[] (returns its length). */
-static int search_fingerprint(evaluator *ev, bool full_pass, int visits, int *fp, int max)
+static int search_fingerprint_after(evaluator *ev, const mcts_avoid *first, bool full_pass,
+				    int visits, int *fp, int max)
 {
 	mcts_options o = mcts_options_default();
 	o.threads = 1;
@@ -202,10 +203,22 @@ static int search_fingerprint(evaluator *ev, bool full_pass, int visits, int *fp
 	cr_assert(m);
 	static mcts_avoid none;
 	memset(&none, 0, sizeof(none));
-	if (full_pass)
-		mcts_set_avoid(m, &none);
 	game here = g;
 	int n = 0;
+	if (first) {
+		/* A third of the visits with bans first; the searches below
+		 * go on in the tree it grew. */
+		o.max_visits = visits / 3;
+		mcts_set_options(m, &o);
+		mcts_set_avoid(m, first);
+		mcts_set_position(m, &here);
+		mcts_search(m);
+		o.max_visits = visits;
+		mcts_set_options(m, &o);
+		mcts_set_avoid(m, NULL);
+	}
+	if (full_pass)
+		mcts_set_avoid(m, &none);
 	for (int step = 0; step < 2; step++) {
 		mcts_set_position(m, &here);
 		mcts_search(m);
@@ -229,6 +242,11 @@ static int search_fingerprint(evaluator *ev, bool full_pass, int visits, int *fp
 	}
 	mcts_free(m);
 	return n;
+}
+
+static int search_fingerprint(evaluator *ev, bool full_pass, int visits, int *fp, int max)
+{
+	return search_fingerprint_after(ev, NULL, full_pass, visits, fp, max);
 }
 
 /* The early stop in selection changes no choice: the same trees with and
@@ -274,6 +292,40 @@ Test(mcts, sorted_children_stop_early_to_the_same_tree, .timeout = 60)
 	eval_free(plain);
 	eval_free(go_ev);
 	eval_free(c4_ev);
+}
+
+/* A tree grown by a search with bans (GTP's avoid, to depth 4: below the
+ * root a banned child of a large prior stays fresh while others are
+ * chosen) is searched on without them as with the full pass. */
+Test(mcts, a_tree_searched_with_bans_is_read_in_full, .timeout = 60)
+{
+	static int a[1 << 14], b[1 << 14];
+	static mcts_avoid bans;
+	game_params p = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	/* Uniform priors (the sorted children are the first legal moves) and
+	 * material values (children's values differ). */
+	fake_net fg;
+	fake_go_init(&fg, 9, 8, 0);
+	nn_backend *bg = &fg.be;
+	evaluator *go_ev = eval_new(&bg, 1, NN_ENC_LZ18, NULL, NULL, 0);
+	game_init(&g, &p);
+	const int opening[] = { 40, 30, 50, 32, 22 };
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(game_play(&g, opening[i]), GAME_OK);
+	/* The first two rows: the first legal moves, so the sorted ones. */
+	bool listed[GAME_MAX_ACTIONS] = { false };
+	for (int q = 0; q < 18; q++)
+		listed[q] = true;
+	memset(&bans, 0, sizeof(bans));
+	mcts_avoid_ban(&bans, GO_BLACK, listed, GAME_MAX_ACTIONS, false, 6);
+	mcts_avoid_ban(&bans, GO_WHITE, listed, GAME_MAX_ACTIONS, false, 6);
+	int na = search_fingerprint_after(go_ev, &bans, false, 3000, a, 1 << 14);
+	int nb = search_fingerprint_after(go_ev, &bans, true, 3000, b, 1 << 14);
+	cr_assert_gt(na, 30);
+	cr_assert_eq(na, nb);
+	for (int i = 0; i < na; i++)
+		cr_assert_eq(a[i], b[i], "fingerprint word %d of %d", i, na);
+	eval_free(go_ev);
 }
 
 Test(mcts, go_capture_in_one)
