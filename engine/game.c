@@ -234,20 +234,28 @@ static inline int go_symmetry_point(int n, int sym, int x, int y)
 	return y * n + x;
 }
 
-/* Every Go board's symmetry tables, made when the program loads: the
- * point that point y * n + x goes to under each symmetry (a search maps
- * every legal move of every leaf it evaluates, which the divisions of
- * go_symmetry_point's arguments made a cost). About 87 KB. */
-static int16_t go_sym_tables[GO_MAX_SIZE - GO_MIN_SIZE + 1][8][GO_MAX_SIZE * GO_MAX_SIZE];
+/* Every game's symmetry tables, made when the program loads: the action
+ * that each action goes to under each symmetry, a Go board's pass last
+ * (a search maps every legal move of every leaf it evaluates, and encodes
+ * every leaf's points, which the divisions of go_symmetry_point's
+ * arguments made a cost). About 87 KB. */
+static int16_t go_sym_tables[GO_MAX_SIZE - GO_MIN_SIZE + 1][8][GAME_MAX_ACTIONS];
+static int16_t c4_sym_tables[2][C4_WIDTH];
 
 __attribute__((constructor)) static void go_sym_make(void)
 {
 	for (int n = GO_MIN_SIZE; n <= GO_MAX_SIZE; n++)
-		for (int s = 0; s < 8; s++)
+		for (int s = 0; s < 8; s++) {
+			int16_t *t = go_sym_tables[n - GO_MIN_SIZE][s];
 			for (int y = 0; y < n; y++)
 				for (int x = 0; x < n; x++)
-					go_sym_tables[n - GO_MIN_SIZE][s][y * n + x] =
-						(int16_t)go_symmetry_point(n, s, x, y);
+					t[y * n + x] = (int16_t)go_symmetry_point(n, s, x, y);
+			t[n * n] = (int16_t)(n * n); /* the pass */
+		}
+	for (int a = 0; a < C4_WIDTH; a++) {
+		c4_sym_tables[0][a] = (int16_t)a;
+		c4_sym_tables[1][a] = (int16_t)(C4_WIDTH - 1 - a);
+	}
 }
 
 static const int16_t *go_sym_table(int n, int sym)
@@ -266,17 +274,12 @@ int game_symmetry_move(const game *g, int sym, int move)
 	return go_sym_table(n, sym)[move];
 }
 
-void game_symmetry_table(const game *g, int sym, int16_t *to)
+const int16_t *game_symmetry_table(const game *g, int sym)
 {
-	int n_actions = game_num_actions(g);
-	if (g->params.kind != GAME_KIND_GO) {
-		for (int a = 0; a < n_actions; a++)
-			to[a] = (int16_t)game_symmetry_move(g, sym, a);
-		return;
-	}
-	int n = g->u.go.size;
-	memcpy(to, go_sym_table(n, sym), sizeof(to[0]) * (size_t)(n * n));
-	to[n * n] = (int16_t)(n * n); /* the pass */
+	assert(sym >= 0 && sym < game_num_symmetries(g));
+	if (g->params.kind == GAME_KIND_CONNECT4)
+		return c4_sym_tables[sym];
+	return go_sym_table(g->u.go.size, sym);
 }
 
 int game_symmetry_inverse(const game *g, int sym)

@@ -115,9 +115,9 @@ int game_num_symmetries(const game *g); /* 8 for Go, 2 for Connect Four */
 /* The image of `move` under symmetry `sym` (0 = identity); pass maps to pass.
  * Go's eight are numbered as Leela Zero's (`heatmap N` is `kata-raw-nn N`). */
 int game_symmetry_move(const game *g, int sym, int move);
-/* to[a] = game_symmetry_move(g, sym, a) for every action a (the pass
- * included), without a call and a division per move. */
-void game_symmetry_table(const game *g, int sym, int16_t *to);
+/* The table of game_symmetry_move(g, sym, a) for every action a (the pass
+ * included), made once: no call and division per move, no copy. */
+const int16_t *game_symmetry_table(const game *g, int sym);
 /* The inverse symmetry of `sym`: game_symmetry_move(g, inv, game_symmetry_move(g, sym, m)) == m. */
 int game_symmetry_inverse(const game *g, int sym);
 

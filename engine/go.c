@@ -312,11 +312,14 @@ static void past_push(go_board *b)
 static inline bool legal_on_empty(const go_board *b, int c, int p)
 {
 	const int nb[4] = { p - S, p - 1, p + 1, p + S };
-	/* Most points of most boards: an empty neighbour (not suicide), no
-	 * stone of the other colour beside it (no capture), on a board with
-	 * fewer empty points than any before once it is played (a new
-	 * position, see below). Decided without a branch per neighbour. */
-	if (b->n_empty - 1 < b->min_empty) {
+	/* A stone that captures nothing leaves one empty point fewer: fewer
+	 * than any earlier position had, the position is new (superko needs
+	 * no hash and no filter lookup). */
+	bool new_if_no_capture = b->n_empty - 1 < b->min_empty;
+	/* Most points of most boards: an empty neighbour (not suicide) and
+	 * no stone of the other colour beside it (no capture), decided
+	 * without a branch per neighbour. */
+	if (new_if_no_capture) {
 		int v0 = b->cell[nb[0]], v1 = b->cell[nb[1]], v2 = b->cell[nb[2]], v3 = b->cell[nb[3]];
 		int o = 1 - c;
 		bool empty = (v0 == GO_EMPTY) | (v1 == GO_EMPTY) | (v2 == GO_EMPTY) | (v3 == GO_EMPTY);
@@ -348,10 +351,8 @@ static inline bool legal_on_empty(const go_board *b, int c, int p)
 		return false; /* suicide */
 
 	/* Positional superko: the stones after the move against every
-	 * earlier position. A move that captures nothing leaves one empty
-	 * point fewer: fewer than any earlier position had, that position is
-	 * new (most moves of most games: no hash and no filter lookup). */
-	if (n_caps == 0 && b->n_empty - 1 < b->min_empty)
+	 * earlier position. */
+	if (n_caps == 0 && new_if_no_capture)
 		return true;
 	uint64_t h = b->hash ^ zobrist_stone(c, p);
 	for (int k = 0; k < n_caps; k++) {

@@ -100,8 +100,7 @@ static void encode_go(const game *g, nn_encoding enc, int sym, float *planes)
 	/* Where each point goes, then the history planes a board at a time,
 	 * every point of both planes written (the encoding runs once per
 	 * leaf of every search: no clearing pass, no branch per point). */
-	int16_t to[GAME_MAX_ACTIONS];
-	game_symmetry_table(g, sym, to);
+	const int16_t *to = game_symmetry_table(g, sym);
 	/* A point's two plane values by its colour + 1 (GO_EMPTY is -1): a
 	 * table load each, no compare and conversion per point. */
 	float mine_of[3] = { 0, 0, 0 }, theirs_of[3] = { 0, 0, 0 };

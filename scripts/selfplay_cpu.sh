@@ -38,7 +38,7 @@ r=1
 while [ "$r" -le "$ROUNDS" ]; do
 	rm -f "$dir"/sp.db*
 	"$BIN" selfplay --db "$dir/sp.db" -w "$MODEL" --precision "$PREC" --parallel-games "$GAMES" \
-		--batch "$GAMES" --games 100000000 --minutes "$(echo "$SECS / 60" | bc -l)" --json -q \
+		--batch "$GAMES" --games 100000000 --minutes "$(awk -v s="$SECS" 'BEGIN { print s / 60 }')" --json -q \
 		>"$dir/out" 2>"$dir/err" &
 	pid=$!
 	last="0 0"

@@ -480,8 +480,7 @@ static int prepare(evaluator *ev, const game *g, int sym, bool use_cache, float 
 	/* The transformed position's logit for its action sym(a) belongs to
 	 * our action a (nn/encode.h), where the frame has it: through the
 	 * symmetry's table, not two calls a legal move. */
-	int16_t to[GAME_MAX_ACTIONS];
-	game_symmetry_table(g, sym, to);
+	const int16_t *to = game_symmetry_table(g, sym);
 	if (game_width(g) == ev->frame_w && game_height(g) == ev->frame_h) {
 		for (int i = 0; i < n_legal; i++)
 			idx[i] = to[legal[i]];

@@ -997,18 +997,19 @@ out:
 	return rc;
 }
 
-/* Runs every primitive of set s on what its input buffer holds. */
-static int cpu_run_set(cpu_ctx *c, cpu_set *s, char *err, size_t errlen)
+/* Runs every primitive of set s on the input `in` (NCHW fp32, nb rows:
+ * s->in_user, or s->in_lent on a caller's buffer). */
+static int cpu_run_set(cpu_ctx *c, cpu_set *s, dnnl_memory_t in, char *err, size_t errlen)
 {
 	int rc = 0;
 	const nn_arch *a = &c->arch;
 	dnnl_exec_arg_t args[8];
-	dnnl_memory_t src = s->in_user;
-	if (c->amax && cpu_stat(c, s->in_user, &c->amax[c->n_layers], err, errlen) < 0)
+	dnnl_memory_t src = in;
+	if (c->amax && cpu_stat(c, in, &c->amax[c->n_layers], err, errlen) < 0)
 		return -1;
 	if (c->has_se && a->masked_pool) {
 		void *h;
-		DNNL_CHECK(dnnl_memory_get_data_handle(s->in_user, &h));
+		DNNL_CHECK(dnnl_memory_get_data_handle(in, &h));
 		int hw = a->board_w * a->board_h;
 		float *pw = s->se_buf + (size_t)s->nb * (3 * a->channels + a->se_channels);
 		for (int n = 0; n < s->nb; n++)
@@ -1017,7 +1018,7 @@ static int cpu_run_set(cpu_ctx *c, cpu_set *s, char *err, size_t errlen)
 					      pw + (size_t)n * hw);
 	}
 	if (s->reorder_in.prim) {
-		args[0] = (dnnl_exec_arg_t){ DNNL_ARG_FROM, s->in_user };
+		args[0] = (dnnl_exec_arg_t){ DNNL_ARG_FROM, in };
 		args[1] = (dnnl_exec_arg_t){ DNNL_ARG_TO, s->in_conv };
 		DNNL_CHECK(cpu_exec(c, &s->reorder_in, 2, args));
 		src = s->in_conv;
@@ -1092,12 +1093,12 @@ out:
  * machine may be shared, the minimum is the least noisy). */
 static int cpu_time_set(cpu_ctx *c, cpu_set *s, double *secs, char *err, size_t errlen)
 {
-	if (cpu_set_scratch(c, s, err, errlen) < 0 || cpu_run_set(c, s, err, errlen) < 0)
+	if (cpu_set_scratch(c, s, err, errlen) < 0 || cpu_run_set(c, s, s->in_user, err, errlen) < 0)
 		return -1;
 	*secs = 1e30;
 	for (int r = 0; r < 3; r++) {
 		double t0 = clock_now();
-		if (cpu_run_set(c, s, err, errlen) < 0)
+		if (cpu_run_set(c, s, s->in_user, err, errlen) < 0)
 			return -1;
 		double t = clock_now() - t0;
 		if (t < *secs)
@@ -1312,7 +1313,7 @@ static int cpu_calibrate(cpu_ctx *c, const nn_net *net, const nn_backend_options
 		for (int i = 0; i < CPU_CALIB_BATCH; i++)
 			memcpy((float *)h + i * in_n, planes + (size_t)(i % n) * in_n,
 			       sizeof(float) * in_n);
-		if (cpu_run_set(f, s, err, errlen) < 0)
+		if (cpu_run_set(f, s, s->in_user, err, errlen) < 0)
 			goto out;
 	}
 	float in_max = f->amax[L];
@@ -1544,18 +1545,18 @@ static int cpu_pass(cpu_ctx *c, cpu_set *s, int n, const float *planes, float *p
 	 * its nb rows: a short one is copied into the set's own buffer).
 	 * Self-play's batches are full: one copy of every position's planes
 	 * fewer, made on the network's core from memory another core wrote. */
-	dnnl_memory_t own = s->in_user;
+	dnnl_memory_t in = s->in_user;
 	if (n == s->nb) {
 		DNNL_CHECK(dnnl_memory_set_data_handle(s->in_lent, (void *)planes));
-		s->in_user = s->in_lent;
+		in = s->in_lent;
 	} else {
 		DNNL_CHECK(dnnl_memory_get_data_handle(s->in_user, &h));
 		memcpy(h, planes, sizeof(float) * in_n * (size_t)n);
 	}
-	rc = cpu_run_set(c, s, err, errlen);
-	s->in_user = own;
-	if (rc < 0)
+	if (cpu_run_set(c, s, in, err, errlen) < 0) {
+		rc = -1;
 		goto out;
+	}
 	if ((ownership || score) && cpu_heads(c, s, n, ownership, score) < 0) {
 		rc = -1;
 		goto out;
