@@ -13,7 +13,8 @@
 # evaluations/s the mean of the progress lines after the first 10 seconds
 # (model loading and the first searches left out); then `sente bench nn`
 # with as many lanes, each at self-play's lane batch (the games over the
-# lanes). Then the same pair for the layout sente had before lanes: one
+# lanes), measuring for 20 seconds, about as long as self-play's figure
+# (a 2-second figure swung by 5-10% with the machine's hour). Then the same pair for the layout sente had before lanes: one
 # network on every thread, a worker thread per game, batch G
 # (`--nn-lanes 1 --games-per-thread 1`). One JSON line each; run it on a
 # quiet machine.
@@ -48,7 +49,7 @@ selfplay_eps() {
 # bench_eps BATCH LANES: bench nn's evaluations/s.
 bench_eps() {
 	"$BIN" bench nn -w "$MODEL" --precision "$PREC" --batch "$1" --lanes "$2" \
-		--accuracy-positions 0 2>/dev/null |
+		--accuracy-positions 0 --seconds 20 2>/dev/null |
 		sed -n 's/.*"evals_per_s":\([0-9.]*\).*/\1/p' | tail -n 1
 }
 

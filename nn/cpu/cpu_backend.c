@@ -10,10 +10,11 @@
  *   activations out of L2; smaller passes keep them there).
  * - Layout: oneDNN picks the tower's activation layout (nhwc for direct
  *   convs, nChw16c for Winograd); the whole tower keeps it. Reorders happen
- *   only at the input (user NCHW fp32 -> tower layout) and once before the
- *   heads (tower layout -> nhwc, where oneDNN has fast 1x1 convs; from a
- *   blocked layout or into a plain NCHW output it only has its slow
- *   reference conv).
+ *   only at the input (user NCHW fp32 -> tower layout) and, where the
+ *   tower is not nhwc already, once before the heads (tower layout -> nhwc
+ *   fp32). The heads' 1x1 convs are a loop of this file (cpu_head_convs:
+ *   oneDNN's 1x1 conv of 1 or 2 output channels wastes most of its vector
+ *   width); the int8 tower's u8 nhwc output is read there directly.
  * - Fusion: BN is folded into conv weight/bias; ReLU is an eltwise post-op;
  *   the residual add is a sum post-op, so a plain block is two primitives
  *   and runs in place on two buffers: conv1(A) -> B, then
@@ -35,7 +36,7 @@
  *     dst_q = oscale[o] * (sum src_q * w_q + bias_q[o]) (+ sum_scale * skip_q)
  *   with oscale[o] = q_dst / (q_src * q_w[o]), bias_q = bias * q_src * q_w[o],
  *   sum_scale = q_dst / q_skip; every layer has its own primitive since the
- *   scales are baked in. Heads get the tower output reordered back to fp32.
+ *   scales are baked in. The heads read the u8 output with its scale.
  *   Calibration costs roughly calib_positions fp32 evaluations (256 on a
  *   19x19 6x64 net: about 0.3 s on two cores) plus building the int8
  *   primitives.
@@ -61,6 +62,7 @@
 #include <string.h>
 
 #include <dnnl.h>
+#include <immintrin.h>
 #include <dnnl_debug.h>
 
 #include "engine/clock.h"
@@ -82,6 +84,7 @@ typedef struct cpu_fmt {
  * copies the primitives asked for. */
 typedef struct cpu_param {
 	const float *w;              /* folded weights, in ctx->net */
+	const float *b;              /* head convs: their folded fp32 bias */
 	dnnl_memory_desc_t w_user;   /* plain layout of w (oihw / oi) */
 	dnnl_memory_t bias;          /* f32 bias: folded, or int8's in accumulator units */
 	const float *wq;             /* int8: weight scale per output channel, else NULL */
@@ -117,7 +120,9 @@ typedef struct cpu_set {
 	dnnl_memory_t in_conv;        /* input in the input conv's layout, or NULL */
 	dnnl_memory_t act[2];         /* tower ping-pong buffers (owned) */
 	dnnl_memory_t se_x;           /* SE blocks' conv2 output, fp32, or NULL */
-	dnnl_memory_t head_in;        /* tower output in nhwc for the heads, or NULL */
+	dnnl_memory_t head_in;        /* tower output in nhwc fp32 for the heads, or NULL */
+	int head_u8;                  /* int8: the head convs read the tower's u8
+				       * nhwc output where it is, with its scale */
 	dnnl_memory_t pol_act;        /* policy conv output */
 	dnnl_memory_t val_act;        /* value conv output */
 	dnnl_memory_t val_hid;        /* value FC1 output */
@@ -132,7 +137,7 @@ typedef struct cpu_set {
 	int algo[CPU_CONV_KINDS];     /* 1 Winograd, 0 direct */
 	int wino_ok[CPU_CONV_KINDS];  /* 1 when oneDNN offered Winograd */
 	int lay;                      /* tower layout from: 0 direct, 1 Winograd */
-	cpu_op pol_conv, val_conv, pol_fc, val_fc1, val_fc2; /* heads */
+	cpu_op pol_fc, val_fc1, val_fc2; /* heads after their 1x1 convs (cpu_head_convs) */
 	cpu_layout xl;                /* layout of act and se_x (SE nets) */
 	cpu_layout vl;                /* layout of val_act (nets with an ownership head) */
 	float *se_buf;                /* SE: pooled [nb][C], hidden [nb][se], z [nb][2C],
@@ -690,12 +695,19 @@ static int cpu_make_set(cpu_ctx *c, cpu_set *s, int nb, int lay, const nn_backen
 			goto out;
 		}
 
-	/* Heads: the tower output in nhwc (int8: back in fp32), 1x1 convs in
-	 * the layout oneDNN prefers after that, inner products on it. */
+	/* Heads: the tower output in nhwc (the int8 tower's u8 where it is,
+	 * else fp32), the 1x1 convs in plain loops (cpu_head_convs) into nhwc,
+	 * inner products on that. oneDNN's 1x1 conv of 1 or 2 output
+	 * channels runs at a sixteenth of its vector width: on a 19x19 6x64
+	 * int8 network the two convs and the reorder before them took 13% of
+	 * a forward (ONEDNN_VERBOSE), the loop about 4% (perf). */
 	{
 		dnnl_dims_t hd = { nb, C, H, W };
-		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&head_md, 4, hd, q ? dnnl_f32 : dt, dnnl_nhwc));
-		if (!dnnl_memory_desc_equal(&head_md, &act_md)) {
+		dnnl_memory_desc_t u8_md;
+		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&head_md, 4, hd, dnnl_f32, dnnl_nhwc));
+		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&u8_md, 4, hd, dnnl_u8, dnnl_nhwc));
+		s->head_u8 = q && dnnl_memory_desc_equal(&u8_md, &act_md);
+		if (!s->head_u8 && !dnnl_memory_desc_equal(&head_md, &act_md)) {
 			DNNL_CHECK(cpu_alloc(c, &head_md, &s->head_in));
 			if (cpu_reorder_make(c, &act_md, &head_md,
 					     q ? 1.0f / c->q_out[c->n_layers - 1] : 1.0f,
@@ -705,34 +717,12 @@ static int cpu_make_set(cpu_ctx *c, cpu_set *s, int nb, int lay, const nn_backen
 			}
 		}
 	}
-	struct {
-		int ch;           /* head conv channels */
-		int p;            /* its parameter */
-		cpu_op *op;       /* where it goes */
-		dnnl_memory_t *m; /* its output */
-		dnnl_memory_desc_t *md;
-	} heads[2] = {
-		{ a->policy_channels, P_POL_CONV(c), &s->pol_conv, &s->pol_act, &pol_md },
-		{ a->value_channels, P_VAL_CONV(c), &s->val_conv, &s->val_act, &val_md },
-	};
-	for (int h = 0; h < 2; h++) {
-		dnnl_dims_t wd = { heads[h].ch, C, 1, 1 }, bd = { heads[h].ch },
-			    od = { nb, heads[h].ch, H, W };
-		dnnl_memory_desc_t w1, b1, o1;
-		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&w1, 4, wd, head_md.data_type,
-							 dnnl_format_tag_any));
-		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&b1, 1, bd, dnnl_f32, dnnl_x));
-		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&o1, 4, od, dnnl_f32, dnnl_format_tag_any));
-		DNNL_CHECK(cpu_pd(c, 0, dnnl_convolution_direct, &head_md, &w1, &b1, &o1, 1,
-				  POST_RELU, -1, &pd));
-		*heads[h].md = *cpu_md(pd, dnnl_query_dst_md);
-		rc = cpu_op_make(c, pd, heads[h].op, err, errlen);
-		pd = NULL;
-		if (rc < 0 || cpu_bind_weights(c, s, heads[h].op, heads[h].p, err, errlen) < 0) {
-			rc = -1;
-			goto out;
-		}
-		DNNL_CHECK(cpu_alloc(c, heads[h].md, heads[h].m));
+	{
+		dnnl_dims_t pd4 = { nb, a->policy_channels, H, W }, vd4 = { nb, a->value_channels, H, W };
+		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&pol_md, 4, pd4, dnnl_f32, dnnl_nhwc));
+		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&val_md, 4, vd4, dnnl_f32, dnnl_nhwc));
+		DNNL_CHECK(cpu_alloc(c, &pol_md, &s->pol_act));
+		DNNL_CHECK(cpu_alloc(c, &val_md, &s->val_act));
 	}
 	if (c->net->own_fc.w && cpu_layout_of(&val_md, a->value_channels, &s->vl, err, errlen) < 0) {
 		rc = -1;
@@ -794,8 +784,6 @@ static void cpu_free_set(cpu_set *s)
 		cpu_op_free(&s->conv[k]);
 	free(s->conv);
 	free(s->layer_conv);
-	cpu_op_free(&s->pol_conv);
-	cpu_op_free(&s->val_conv);
 	cpu_op_free(&s->pol_fc);
 	cpu_op_free(&s->val_fc1);
 	cpu_op_free(&s->val_fc2);
@@ -842,6 +830,7 @@ static int cpu_param_conv(cpu_ctx *c, int p, const nn_conv *cv, const float *bia
 	dnnl_dims_t wd = { cv->c_out, cv->c_in, cv->k, cv->k }, bd = { cv->c_out };
 	dnnl_memory_desc_t bmd;
 	c->param[p].w = cv->w;
+	c->param[p].b = cv->b;
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&c->param[p].w_user, 4, wd, dnnl_f32, dnnl_oihw));
 	DNNL_CHECK(dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_x));
 	DNNL_CHECK(dnnl_memory_create(&c->param[p].bias, &bmd, c->engine,
@@ -997,6 +986,129 @@ out:
 	return rc;
 }
 
+/* ---- head convs ------------------------------------------------------------ */
+
+/* Up to four output channels of the heads' 1x1 convs, from either head:
+ * channel k has C weights w[k] and bias b[k], and point p's value goes to
+ * out[k][p * stride[k]]. */
+typedef struct cpu_head_rows {
+	int n;               /* 1..4 */
+	const float *w[4];
+	float b[4];
+	float *out[4];
+	int stride[4];
+} cpu_head_rows;
+
+/* Those channels' 1x1 conv + ReLU over n_pts points of nhwc input (C
+ * channels a point: fp32 xf, or u8 xu times scale). The plain loop is the
+ * reference; the AVX2 one below gives the same sums in another order. */
+static void cpu_head_points_plain(const float *xf, const uint8_t *xu, float scale, size_t n_pts,
+				  int C, const cpu_head_rows *r)
+{
+	for (size_t p = 0; p < n_pts; p++)
+		for (int k = 0; k < r->n; k++) {
+			float z = 0;
+			for (int ch = 0; ch < C; ch++)
+				z += r->w[k][ch] * (xu ? (float)xu[p * (size_t)C + (size_t)ch]
+						       : xf[p * (size_t)C + (size_t)ch]);
+			z = r->b[k] + scale * z;
+			r->out[k][p * (size_t)r->stride[k]] = z > 0 ? z : 0;
+		}
+}
+
+/* The same, eight channels at a time into four accumulators (a point's
+ * input is loaded and converted once for all four), then the four sums
+ * at once. Rows past r->n repeat the last: computed, not stored. */
+__attribute__((target("avx2,fma"))) static void
+cpu_head_points_avx2(const float *xf, const uint8_t *xu, float scale, size_t n_pts, int C,
+		     const cpu_head_rows *r)
+{
+	const float *w[4];
+	float bias[4], t[4];
+	for (int k = 0; k < 4; k++) {
+		w[k] = r->w[k < r->n ? k : r->n - 1];
+		bias[k] = r->b[k < r->n ? k : r->n - 1];
+	}
+	const __m128 vb = _mm_loadu_ps(bias), vs = _mm_set1_ps(scale), zero = _mm_setzero_ps();
+	const int c8 = C & ~7;
+	for (size_t p = 0; p < n_pts; p++) {
+		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+		for (int ch = 0; ch < c8; ch += 8) {
+			__m256 x;
+			if (xu)
+				x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+					_mm_loadl_epi64((const __m128i *)(xu + p * (size_t)C + (size_t)ch))));
+			else
+				x = _mm256_loadu_ps(xf + p * (size_t)C + (size_t)ch);
+			a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w[0] + ch), a0);
+			a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w[1] + ch), a1);
+			a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w[2] + ch), a2);
+			a3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w[3] + ch), a3);
+		}
+		/* Lane k: row k's total over the vector part. */
+		__m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+		_mm_storeu_ps(t, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+		for (int ch = c8; ch < C; ch++) {
+			float x = xu ? (float)xu[p * (size_t)C + (size_t)ch] : xf[p * (size_t)C + (size_t)ch];
+			for (int k = 0; k < 4; k++)
+				t[k] += w[k][ch] * x;
+		}
+		_mm_storeu_ps(t, _mm_max_ps(_mm_add_ps(vb, _mm_mul_ps(vs, _mm_loadu_ps(t))), zero));
+		for (int k = 0; k < r->n; k++)
+			r->out[k][p * (size_t)r->stride[k]] = t[k];
+	}
+}
+
+/* 1 when the head convs run on AVX2 and FMA (the CPU is asked once). */
+static int cpu_head_avx2(void)
+{
+	static _Atomic int has = -1;
+	if (has < 0) {
+		__builtin_cpu_init();
+		has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	}
+	return has;
+}
+
+/* The policy and value 1x1 convs (+ BN, folded, + ReLU) of set s on the
+ * tower output `tower` (nhwc: fp32, or the int8 tower's u8 with its
+ * scale), into pol_act and val_act (nhwc), four output channels a pass
+ * over the input (one pass for Leela Zero's 2 + 1 and sente's 2 + 2). */
+static int cpu_head_convs(cpu_ctx *c, cpu_set *s, dnnl_memory_t tower, char *err, size_t errlen)
+{
+	const nn_arch *a = &c->arch;
+	int rc = 0, avx2 = cpu_head_avx2();
+	void *x, *po, *vo;
+	DNNL_CHECK(dnnl_memory_get_data_handle(tower, &x));
+	DNNL_CHECK(dnnl_memory_get_data_handle(s->pol_act, &po));
+	DNNL_CHECK(dnnl_memory_get_data_handle(s->val_act, &vo));
+	const cpu_param *pa[2] = { &c->param[P_POL_CONV(c)], &c->param[P_VAL_CONV(c)] };
+	const int nch[2] = { a->policy_channels, a->value_channels };
+	float *const out[2] = { po, vo };
+	size_t n_pts = (size_t)s->nb * (size_t)a->board_h * (size_t)a->board_w;
+	const float *xf = s->head_u8 ? NULL : x;
+	const uint8_t *xu = s->head_u8 ? x : NULL;
+	float scale = s->head_u8 ? 1.0f / c->q_out[c->n_layers - 1] : 1.0f;
+	cpu_head_rows r = { .n = 0 };
+	for (int h = 0; h < 2; h++)
+		for (int k = 0; k < nch[h]; k++) {
+			r.w[r.n] = pa[h]->w + (size_t)k * (size_t)a->channels;
+			r.b[r.n] = pa[h]->b[k];
+			r.out[r.n] = out[h] + k;
+			r.stride[r.n] = nch[h];
+			bool last = h == 1 && k == nch[h] - 1;
+			if (++r.n < 4 && !last)
+				continue;
+			if (avx2)
+				cpu_head_points_avx2(xf, xu, scale, n_pts, a->channels, &r);
+			else
+				cpu_head_points_plain(xf, xu, scale, n_pts, a->channels, &r);
+			r.n = 0;
+		}
+out:
+	return rc;
+}
+
 /* Runs every primitive of set s on the input `in` (NCHW fp32, nb rows:
  * s->in_user, or s->in_lent on a caller's buffer). */
 static int cpu_run_set(cpu_ctx *c, cpu_set *s, dnnl_memory_t in, char *err, size_t errlen)
@@ -1062,9 +1174,11 @@ static int cpu_run_set(cpu_ctx *c, cpu_set *s, dnnl_memory_t in, char *err, size
 		DNNL_CHECK(cpu_exec(c, &s->reorder_head, 2, args));
 		tower = s->head_in;
 	}
-	RUN(&s->pol_conv, tower, P_POL_CONV(c), s->pol_act);
+	if (cpu_head_convs(c, s, tower, err, errlen) < 0) {
+		rc = -1;
+		goto out;
+	}
 	RUN(&s->pol_fc, s->pol_act, P_POL_FC(c), s->pol_out);
-	RUN(&s->val_conv, tower, P_VAL_CONV(c), s->val_act);
 	RUN(&s->val_fc1, s->val_act, P_VAL_FC1(c), s->val_hid);
 	RUN(&s->val_fc2, s->val_hid, P_VAL_FC2(c), s->val_out);
 #undef RUN
@@ -1078,8 +1192,7 @@ out:
 static int cpu_set_scratch(cpu_ctx *c, cpu_set *s, char *err, size_t errlen)
 {
 	int rc = 0;
-	cpu_op *ops[] = { &s->reorder_in, &s->reorder_head, &s->pol_conv, &s->val_conv,
-			  &s->pol_fc, &s->val_fc1, &s->val_fc2 };
+	cpu_op *ops[] = { &s->reorder_in, &s->reorder_head, &s->pol_fc, &s->val_fc1, &s->val_fc2 };
 	for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
 		if (ops[k]->scratch)
 			DNNL_CHECK(dnnl_memory_set_data_handle(ops[k]->scratch, c->scratch));
@@ -1659,7 +1772,8 @@ static void cpu_describe(void *vctx, char *buf, size_t len)
 			PUT(", tower %s %s/%s", cpu_impl(&s->conv[s->layer_conv[1]]),
 			    algo[s->algo[CPU_CONV_TOWER1]],
 			    algo[s->algo[c->has_se ? CPU_CONV_SE2 : CPU_CONV_TOWER2]]);
-		PUT(", heads %s]", cpu_impl(&s->pol_conv));
+		PUT(", heads %s, 1x1 convs in C (%s)]", cpu_impl(&s->pol_fc),
+		    s->head_u8 ? "from u8" : "fp32");
 	}
 #undef PUT
 }
