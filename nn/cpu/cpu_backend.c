@@ -68,6 +68,7 @@
 #include "engine/clock.h"
 #include "engine/game.h"
 #include "nn/cpu/dnnl_check.h"
+#include "nn/cpu/peak.h"
 #include "nn/encode.h"
 
 #define CPU_MAX_SETS 16
@@ -164,6 +165,7 @@ typedef struct cpu_ctx {
 	void *scratch;             /* the shared scratchpad */
 	size_t scratch_size;       /* its size in bytes */
 	void (*omp_set)(int);      /* omp_set_num_threads, or NULL */
+	int head_avx2;             /* the heads' 1x1 convs on AVX2 + FMA (nn_cpu_avx2_fma) */
 	/* int8 (NULL otherwise), one allocation: */
 	float *qdata;              /* owns everything below */
 	float *q_out;              /* [n_layers] scale of each layer's u8 output (SE
@@ -1059,17 +1061,6 @@ cpu_head_points_avx2(const float *xf, const uint8_t *xu, float scale, size_t n_p
 	}
 }
 
-/* 1 when the head convs run on AVX2 and FMA (the CPU is asked once). */
-static int cpu_head_avx2(void)
-{
-	static _Atomic int has = -1;
-	if (has < 0) {
-		__builtin_cpu_init();
-		has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-	}
-	return has;
-}
-
 /* The policy and value 1x1 convs (+ BN, folded, + ReLU) of set s on the
  * tower output `tower` (nhwc: fp32, or the int8 tower's u8 with its
  * scale), into pol_act and val_act (nhwc), four output channels a pass
@@ -1077,7 +1068,7 @@ static int cpu_head_avx2(void)
 static int cpu_head_convs(cpu_ctx *c, cpu_set *s, dnnl_memory_t tower, char *err, size_t errlen)
 {
 	const nn_arch *a = &c->arch;
-	int rc = 0, avx2 = cpu_head_avx2();
+	int rc = 0;
 	void *x, *po, *vo;
 	DNNL_CHECK(dnnl_memory_get_data_handle(tower, &x));
 	DNNL_CHECK(dnnl_memory_get_data_handle(s->pol_act, &po));
@@ -1099,7 +1090,7 @@ static int cpu_head_convs(cpu_ctx *c, cpu_set *s, dnnl_memory_t tower, char *err
 			bool last = h == 1 && k == nch[h] - 1;
 			if (++r.n < 4 && !last)
 				continue;
-			if (avx2)
+			if (c->head_avx2)
 				cpu_head_points_avx2(xf, xu, scale, n_pts, a->channels, &r);
 			else
 				cpu_head_points_plain(xf, xu, scale, n_pts, a->channels, &r);
@@ -1516,6 +1507,7 @@ static int cpu_create_ctx(const nn_net *net, int max_batch, const nn_backend_opt
 	for (int i = 0; i < a->blocks; i++)
 		c->has_se |= a->block_kind[i] == NN_BLOCK_SE;
 	c->omp_set = cpu_omp_set_fn();
+	c->head_avx2 = nn_cpu_avx2_fma();
 	cpu_apply_threads(c);
 	c->net = nn_net_clone(net);
 	if (!c->net)

@@ -212,6 +212,12 @@ int nn_cpu_fast_int8(void)
 	return has_avx512_vnni() || (__builtin_cpu_supports("avx2") && has_avx_vnni());
 }
 
+int nn_cpu_avx2_fma(void)
+{
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
 /* The kernel for `precision` on this CPU, and its name; NULL: none. */
 static peak_kernel pick(nn_dtype precision, const char **isa)
 {
@@ -221,7 +227,7 @@ static peak_kernel pick(nn_dtype precision, const char **isa)
 	case NN_DTYPE_FP32:
 		if (avx512)
 			return *isa = "avx512-fma", fp32_avx512;
-		if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		if (nn_cpu_avx2_fma())
 			return *isa = "avx2-fma", fp32_avx2;
 		break;
 	case NN_DTYPE_INT8:

@@ -42,4 +42,8 @@ nn_cpu_peak nn_cpu_peak_measure(nn_dtype precision, int threads, double seconds)
  * then runs int8 by default. */
 int nn_cpu_fast_int8(void);
 
+/* Whether this CPU has AVX2 and FMA (the fp32 peak's fallback loop, and
+ * the CPU backend's loop for the heads' 1x1 convolutions). */
+int nn_cpu_avx2_fma(void);
+
 #endif
