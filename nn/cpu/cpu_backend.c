@@ -124,6 +124,7 @@ typedef struct cpu_set {
 	dnnl_memory_t head_in;        /* tower output in nhwc fp32 for the heads, or NULL */
 	int head_u8;                  /* int8: the head convs read the tower's u8
 				       * nhwc output where it is, with its scale */
+	cpu_layout hl;                /* layout of what the head convs read */
 	dnnl_memory_t pol_act;        /* policy conv output */
 	dnnl_memory_t val_act;        /* value conv output */
 	dnnl_memory_t val_hid;        /* value FC1 output */
@@ -697,19 +698,28 @@ static int cpu_make_set(cpu_ctx *c, cpu_set *s, int nb, int lay, const nn_backen
 			goto out;
 		}
 
-	/* Heads: the tower output in nhwc (the int8 tower's u8 where it is,
-	 * else fp32), the 1x1 convs in plain loops (cpu_head_convs) into nhwc,
-	 * inner products on that. oneDNN's 1x1 conv of 1 or 2 output
-	 * channels runs at a sixteenth of its vector width: on a 19x19 6x64
-	 * int8 network the two convs and the reorder before them took 13% of
-	 * a forward (ONEDNN_VERBOSE), the loop about 4% (perf). */
+	/* Heads: the 1x1 convs in a loop of this file (cpu_head_convs) read
+	 * the tower's output where it lies when its channels lie side by side
+	 * in runs of 8 or all together (fp32 nhwc, nChw16c or nChw8c; the
+	 * int8 tower's u8 nhwc, with its scale),
+	 * else a reorder to nhwc fp32 first (bf16); they write nhwc, and
+	 * oneDNN's inner products take that. oneDNN's 1x1 conv of 1 or 2
+	 * output channels runs at a sixteenth of its vector width: on a 19x19
+	 * 6x64 int8 network the two convs and the reorder before them took
+	 * 13% of a forward (ONEDNN_VERBOSE), the loop about 4% (perf). */
 	{
 		dnnl_dims_t hd = { nb, C, H, W };
 		dnnl_memory_desc_t u8_md;
+		char why[128];
 		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&head_md, 4, hd, dnnl_f32, dnnl_nhwc));
 		DNNL_CHECK(dnnl_memory_desc_init_by_tag(&u8_md, 4, hd, dnnl_u8, dnnl_nhwc));
 		s->head_u8 = q && dnnl_memory_desc_equal(&u8_md, &act_md);
-		if (!s->head_u8 && !dnnl_memory_desc_equal(&head_md, &act_md)) {
+		bool direct = s->head_u8 || (act_md.data_type == dnnl_f32 &&
+					     cpu_layout_of(&act_md, C, &s->hl, why, sizeof(why)) == 0 &&
+					     (s->hl.run == C || s->hl.run % 8 == 0));
+		if (!direct) {
+			free(s->hl.coff);
+			s->hl.coff = NULL;
 			DNNL_CHECK(cpu_alloc(c, &head_md, &s->head_in));
 			if (cpu_reorder_make(c, &act_md, &head_md,
 					     q ? 1.0f / c->q_out[c->n_layers - 1] : 1.0f,
@@ -717,6 +727,11 @@ static int cpu_make_set(cpu_ctx *c, cpu_set *s, int nb, int lay, const nn_backen
 				rc = -1;
 				goto out;
 			}
+		}
+		if (!s->hl.coff &&
+		    cpu_layout_of(direct ? &act_md : &head_md, C, &s->hl, err, errlen) < 0) {
+			rc = -1;
+			goto out;
 		}
 	}
 	{
@@ -791,6 +806,7 @@ static void cpu_free_set(cpu_set *s)
 	cpu_op_free(&s->val_fc2);
 	free(s->xl.coff);
 	free(s->vl.coff);
+	free(s->hl.coff);
 	free(s->se_buf);
 	free(s->w);
 	memset(s, 0, sizeof(*s));
@@ -1001,64 +1017,95 @@ typedef struct cpu_head_rows {
 	int stride[4];
 } cpu_head_rows;
 
-/* Those channels' 1x1 conv + ReLU over n_pts points of nhwc input (C
- * channels a point: fp32 xf, or u8 xu times scale). The plain loop is the
- * reference; the AVX2 one below gives the same sums in another order. */
-static void cpu_head_points_plain(const float *xf, const uint8_t *xu, float scale, size_t n_pts,
-				  int C, const cpu_head_rows *r)
+/* The heads' input: nb positions of H x W points of C channels, channel
+ * ch of point (n, y, x) at n * sn + y * sh + x * sw + coff[ch] in layout L
+ * (fp32 xf, or u8 xu times scale); its channels lie side by side in
+ * runs of 8 (a block) or all together. */
+typedef struct cpu_head_in {
+	const float *xf;
+	const uint8_t *xu;
+	float scale;
+	const cpu_layout *L;
+	int nb, H, W, C;
+} cpu_head_in;
+
+/* Input element ch of the point at base. */
+static inline float cpu_head_x(const cpu_head_in *in, size_t base, int ch)
 {
-	for (size_t p = 0; p < n_pts; p++)
-		for (int k = 0; k < r->n; k++) {
-			float z = 0;
-			for (int ch = 0; ch < C; ch++)
-				z += r->w[k][ch] * (xu ? (float)xu[p * (size_t)C + (size_t)ch]
-						       : xf[p * (size_t)C + (size_t)ch]);
-			z = r->b[k] + scale * z;
-			r->out[k][p * (size_t)r->stride[k]] = z > 0 ? z : 0;
-		}
+	size_t at = base + (size_t)in->L->coff[ch];
+	return in->xu ? (float)in->xu[at] : in->xf[at];
 }
 
-/* The same, eight channels at a time into four accumulators (a point's
- * input is loaded and converted once for all four), then the four sums
- * at once. Rows past r->n repeat the last: computed, not stored. */
-__attribute__((target("avx2,fma"))) static void
-cpu_head_points_avx2(const float *xf, const uint8_t *xu, float scale, size_t n_pts, int C,
-		     const cpu_head_rows *r)
+/* Those channels' 1x1 conv + ReLU over every point of the input, point p
+ * (in n, y, x order) into out[k][p * stride[k]]. The plain loop is the
+ * reference; the AVX2 one below gives the same sums in another order. */
+static void cpu_head_points_plain(const cpu_head_in *in, const cpu_head_rows *r)
 {
+	const cpu_layout *L = in->L;
+	size_t p = 0;
+	for (int n = 0; n < in->nb; n++)
+		for (int y = 0; y < in->H; y++)
+			for (int x = 0; x < in->W; x++, p++) {
+				size_t base = (size_t)(n * L->sn + y * L->sh + x * L->sw);
+				for (int k = 0; k < r->n; k++) {
+					float z = 0;
+					for (int ch = 0; ch < in->C; ch++)
+						z += r->w[k][ch] * cpu_head_x(in, base, ch);
+					z = r->b[k] + in->scale * z;
+					r->out[k][p * (size_t)r->stride[k]] = z > 0 ? z : 0;
+				}
+			}
+}
+
+/* The same, eight channels at a time (a run of the layout) into four
+ * accumulators (a point's input is loaded and converted once for all
+ * four), then the four sums at once. Rows past r->n repeat the last:
+ * computed, not stored. */
+__attribute__((target("avx2,fma"))) static void cpu_head_points_avx2(const cpu_head_in *in,
+								      const cpu_head_rows *r)
+{
+	const cpu_layout *L = in->L;
 	const float *w[4];
 	float bias[4], t[4];
 	for (int k = 0; k < 4; k++) {
 		w[k] = r->w[k < r->n ? k : r->n - 1];
 		bias[k] = r->b[k < r->n ? k : r->n - 1];
 	}
-	const __m128 vb = _mm_loadu_ps(bias), vs = _mm_set1_ps(scale), zero = _mm_setzero_ps();
-	const int c8 = C & ~7;
-	for (size_t p = 0; p < n_pts; p++) {
-		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-		for (int ch = 0; ch < c8; ch += 8) {
-			__m256 x;
-			if (xu)
-				x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
-					_mm_loadl_epi64((const __m128i *)(xu + p * (size_t)C + (size_t)ch))));
-			else
-				x = _mm256_loadu_ps(xf + p * (size_t)C + (size_t)ch);
-			a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w[0] + ch), a0);
-			a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w[1] + ch), a1);
-			a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w[2] + ch), a2);
-			a3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w[3] + ch), a3);
-		}
-		/* Lane k: row k's total over the vector part. */
-		__m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-		_mm_storeu_ps(t, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
-		for (int ch = c8; ch < C; ch++) {
-			float x = xu ? (float)xu[p * (size_t)C + (size_t)ch] : xf[p * (size_t)C + (size_t)ch];
-			for (int k = 0; k < 4; k++)
-				t[k] += w[k][ch] * x;
-		}
-		_mm_storeu_ps(t, _mm_max_ps(_mm_add_ps(vb, _mm_mul_ps(vs, _mm_loadu_ps(t))), zero));
-		for (int k = 0; k < r->n; k++)
-			r->out[k][p * (size_t)r->stride[k]] = t[k];
-	}
+	const __m128 vb = _mm_loadu_ps(bias), vs = _mm_set1_ps(in->scale), zero = _mm_setzero_ps();
+	const int C = in->C, c8 = C & ~7;
+	size_t p = 0;
+	for (int n = 0; n < in->nb; n++)
+		for (int y = 0; y < in->H; y++)
+			for (int xx = 0; xx < in->W; xx++, p++) {
+				size_t base = (size_t)(n * L->sn + y * L->sh + xx * L->sw);
+				__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+				for (int ch = 0; ch < c8; ch += 8) {
+					size_t at = base + (size_t)L->coff[ch];
+					__m256 x;
+					if (in->xu)
+						x = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+							_mm_loadl_epi64((const __m128i *)(in->xu + at))));
+					else
+						x = _mm256_loadu_ps(in->xf + at);
+					a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w[0] + ch), a0);
+					a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w[1] + ch), a1);
+					a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w[2] + ch), a2);
+					a3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(w[3] + ch), a3);
+				}
+				/* Lane k: row k's total over the vector part. */
+				__m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+				_mm_storeu_ps(t, _mm_add_ps(_mm256_castps256_ps128(h),
+							    _mm256_extractf128_ps(h, 1)));
+				for (int ch = c8; ch < C; ch++) {
+					float x = cpu_head_x(in, base, ch);
+					for (int k = 0; k < 4; k++)
+						t[k] += w[k][ch] * x;
+				}
+				_mm_storeu_ps(t, _mm_max_ps(_mm_add_ps(vb, _mm_mul_ps(vs, _mm_loadu_ps(t))),
+							    zero));
+				for (int k = 0; k < r->n; k++)
+					r->out[k][p * (size_t)r->stride[k]] = t[k];
+			}
 }
 
 /* The policy and value 1x1 convs (+ BN, folded, + ReLU) of set s on the
@@ -1076,10 +1123,11 @@ static int cpu_head_convs(cpu_ctx *c, cpu_set *s, dnnl_memory_t tower, char *err
 	const cpu_param *pa[2] = { &c->param[P_POL_CONV(c)], &c->param[P_VAL_CONV(c)] };
 	const int nch[2] = { a->policy_channels, a->value_channels };
 	float *const out[2] = { po, vo };
-	size_t n_pts = (size_t)s->nb * (size_t)a->board_h * (size_t)a->board_w;
-	const float *xf = s->head_u8 ? NULL : x;
-	const uint8_t *xu = s->head_u8 ? x : NULL;
-	float scale = s->head_u8 ? 1.0f / c->q_out[c->n_layers - 1] : 1.0f;
+	const cpu_head_in in = { .xf = s->head_u8 ? NULL : x,
+				 .xu = s->head_u8 ? x : NULL,
+				 .scale = s->head_u8 ? 1.0f / c->q_out[c->n_layers - 1] : 1.0f,
+				 .L = &s->hl, .nb = s->nb, .H = a->board_h, .W = a->board_w,
+				 .C = a->channels };
 	cpu_head_rows r = { .n = 0 };
 	for (int h = 0; h < 2; h++)
 		for (int k = 0; k < nch[h]; k++) {
@@ -1091,9 +1139,9 @@ static int cpu_head_convs(cpu_ctx *c, cpu_set *s, dnnl_memory_t tower, char *err
 			if (++r.n < 4 && !last)
 				continue;
 			if (c->head_avx2)
-				cpu_head_points_avx2(xf, xu, scale, n_pts, a->channels, &r);
+				cpu_head_points_avx2(&in, &r);
 			else
-				cpu_head_points_plain(xf, xu, scale, n_pts, a->channels, &r);
+				cpu_head_points_plain(&in, &r);
 			r.n = 0;
 		}
 out:

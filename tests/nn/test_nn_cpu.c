@@ -152,11 +152,19 @@ Test(nn_cpu, go9_2x16_matches_reference)
 	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 16, 0, NN_DTYPE_FP32, 1e-4, 1);
 }
 
-/* 20 channels: the head convs' loops take 16 in vectors and 4 one by one. */
+/* 20 channels: the head convs' loops take 16 in vectors and 4 one by one,
+ * from the direct tower's nhwc (even seed) and from the Winograd tower's
+ * nChw16c, where the last 4 lie in a second block (odd seed). */
 Test(nn_cpu, go9_2x20_heads_with_a_channel_tail_match_reference)
 {
 	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
 	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 20, 0, NN_DTYPE_FP32, 1e-4, 12);
+}
+
+Test(nn_cpu, go9_2x20_winograd_heads_read_a_blocked_tower_output)
+{
+	game_params gp = { .kind = GAME_KIND_GO, .size = 9, .komi = 7.5 };
+	check_backend(&gp, NN_ENC_GO_NATIVE, 1, 2, 20, 0, NN_DTYPE_FP32, 1e-4, 13);
 }
 
 Test(nn_cpu, go19_3x32_matches_reference)
