@@ -49,12 +49,14 @@ game_status game_init(game *g, const game_params *p)
 
 void game_copy(game *dst, const game *src)
 {
-	if (src->params.kind != GAME_KIND_GO) {
-		*dst = *src;
-		return;
-	}
+	/* The union is as large as a 19x19 go_board with its history (25 KB):
+	 * only the live game's part is copied (a search copies its root for
+	 * every descent). */
 	dst->params = src->params;
-	go_copy(&dst->u.go, &src->u.go);
+	if (src->params.kind == GAME_KIND_GO)
+		go_copy(&dst->u.go, &src->u.go);
+	else
+		dst->u.c4 = src->u.c4;
 }
 
 int game_num_actions(const game *g)

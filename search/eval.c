@@ -57,13 +57,21 @@ typedef struct eval_server {
 	float *score;         /* [max_batch] when the backend has the head */
 } eval_server;
 
+/* One answer in the cache, its policy after it: a lookup that hits reads
+ * one entry's consecutive cache lines, a miss one line (the key). */
+typedef struct eval_cache_entry {
+	uint64_t key;             /* 0 = empty */
+	float value;
+	float score;              /* the score head's answer, NAN without */
+	float policy[];           /* [n_actions] */
+} eval_cache_entry;
+
 typedef struct eval_cache {
 	size_t n;                 /* entries */
 	int n_actions;            /* policy floats per entry */
-	uint64_t *keys;           /* 0 = empty */
-	float *values;            /* [n] */
-	float *scores;            /* [n] the score head's answer, NAN without */
-	float *policies;          /* [n][n_actions] */
+	size_t stride;            /* bytes per entry, whole cache lines */
+	unsigned char *entries;   /* [n][stride], cache-line aligned in mem */
+	void *mem;                /* zeroed (every key empty) as the pages are touched */
 	pthread_mutex_t stripe[EVAL_CACHE_STRIPES]; /* lock of index % stripes */
 } eval_cache;
 
@@ -111,16 +119,16 @@ static void cache_free(eval_cache *c)
 		return;
 	for (int i = 0; i < EVAL_CACHE_STRIPES; i++)
 		pthread_mutex_destroy(&c->stripe[i]);
-	free(c->keys);
-	free(c->values);
-	free(c->scores);
-	free(c->policies);
+	free(c->mem);
 	free(c);
 }
 
+#define EVAL_CACHE_LINE 64
+
 static eval_cache *cache_new(size_t bytes, int n_actions)
 {
-	size_t per = sizeof(uint64_t) + sizeof(float) * (size_t)(n_actions + 2);
+	size_t per = sizeof(eval_cache_entry) + sizeof(float) * (size_t)n_actions;
+	per = (per + EVAL_CACHE_LINE - 1) / EVAL_CACHE_LINE * EVAL_CACHE_LINE;
 	size_t n = bytes / per;
 	if (n < 16)
 		return NULL;
@@ -129,30 +137,36 @@ static eval_cache *cache_new(size_t bytes, int n_actions)
 		return NULL;
 	c->n = n;
 	c->n_actions = n_actions;
-	c->keys = calloc(n, sizeof(uint64_t));
-	c->values = malloc(n * sizeof(float));
-	c->scores = malloc(n * sizeof(float));
-	c->policies = malloc(n * (size_t)n_actions * sizeof(float));
-	for (int i = 0; i < EVAL_CACHE_STRIPES; i++)
-		pthread_mutex_init(&c->stripe[i], NULL);
-	if (!c->keys || !c->values || !c->scores || !c->policies) {
-		cache_free(c);
+	c->stride = per;
+	c->mem = calloc(1, n * per + EVAL_CACHE_LINE);
+	if (!c->mem) {
+		free(c);
 		return NULL;
 	}
+	uintptr_t at = ((uintptr_t)c->mem + EVAL_CACHE_LINE - 1) & ~(uintptr_t)(EVAL_CACHE_LINE - 1);
+	c->entries = (unsigned char *)at;
+	for (int i = 0; i < EVAL_CACHE_STRIPES; i++)
+		pthread_mutex_init(&c->stripe[i], NULL);
 	return c;
+}
+
+static inline eval_cache_entry *cache_entry(eval_cache *c, size_t i)
+{
+	return (eval_cache_entry *)(c->entries + i * c->stride);
 }
 
 static bool cache_get(eval_cache *c, uint64_t key, float *policy, int n_actions, float *value,
 		      float *score)
 {
 	size_t i = key % c->n;
+	eval_cache_entry *e = cache_entry(c, i);
 	bool hit = false;
 	pthread_mutex_lock(&c->stripe[i % EVAL_CACHE_STRIPES]);
-	if (c->keys[i] == key && n_actions == c->n_actions) {
-		memcpy(policy, c->policies + i * (size_t)c->n_actions, sizeof(float) * (size_t)n_actions);
-		*value = c->values[i];
+	if (e->key == key && n_actions == c->n_actions) {
+		memcpy(policy, e->policy, sizeof(float) * (size_t)n_actions);
+		*value = e->value;
 		if (score)
-			*score = c->scores[i];
+			*score = e->score;
 		hit = true;
 	}
 	pthread_mutex_unlock(&c->stripe[i % EVAL_CACHE_STRIPES]);
@@ -165,11 +179,12 @@ static void cache_put(eval_cache *c, uint64_t key, const float *policy, int n_ac
 	if (n_actions != c->n_actions)
 		return;
 	size_t i = key % c->n;
+	eval_cache_entry *e = cache_entry(c, i);
 	pthread_mutex_lock(&c->stripe[i % EVAL_CACHE_STRIPES]);
-	c->keys[i] = key;
-	c->values[i] = value;
-	c->scores[i] = score;
-	memcpy(c->policies + i * (size_t)c->n_actions, policy, sizeof(float) * (size_t)n_actions);
+	e->key = key;
+	e->value = value;
+	e->score = score;
+	memcpy(e->policy, policy, sizeof(float) * (size_t)n_actions);
 	pthread_mutex_unlock(&c->stripe[i % EVAL_CACHE_STRIPES]);
 }
 
@@ -180,7 +195,8 @@ void eval_clear_cache(evaluator *ev)
 		return;
 	for (int s = 0; s < EVAL_CACHE_STRIPES; s++)
 		pthread_mutex_lock(&c->stripe[s]);
-	memset(c->keys, 0, c->n * sizeof(uint64_t));
+	for (size_t i = 0; i < c->n; i++)
+		cache_entry(c, i)->key = 0;
 	for (int s = EVAL_CACHE_STRIPES - 1; s >= 0; s--)
 		pthread_mutex_unlock(&c->stripe[s]);
 }

@@ -99,6 +99,8 @@ struct mcts {
 	game root_game;               /* position at the root */
 	bool have_root_game;          /* root_game is set */
 	bool root_noised;             /* noise already mixed into the root */
+	bool solo;                    /* one thread descends this search (opt.threads
+				       * is 1): node counters need no locked updates */
 	bool banned_tree;             /* the tree was searched with bans: below the
 				       * root its visits need not follow the priors'
 				       * order, so select_child reads every child */
@@ -158,8 +160,23 @@ static double load_d(_Atomic uint64_t *a)
 	return d;
 }
 
-static void add_d(_Atomic uint64_t *a, double x)
+static void store_d(_Atomic uint64_t *a, double x)
 {
+	uint64_t bits;
+	memcpy(&bits, &x, sizeof(bits));
+	atomic_store_explicit(a, bits, memory_order_relaxed);
+}
+
+/* The node counters' updates. A tree that one thread descends (`solo`:
+ * self-play's and every single-threaded search) takes a load and a store,
+ * not a locked read-modify-write: no other thread writes the node, and
+ * readers (analysis output) see the old or the new value either way. */
+static void add_d(bool solo, _Atomic uint64_t *a, double x)
+{
+	if (solo) {
+		store_d(a, load_d(a) + x);
+		return;
+	}
 	uint64_t old = atomic_load_explicit(a, memory_order_relaxed), new;
 	do {
 		double d;
@@ -178,9 +195,15 @@ static float load_f(_Atomic uint32_t *a)
 	return f;
 }
 
-static void add_f(_Atomic uint32_t *a, float x)
+static void add_f(bool solo, _Atomic uint32_t *a, float x)
 {
 	uint32_t old = atomic_load_explicit(a, memory_order_relaxed), new;
+	if (solo) {
+		float f = load_f(a) + x;
+		memcpy(&new, &f, sizeof(f));
+		atomic_store_explicit(a, new, memory_order_relaxed);
+		return;
+	}
 	do {
 		float f;
 		memcpy(&f, &old, sizeof(f));
@@ -190,11 +213,15 @@ static void add_f(_Atomic uint32_t *a, float x)
 							memory_order_relaxed));
 }
 
-static void store_d(_Atomic uint64_t *a, double x)
+/* Adds d to a node's visit or descent count; the store releases (see
+ * backup). */
+static void add_i(bool solo, _Atomic int32_t *a, int32_t d)
 {
-	uint64_t bits;
-	memcpy(&bits, &x, sizeof(bits));
-	atomic_store_explicit(a, bits, memory_order_relaxed);
+	if (solo)
+		atomic_store_explicit(a, atomic_load_explicit(a, memory_order_relaxed) + d,
+				      memory_order_release);
+	else
+		atomic_fetch_add_explicit(a, d, memory_order_release);
 }
 
 static inline mcts_node *node_at(mcts *m, uint32_t i) { return &m->arena[m->cur].nodes[i]; }
@@ -488,7 +515,7 @@ void mcts_set_position(mcts *m, const game *g)
 			/* Walk the tree along the new moves, checking that playing
 			 * them reproduces g. */
 			game *tmp = &m->threads[0].leaves[0].game;
-			*tmp = m->root_game;
+			game_copy(tmp, &m->root_game);
 			uint32_t at = m->root;
 			for (int i = n0; i < n1 && at != MCTS_NONE; i++) {
 				int mv = game_history_move(g, i);
@@ -507,7 +534,7 @@ void mcts_set_position(mcts *m, const game *g)
 				keep = at;
 		}
 	}
-	m->root_game = *g;
+	game_copy(&m->root_game, g);
 	m->have_root_game = true;
 	m->root_noised = false;
 	m->gumbel.ready = false;
@@ -933,14 +960,14 @@ static void backup(mcts *m, const uint32_t *path, int depth, float v, float s)
 	bool scored = !isnan(s);
 	for (int i = depth - 1; i >= 0; i--) {
 		mcts_node *n = node_at(m, path[i]);
-		add_d(&n->wsum, v);
-		add_d(&n->w2sum, (double)v * v);
+		add_d(m->solo, &n->wsum, v);
+		add_d(m->solo, &n->w2sum, (double)v * v);
 		if (scored)
-			add_f(&n->ssum, s);
-		atomic_fetch_add_explicit(&n->visits, 1, memory_order_relaxed);
+			add_f(m->solo, &n->ssum, s);
+		add_i(m->solo, &n->visits, 1);
 		/* Release: a reader that sees the descent gone sees the visit
 		 * (select_child). */
-		atomic_fetch_sub_explicit(&n->vloss, 1, memory_order_release);
+		add_i(m->solo, &n->vloss, -1);
 		v = -v;
 		s = -s;
 	}
@@ -960,7 +987,7 @@ static int descend(mcts *m, mcts_leaf *leaf, float *v)
 	int depth = 0;
 	uint32_t idx = m->root;
 	leaf->path[depth++] = idx;
-	atomic_fetch_add_explicit(&node_at(m, idx)->vloss, 1, memory_order_relaxed);
+	add_i(m->solo, &node_at(m, idx)->vloss, 1);
 	for (;;) {
 		mcts_node *n = node_at(m, idx);
 		uint8_t st = atomic_load_explicit(&n->state, memory_order_acquire);
@@ -979,8 +1006,7 @@ static int descend(mcts *m, mcts_leaf *leaf, float *v)
 		}
 		if (st != NODE_EXPANDED || depth == MCTS_MAX_DEPTH) {
 			for (int i = 0; i < depth; i++)
-				atomic_fetch_sub_explicit(&node_at(m, leaf->path[i])->vloss, 1,
-							  memory_order_relaxed);
+				add_i(m->solo, &node_at(m, leaf->path[i])->vloss, -1);
 			return DESCENT_COLLISION;
 		}
 		uint32_t c = depth == 1 && m->gumbel.ready
@@ -1003,7 +1029,7 @@ static int descend(mcts *m, mcts_leaf *leaf, float *v)
 		}
 		idx = c;
 		leaf->path[depth++] = idx;
-		atomic_fetch_add_explicit(&ch->vloss, 1, memory_order_relaxed);
+		add_i(m->solo, &ch->vloss, 1);
 	}
 }
 
@@ -1164,6 +1190,7 @@ static bool setup(mcts *m)
 	}
 	if (m->avoid)
 		m->banned_tree = true;
+	m->solo = m->opt.threads == 1;
 	/* An interrupt that came before the search began still ends it. */
 	atomic_store(&m->stop, atomic_load(&m->interrupted));
 	atomic_store(&m->started, 0);
