@@ -663,6 +663,13 @@ int eval_post(evaluator *ev, eval_scratch *s)
 	return n > 0 && post_and_wait(ev, s->posted, n) > 0 ? -1 : 0;
 }
 
+void eval_prefetch(evaluator *ev, const game *g)
+{
+	if (!ev->cache || ev->n_servers == 0)
+		return;
+	__builtin_prefetch(cache_entry(ev->cache, eval_key(g, ev->enc) % ev->cache->n));
+}
+
 int eval_batch_legal(evaluator *ev, eval_scratch *s, int n, const game *const *games,
 		     float *const *policies, float *values, float *scores, int *const *legal,
 		     int *n_legal)

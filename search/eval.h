@@ -101,6 +101,11 @@ int eval_stage(evaluator *ev, eval_scratch *s, const game *g, float *policy, flo
 int eval_stage_legal(evaluator *ev, eval_scratch *s, const game *g, float *policy, float *value,
 		     float *score, int *legal, int *n_legal);
 int eval_post(evaluator *ev, eval_scratch *s);
+/* Asks the CPU to bring g's NN cache entry near, for an eval_stage of g
+ * a little later: a thread with many searches gathers each one's leaf,
+ * then stages them, and the lookups' memory latency overlaps. Changes
+ * nothing else; a no-op without a cache. */
+void eval_prefetch(evaluator *ev, const game *g);
 
 /* The network's own answer for g under symmetry `sym` (no cache, no random
  * symmetry): what GTP kata-raw-nn shows. Same outputs as eval_position. */

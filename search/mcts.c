@@ -226,19 +226,12 @@ static void add_i(bool solo, _Atomic int32_t *a, int32_t d)
 
 static inline mcts_node *node_at(mcts *m, uint32_t i) { return &m->arena[m->cur].nodes[i]; }
 
+/* A fresh node: one not yet published to other threads (a new child, or
+ * the root before a search), so it is written as a whole, not a field at
+ * a time through atomic stores. */
 static void node_reset(mcts_node *n, int move, float prior)
 {
-	atomic_store_explicit(&n->visits, 0, memory_order_relaxed);
-	atomic_store_explicit(&n->vloss, 0, memory_order_relaxed);
-	store_d(&n->wsum, 0);
-	store_d(&n->w2sum, 0);
-	atomic_store_explicit(&n->ssum, 0, memory_order_relaxed); /* 0.0f */
-	n->prior = prior;
-	n->value = 0;
-	n->first_child = 0;
-	n->n_children = 0;
-	n->move = (int16_t)move;
-	atomic_store_explicit(&n->state, NODE_LEAF, memory_order_relaxed);
+	*n = (mcts_node){ .prior = prior, .move = (int16_t)move, .state = NODE_LEAF };
 }
 
 /* Takes k contiguous nodes from the current arena; MCTS_NONE when full. */
@@ -1096,9 +1089,11 @@ static int round_apply(mcts *m, mcts_thread *t, int n_leaves)
 			backup(m, leaf->path, leaf->depth, -t->values[i], -t->scores[i]);
 		}
 		done += n_leaves;
-		pthread_mutex_lock(&m->expand_mu);
-		pthread_cond_broadcast(&m->expanded);
-		pthread_mutex_unlock(&m->expand_mu);
+		if (!m->solo) { /* no other thread waits in wait_expansion */
+			pthread_mutex_lock(&m->expand_mu);
+			pthread_cond_broadcast(&m->expanded);
+			pthread_mutex_unlock(&m->expand_mu);
+		}
 	} else if (t->round_collisions && done == 0) {
 		wait_expansion(m);
 	}

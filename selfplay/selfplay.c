@@ -37,6 +37,7 @@ typedef struct sp_worker {
 	int n_games;           /* games it plays at once */
 	struct sp_game *games; /* [n_games] */
 	struct sp_slot *slots; /* [n_games] one per model its games use */
+	int *pending;          /* [n_games] games of a round still staging leaves */
 } sp_worker;
 
 static void free_workers(struct selfplay *sp, sp_worker *w, int n);
@@ -691,32 +692,43 @@ static int game_step(selfplay *sp, sp_worker *w, sp_game *gm)
  * to the batch anyway. */
 #define SP_QUICK_ROUNDS 64
 
+/* The game's next leaves, gathered from its search, their NN cache
+ * entries asked for (game_stage reads them after the worker's other
+ * games have gathered theirs). */
+static void game_leaves(sp_game *gm)
+{
+	gm->n_leaves = mcts_gather(gm->m, &gm->round);
+	for (int k = 0; k < gm->n_leaves; k++)
+		eval_prefetch(gm->mdl->ev, gm->round.games[k]);
+}
+
 /* Stages the game's leaves in its model's scratch for the worker's
  * batch. A round whose leaves the cache answers (eval_stage answers them
  * at once), or that ended in finished games only, is applied at once and
  * the game goes on (its search may end, the game with it), so that the
  * batch holds positions the network must see: a cache hit would otherwise
- * take a place in it. 0, or -1 on error. */
-static int game_gather(selfplay *sp, sp_worker *w, sp_game *gm)
+ * take a place in it. The game's next leaves are then gathered, and 1
+ * returned: the worker stages them after its other games' (up to
+ * SP_QUICK_ROUNDS such rounds; `last`: the leaves go to the batch
+ * anyway). 0 when the game waits for the batch or ended, -1 on error. */
+static int game_stage(selfplay *sp, sp_worker *w, sp_game *gm, bool last)
 {
-	for (int quick = 0;; quick++) {
-		gm->n_leaves = mcts_gather(gm->m, &gm->round);
-		eval_scratch *s = w->slots[gm->slot].scratch;
-		int staged = 0;
-		for (int k = 0; k < gm->n_leaves; k++)
-			staged += eval_stage_legal(gm->mdl->ev, s, gm->round.games[k],
-						   gm->round.policies[k], &gm->round.values[k],
-						   &gm->round.scores[k], gm->round.legal[k],
-						   &gm->round.n_legal[k]) > 0;
-		if (staged > 0 || quick == SP_QUICK_ROUNDS)
-			return 0;
-		mcts_apply(gm->m, gm->n_leaves);
-		gm->n_leaves = 0;
-		if (game_step(sp, w, gm) != 0)
-			return -1;
-		if (!gm->live)
-			return 0;
-	}
+	eval_scratch *s = w->slots[gm->slot].scratch;
+	int staged = 0;
+	for (int k = 0; k < gm->n_leaves; k++)
+		staged += eval_stage_legal(gm->mdl->ev, s, gm->round.games[k], gm->round.policies[k],
+					   &gm->round.values[k], &gm->round.scores[k],
+					   gm->round.legal[k], &gm->round.n_legal[k]) > 0;
+	if (staged > 0 || last)
+		return 0;
+	mcts_apply(gm->m, gm->n_leaves);
+	gm->n_leaves = 0;
+	if (game_step(sp, w, gm) != 0)
+		return -1;
+	if (!gm->live)
+		return 0;
+	game_leaves(gm);
+	return 1;
 }
 
 /* Ends the worker's games under way and frees their searches. */
@@ -774,18 +786,31 @@ static void *worker_main(void *arg)
 			err = 1;
 			break;
 		}
+		/* Every live game's leaves, then their staging in waves: the
+		 * games whose leaves the cache answered go on and gather
+		 * again, so that the cache lookups of a wave overlap. */
 		int live = 0;
-		for (int i = 0; i < w->n_games; i++) {
-			sp_game *gm = &w->games[i];
-			if (!gm->live)
-				continue;
-			live++;
-			if (game_gather(sp, w, gm) != 0) {
-				err = 1;
-				break;
+		for (int i = 0; i < w->n_games; i++)
+			if (w->games[i].live) {
+				game_leaves(&w->games[i]);
+				w->pending[live++] = i;
 			}
+		if (live == 0)
+			break;
+		for (int quick = 0, n = live; n > 0 && !err; quick++) {
+			int more = 0;
+			for (int j = 0; j < n; j++) {
+				int r = game_stage(sp, w, &w->games[w->pending[j]], quick == SP_QUICK_ROUNDS);
+				if (r < 0) {
+					err = 1;
+					break;
+				}
+				if (r > 0)
+					w->pending[more++] = w->pending[j];
+			}
+			n = more;
 		}
-		if (err || live == 0)
+		if (err)
 			break;
 		/* The answers land in each search's own leaves. */
 		for (int i = 0; i < w->n_games; i++)
@@ -881,6 +906,7 @@ static void free_workers(selfplay *sp, sp_worker *w, int n)
 		worker_drop_games(sp, &w[i]);
 		free(w[i].games);
 		free(w[i].slots);
+		free(w[i].pending);
 	}
 	free(w);
 }
@@ -917,7 +943,8 @@ int64_t selfplay_run(selfplay *sp, int64_t games, double seconds, selfplay_game_
 			w[i].n_games = i < n_workers - 1 ? per : n - per * (n_workers - 1);
 			w[i].games = calloc((size_t)w[i].n_games, sizeof(sp_game));
 			w[i].slots = calloc((size_t)w[i].n_games, sizeof(sp_slot));
-			if (!w[i].games || !w[i].slots) {
+			w[i].pending = calloc((size_t)w[i].n_games, sizeof(int));
+			if (!w[i].games || !w[i].slots || !w[i].pending) {
 				free_workers(sp, w, n_workers);
 				return -1;
 			}
