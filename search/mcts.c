@@ -197,13 +197,14 @@ static float load_f(_Atomic uint32_t *a)
 
 static void add_f(bool solo, _Atomic uint32_t *a, float x)
 {
-	uint32_t old = atomic_load_explicit(a, memory_order_relaxed), new;
+	uint32_t old, new;
 	if (solo) {
 		float f = load_f(a) + x;
 		memcpy(&new, &f, sizeof(f));
 		atomic_store_explicit(a, new, memory_order_relaxed);
 		return;
 	}
+	old = atomic_load_explicit(a, memory_order_relaxed);
 	do {
 		float f;
 		memcpy(&f, &old, sizeof(f));
