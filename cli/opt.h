@@ -120,13 +120,11 @@ int cli_opt_int_list(const cli_opt *o, const char *value, char *err, size_t errl
 		     "there); W > 0 gives a new network the head (CPU learner)"),               \
 	CLI_OPT_REAL("--own-weight", NULL, own, 0, 10, "W",                                   \
 		     "weight of the ownership loss (KataGo's ownership head); W > 0 gives a "   \
-		     "new Go network the head (both learners; the GPU's not yet run on a "     \
-		     "device), 0 none",                                                        \
+		     "new Go network the head (both learners), 0 none",                        \
 		     .def = (own_def)),                                                         \
 	CLI_OPT_REAL("--score-weight", NULL, score, 0, 10, "W",                               \
 		     "weight of the score loss; W > 0 gives a new Go network a score head (the " \
-		     "final score over the board's points; both learners, the GPU's not yet "  \
-		     "run on a device)")
+		     "final score over the board's points; both learners)")
 
 /* --se-channels into *p (an int), as sente run and sente train take it. */
 #define CLI_OPT_SE_CHANNELS(p)                                                                 \

@@ -161,8 +161,7 @@ int cli_run(int argc, char **argv)
 			    "length of the cosine schedule"),
 		CLI_OPT_REAL("--lr-min", NULL, &o.lr_min, 0, 10, "X", "the cosine's final rate"),
 		CLI_OPT_HEAD_WEIGHTS(&o.opp_weight, &o.own_weight, &o.score_weight,
-				     "Go 1.5 when training on the CPU, else 0; a network with the "
-				     "head 1.5"),
+				     "Go 1.5, else 0; a network with the head 1.5"),
 		CLI_OPT_REAL("--weight-decay", NULL, &o.weight_decay, 0, 1, "W",
 			     "L2 coefficient (sgd) or decoupled decay rate (adamw)"),
 		CLI_OPT_REAL("--bn-momentum", NULL, &o.bn_momentum, 1e-6, 1, "M",

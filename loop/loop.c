@@ -616,11 +616,10 @@ loop *loop_open(const loop_options *o, char *err, size_t errlen)
 	if (!r->rd)
 		goto fail;
 	r->db = r->rd->db;
-	/* --own-weight auto: a new Go network has the ownership head unless
-	 * it trains on the GPU, whose learner trains the head but has not yet
-	 * done so on a device (--own-weight 1.5 asks for it there). */
+	/* --own-weight auto: a new Go network has the ownership head, on
+	 * either learner. */
 	bool own_auto = o->own_weight < 0;
-	bool own_new = own_auto ? game_desc_from_params(&o->game)->ownership && !wants_cuda(o)
+	bool own_new = own_auto ? game_desc_from_params(&o->game)->ownership != NULL
 				: o->own_weight > 0;
 	int heads = (o->opp_weight > 0 ? NN_HEAD_OPP : 0) | (own_new ? NN_HEAD_OWN : 0) |
 		    (o->score_weight > 0 ? NN_HEAD_SCORE : 0);

@@ -13,7 +13,7 @@
 #             (gpu_train, gpu_replay, gpu_layers, gpu_learner), `bench
 #             train --backend cuda` of 10x128 19x19 fp16 with and without
 #             Go's training heads, and a one-minute `sente run --backend
-#             cuda` on 9x9 with the ownership head (--own-weight 1.5): its
+#             cuda` on 9x9 with the ownership head (the default): its
 #             log comes back as learner-run.log, the benchmarks' lines in
 #             OUTDIR/learner.jsonl
 #   cuda      the CUDA suites (inference, the NVML monitor, packing,
@@ -323,7 +323,7 @@ if want learner && enough 60 learner; then
 	done
 	if [ "$(left)" -ge 150 ]; then
 		sente 140 "$S" run --backend cuda --game go --size 9 --dir "$R/run" --minutes 1 \
-			--measure-every 0 --own-weight 1.5 >"$OUTD/learner-run.log" 2>&1 ||
+			--measure-every 0 >"$OUTD/learner-run.log" 2>&1 ||
 			lfail="$lfail [run: see learner-run.log]"
 		# The GPU learner trained (it did not fall back to the CPU's) and
 		# an iteration reported the ownership loss it computed.

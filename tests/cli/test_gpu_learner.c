@@ -1,8 +1,9 @@
 /* The GPU learner end to end through the command line: `sente train
  * --backend cuda` on one GPU, the launcher on two, a GPU checkpoint
- * resumed by the CPU learner, and `sente run --backend cuda` sharing one
- * device between self-play and training. Each test skips itself, with a
- * message, without the devices it needs. */
+ * resumed by the CPU learner, `sente run --backend cuda` sharing one
+ * device between self-play and training, and a Go run's ownership head
+ * trained there by default. Each test skips itself, with a message,
+ * without the devices it needs. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -103,20 +104,51 @@ Test(gpu_learner, train_two_gpus_launcher, .timeout = 300)
 	system(cmd);
 }
 
-Test(gpu_learner, run_shares_the_device, .timeout = 300)
+/* `sente run --backend cuda ARGS` in a new folder made from the template
+ * dir (one GPU needed); its log (stderr), once it ended well. */
+static const char *gl_run(char *dir, const char *args)
 {
+	char cmd[4096], path[1024];
 	gl_need(1);
-	char dir[] = "/tmp/sente-gpur-XXXXXX", cmd[4096], path[1024];
 	cr_assert(mkdtemp(dir));
-	snprintf(cmd, sizeof(cmd),
-		 "%s run --game connect4 --dir %s/run --backend cuda --minutes 1 --blocks 1 "
-		 "--channels 16 --positions 300 --eval-visits 8 --eval-positions 2 2>%s/run.log",
-		 cli_test_bin(), dir, dir);
+	snprintf(cmd, sizeof(cmd), "%s run --dir %s/run --backend cuda %s 2>%s/run.log",
+		 cli_test_bin(), dir, args, dir);
 	snprintf(path, sizeof(path), "%s/run.log", dir);
 	cr_assert_eq(system(cmd), 0, "%s", gl_slurp(path));
-	const char *log = gl_slurp(path);
-	cr_assert(strstr(log, "self-play cuda") && strstr(log, "training cuda"), "%s", log);
-	cr_assert(strstr(log, "iteration 1:"), "%s", log);
+	return gl_slurp(path);
+}
+
+static void gl_rmdir(const char *dir)
+{
+	char cmd[1024];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	system(cmd);
+}
+
+Test(gpu_learner, run_shares_the_device, .timeout = 300)
+{
+	char dir[] = "/tmp/sente-gpur-XXXXXX";
+	const char *log = gl_run(dir, "--game connect4 --minutes 1 --blocks 1 --channels 16 "
+				      "--positions 300 --eval-visits 8 --eval-positions 2");
+	cr_assert(strstr(log, "self-play cuda") && strstr(log, "training cuda"), "%s", log);
+	cr_assert(strstr(log, "iteration 1:"), "%s", log);
+	gl_rmdir(dir);
+}
+
+/* A Go run on the GPU gets the ownership head by default, as on the CPU,
+ * and the GPU learner trains it: the iterations' losses show it. */
+Test(gpu_learner, go_run_trains_the_ownership_head_by_default, .timeout = 300)
+{
+	char dir[] = "/tmp/sente-gpuo-XXXXXX";
+	const char *log = gl_run(dir, "--game go --size 5 --minutes 0.5 --blocks 1 --channels 16 "
+				      "--measure-every 0");
+	cr_assert(strstr(log, "with the ownership head"), "%s", log);
+	cr_assert(strstr(log, "training cuda") && !strstr(log, "training on the CPU"), "%s", log);
+	const char *it = strstr(log, "iteration 1:");
+	cr_assert(it, "%s", log);
+	const char *own = strstr(it, "ownership ");
+	cr_assert(own, "%s", log);
+	double loss = atof(own + strlen("ownership "));
+	cr_assert(loss > 0.01 && loss < 2, "ownership loss %g: %s", loss, log);
+	gl_rmdir(dir);
 }

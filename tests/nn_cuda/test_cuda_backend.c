@@ -16,7 +16,7 @@
  * 32 * 2^-10 * max(1, |cpu|), about 3%.
  *
  * Every test here skips itself when there is no CUDA device. These bounds
- * have not yet been checked on a device. */
+ * held on H100s and H200s (bench/results/), the heads' from 2026-11-28. */
 #include <criterion/criterion.h>
 #include <stdbool.h>
 #include <math.h>

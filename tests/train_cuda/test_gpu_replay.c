@@ -17,7 +17,7 @@
  * on (seed, counter), two ranks' shares reassemble the whole batch, the
  * device ring matches the host one, and appends from another thread while
  * sampling never yield a torn record. They passed on an H100 (2026-11-27),
- * before the head targets were added (those not yet run on a device). */
+ * and with the head targets on an H200 (2026-11-28). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>

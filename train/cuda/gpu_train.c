@@ -14,10 +14,10 @@
  * comparisons with the CPU trainer in tests/train_cuda pass there, and
  * fp16/bf16 loss curves follow fp32's over 1,000 steps; they skip
  * themselves where no device is present. The ownership and score heads
- * (tk_own_loss, tk_score_loss and their gradients) have not run on a
- * device yet: their comparisons with the CPU trainer are
+ * (tk_own_loss, tk_score_loss and their gradients) first ran on an H200
+ * on 2026-11-28 (gpu-2026-11-28-00581b3.md), where
  * gpu_train/fp32_step_matches_cpu_go_heads_* and
- * micro_batches_average_half_batch_gradients_heads.
+ * micro_batches_average_half_batch_gradients_heads passed.
  */
 #include "train/cuda/gpu_train.h"
 
