@@ -952,36 +952,50 @@ static int tr_se_make(trainer *t, char *err, size_t errlen)
 	return 0;
 }
 
-/* Where channel c of position n starts in a tower activation, and (step)
- * the distance between its points: nChw16c or NHWC, both unpadded. */
-static size_t tr_at(const trainer *t, int n, int c, size_t *step)
+/* One squeeze-excitation pass over plain arrays: the trainer's blocks
+ * (tr_se_fwd, tr_se_bwd) and train_layer_se (layers.h) share it. */
+typedef struct tr_se_view {
+	int N, C, S, HW;           /* positions, channels, bottleneck, points */
+	int layout;                /* TR_SE_* of the activations */
+	const float *pw;           /* [N][HW] each point's weight in the means
+				    * (masked pooling), or NULL: 1 / HW */
+	const nn_fc *f1, *f2;      /* se1 (C -> S), se2 (S -> 2C) */
+	float *pool, *hid, *gate;  /* [N][C], [N][S], [N][2C] (see tr_se) */
+	float *dz, *dhid, *dpool;  /* backward scratch: [2C], [S], [C] of one position */
+} tr_se_view;
+
+/* Activation layouts, all unpadded: the tower's nChw16c or NHWC, and
+ * layers.h's NCHW. */
+enum { TR_SE_NHWC, TR_SE_BLOCKED, TR_SE_NCHW };
+
+/* Where channel c of position n starts in an activation, and (step) the
+ * distance between its points. */
+static size_t tr_se_at(const tr_se_view *v, int n, int c, size_t *step)
 {
-	size_t C = (size_t)t->net->arch.channels,
-	       HW = (size_t)t->net->arch.board_w * t->net->arch.board_h;
-	if (t->blocked) {
+	size_t C = (size_t)v->C, HW = (size_t)v->HW;
+	if (v->layout == TR_SE_BLOCKED) {
 		*step = 16;
 		return (((size_t)n * (C / 16) + (size_t)c / 16) * HW) * 16 + (size_t)c % 16;
+	}
+	if (v->layout == TR_SE_NCHW) {
+		*step = 1;
+		return ((size_t)n * C + (size_t)c) * HW;
 	}
 	*step = C;
 	return (size_t)n * HW * C + (size_t)c;
 }
 
-/* SE forward on the layer's BN output, which the BN wrote into se->u:
- * a = gate * u + bias, for all the trainer's positions. */
-static void tr_se_fwd(trainer *t, tr_layer *L)
+/* x = gate * u + bias over all the view's positions. */
+static void tr_se_forward(const tr_se_view *v, const float *u, float *x)
 {
-	tr_se *e = L->se;
-	const nn_arch *a = &t->net->arch;
-	int C = a->channels, S = a->se_channels, HW = a->board_w * a->board_h;
-	const nn_fc *f1 = &e->blk->se1, *f2 = &e->blk->se2;
-	float *x = tr_ptr(L->a);
-	const float *u = tr_ptr(e->u);
-	for (int n = 0; n < t->batch; n++) {
-		float *pool = e->pool + (size_t)n * C, *hid = e->hid + (size_t)n * S,
-		      *gate = e->gate + (size_t)n * 2 * C;
-		const float *pw = t->se_pw ? t->se_pw + (size_t)n * HW : NULL;
+	int C = v->C, S = v->S, HW = v->HW;
+	const nn_fc *f1 = v->f1, *f2 = v->f2;
+	for (int n = 0; n < v->N; n++) {
+		float *pool = v->pool + (size_t)n * C, *hid = v->hid + (size_t)n * S,
+		      *gate = v->gate + (size_t)n * 2 * C;
+		const float *pw = v->pw ? v->pw + (size_t)n * HW : NULL;
 		for (int c = 0; c < C; c++) {
-			size_t st, o = tr_at(t, n, c, &st);
+			size_t st, o = tr_se_at(v, n, c, &st);
 			double sum = 0;
 			for (int p = 0; p < HW; p++)
 				sum += u[o + (size_t)p * st] * (pw ? (double)pw[p] : 1.0 / HW);
@@ -1000,7 +1014,7 @@ static void tr_se_fwd(trainer *t, tr_layer *L)
 			gate[k] = k < C ? (float)(1 / (1 + exp(-z))) : (float)z;
 		}
 		for (int c = 0; c < C; c++) {
-			size_t st, o = tr_at(t, n, c, &st);
+			size_t st, o = tr_se_at(v, n, c, &st);
 			float g = gate[c], bias = gate[C + c];
 			for (int p = 0; p < HW; p++)
 				x[o + (size_t)p * st] = g * u[o + (size_t)p * st] + bias;
@@ -1008,28 +1022,23 @@ static void tr_se_fwd(trainer *t, tr_layer *L)
 	}
 }
 
-/* SE backward: gy, the gradient of gate * u + bias (the layer's gradient
- * before its ReLU), into gu, the gradient of u (the BN output), and the
- * SE weights' gradients (overwritten). gu may not be gy. */
-static void tr_se_bwd(trainer *t, tr_layer *L, dnnl_memory_t gy, dnnl_memory_t gu)
+/* dy, the gradient of gate * u + bias, into du, the gradient of u, and
+ * the FCs' gradients gw1, gb1, gw2, gb2 (overwritten). du may not be dy. */
+static void tr_se_backward(const tr_se_view *v, const float *dy, const float *u, float *du,
+			   float *gw1, float *gb1, float *gw2, float *gb2)
 {
-	tr_se *e = L->se;
-	const nn_arch *a = &t->net->arch;
-	int C = a->channels, S = a->se_channels, HW = a->board_w * a->board_h;
-	const nn_fc *f1 = &e->blk->se1, *f2 = &e->blk->se2;
-	float *gw1 = tr_g(t, f1->w), *gb1 = tr_g(t, f1->b), *gw2 = tr_g(t, f2->w),
-	      *gb2 = tr_g(t, f2->b);
-	const float *dy = tr_ptr(gy), *u = tr_ptr(e->u);
-	float *du = tr_ptr(gu), *dz = t->se_dz, *dhid = t->se_dhid, *dpool = t->se_dpool;
+	int C = v->C, S = v->S, HW = v->HW;
+	const nn_fc *f1 = v->f1, *f2 = v->f2;
+	float *dz = v->dz, *dhid = v->dhid, *dpool = v->dpool;
 	memset(gw1, 0, sizeof(float) * (size_t)S * C);
 	memset(gb1, 0, sizeof(float) * (size_t)S);
 	memset(gw2, 0, sizeof(float) * (size_t)2 * C * S);
 	memset(gb2, 0, sizeof(float) * (size_t)2 * C);
-	for (int n = 0; n < t->batch; n++) {
-		const float *pool = e->pool + (size_t)n * C, *hid = e->hid + (size_t)n * S,
-			    *gate = e->gate + (size_t)n * 2 * C;
+	for (int n = 0; n < v->N; n++) {
+		const float *pool = v->pool + (size_t)n * C, *hid = v->hid + (size_t)n * S,
+			    *gate = v->gate + (size_t)n * 2 * C;
 		for (int c = 0; c < C; c++) {
-			size_t st, o = tr_at(t, n, c, &st);
+			size_t st, o = tr_se_at(v, n, c, &st);
 			double dg = 0, db = 0;
 			for (int p = 0; p < HW; p++) {
 				double d = dy[o + (size_t)p * st];
@@ -1061,15 +1070,50 @@ static void tr_se_bwd(trainer *t, tr_layer *L, dnnl_memory_t gy, dnnl_memory_t g
 			dpool[c] = (float)d;
 		}
 		/* The mean's gradient: each point's weight in it. */
-		const float *pw = t->se_pw ? t->se_pw + (size_t)n * HW : NULL;
+		const float *pw = v->pw ? v->pw + (size_t)n * HW : NULL;
 		for (int c = 0; c < C; c++) {
-			size_t st, o = tr_at(t, n, c, &st);
+			size_t st, o = tr_se_at(v, n, c, &st);
 			float g = gate[c], dp = dpool[c];
 			for (int p = 0; p < HW; p++)
 				du[o + (size_t)p * st] = g * dy[o + (size_t)p * st] +
 							 dp * (pw ? pw[p] : 1.0f / (float)HW);
 		}
 	}
+}
+
+/* The view of layer L's SE block over the trainer's arrays. */
+static tr_se_view tr_se_view_of(const trainer *t, const tr_layer *L)
+{
+	const nn_arch *a = &t->net->arch;
+	const tr_se *e = L->se;
+	tr_se_view v = {
+		.N = t->batch, .C = a->channels, .S = a->se_channels,
+		.HW = a->board_w * a->board_h,
+		.layout = t->blocked ? TR_SE_BLOCKED : TR_SE_NHWC, .pw = t->se_pw,
+		.f1 = &e->blk->se1, .f2 = &e->blk->se2,
+		.pool = e->pool, .hid = e->hid, .gate = e->gate,
+		.dz = t->se_dz, .dhid = t->se_dhid, .dpool = t->se_dpool,
+	};
+	return v;
+}
+
+/* SE forward on the layer's BN output, which the BN wrote into se->u:
+ * a = gate * u + bias, for all the trainer's positions. */
+static void tr_se_fwd(trainer *t, tr_layer *L)
+{
+	tr_se_view v = tr_se_view_of(t, L);
+	tr_se_forward(&v, tr_ptr(L->se->u), tr_ptr(L->a));
+}
+
+/* SE backward: gy, the gradient of gate * u + bias (the layer's gradient
+ * before its ReLU), into gu, the gradient of u (the BN output), and the
+ * SE weights' gradients (overwritten). gu may not be gy. */
+static void tr_se_bwd(trainer *t, tr_layer *L, dnnl_memory_t gy, dnnl_memory_t gu)
+{
+	tr_se_view v = tr_se_view_of(t, L);
+	const nn_block *b = L->se->blk;
+	tr_se_backward(&v, tr_ptr(gy), tr_ptr(L->se->u), tr_ptr(gu), tr_g(t, b->se1.w),
+		       tr_g(t, b->se1.b), tr_g(t, b->se2.w), tr_g(t, b->se2.b));
 }
 
 trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_t errlen)
@@ -2215,6 +2259,39 @@ out:
 done:
 	tr_ctx_free(c);
 	return rc;
+}
+
+int train_layer_se(int n, int c, int s, int h, int w, const float *u, const float *skip,
+		   const float *w1, const float *b1, const float *w2, const float *b2,
+		   const float *dy, float *y, float *du, float *dskip, float *dw1, float *db1,
+		   float *dw2, float *db2, char *err, size_t errlen)
+{
+	size_t act = (size_t)n * c * h * w, N = (size_t)n, C = (size_t)c, S = (size_t)s;
+	float *buf = malloc(sizeof(float) * (N * (3 * C + S) + 3 * C + S));
+	if (!buf) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	/* The FCs are only read: nn_fc's pointers are not const. */
+	nn_fc f1 = { .n_in = c, .n_out = s, .w = (float *)w1, .b = (float *)b1 };
+	nn_fc f2 = { .n_in = s, .n_out = 2 * c, .w = (float *)w2, .b = (float *)b2 };
+	tr_se_view v = {
+		.N = n, .C = c, .S = s, .HW = h * w, .layout = TR_SE_NCHW, .pw = NULL,
+		.f1 = &f1, .f2 = &f2,
+		.pool = buf, .hid = buf + N * C, .gate = buf + N * (C + S),
+		.dz = buf + N * (3 * C + S), .dhid = buf + N * (3 * C + S) + 2 * C,
+		.dpool = buf + N * (3 * C + S) + 2 * C + S,
+	};
+	tr_se_forward(&v, u, y);
+	/* The layer's skip and ReLU (tr_layer_fwd's), and the ReLU's backward. */
+	for (size_t i = 0; i < act; i++) {
+		float x = y[i] + (skip ? skip[i] : 0.0f);
+		y[i] = x > 0 ? x : 0.0f;
+		dskip[i] = y[i] > 0 ? dy[i] : 0.0f;
+	}
+	tr_se_backward(&v, dskip, u, du, dw1, db1, dw2, db2);
+	free(buf);
+	return 0;
 }
 
 int train_layer_fc(int n, int nin, int nout, const float *x, const float *wt, const float *b,

@@ -273,6 +273,103 @@ Test(train_layers, fc_backward_matches_finite_differences)
 	free(x), free(w), free(b), free(dy), free(X), free(W), free(B), free(DY);
 }
 
+/* ---- squeeze-excitation ---------------------------------------------------- */
+
+typedef struct se_ref {
+	int n, c, s, hw;                      /* shape */
+	double *u, *skip, *w1, *b1, *w2, *b2; /* inputs (NCHW), FCs */
+	const double *dy;                     /* upstream gradient */
+} se_ref;
+
+/* sum(y * dy), y = ReLU(sigmoid(z[0..c)) u + z[c..2c) + skip) with z =
+ * w2 ReLU(w1 mean(u) + b1) + b2 per position, in double (net.h's SE). */
+static double se_objective(const se_ref *r, double *y)
+{
+	int C = r->c, S = r->s, HW = r->hw;
+	double l = 0, pool[8], hid[8], z[16];
+	cr_assert(C <= 8 && S <= 8);
+	for (int n = 0; n < r->n; n++) {
+		const double *u = r->u + (size_t)n * C * HW;
+		for (int c = 0; c < C; c++) {
+			pool[c] = 0;
+			for (int p = 0; p < HW; p++)
+				pool[c] += u[c * HW + p] / HW;
+		}
+		for (int j = 0; j < S; j++) {
+			double h = r->b1[j];
+			for (int c = 0; c < C; c++)
+				h += r->w1[j * C + c] * pool[c];
+			hid[j] = h > 0 ? h : 0;
+		}
+		for (int k = 0; k < 2 * C; k++) {
+			z[k] = r->b2[k];
+			for (int j = 0; j < S; j++)
+				z[k] += r->w2[k * S + j] * hid[j];
+		}
+		for (int c = 0; c < C; c++)
+			for (int p = 0; p < HW; p++) {
+				size_t i = ((size_t)n * C + c) * HW + p;
+				double v = u[c * HW + p] / (1 + exp(-z[c])) + z[C + c] + r->skip[i];
+				v = v > 0 ? v : 0;
+				if (y)
+					y[i] = v;
+				l += v * r->dy[i];
+			}
+	}
+	return l;
+}
+
+Test(train_layers, se_backward_matches_finite_differences)
+{
+	char err[256];
+	uint64_t r = 61;
+	enum { N = 2, C = 3, S = 2, H = 3, W = 4, A = N * C * H * W };
+	float *u = rand_floats(&r, A, -2, 2), *skip = rand_floats(&r, A, -1, 1);
+	float *w1 = rand_floats(&r, S * C, -1, 1), *b1 = rand_floats(&r, S, -0.5, 0.5);
+	float *w2 = rand_floats(&r, 2 * C * S, -1, 1), *b2 = rand_floats(&r, 2 * C, -0.5, 0.5);
+	float *dy = rand_floats(&r, A, -1, 1);
+	float y[A], du[A], dskip[A], dw1[S * C], db1[S], dw2[2 * C * S], db2[2 * C];
+	cr_assert_eq(train_layer_se(N, C, S, H, W, u, skip, w1, b1, w2, b2, dy, y, du, dskip, dw1,
+				    db1, dw2, db2, err, sizeof(err)),
+		     0, "%s", err);
+	double *DY = to_double(dy, A), yref[A];
+	se_ref ref = { N, C, S, H * W, to_double(u, A), to_double(skip, A), to_double(w1, S * C),
+		       to_double(b1, S), to_double(w2, 2 * C * S), to_double(b2, 2 * C), DY };
+	se_objective(&ref, yref);
+	int live = 0;
+	for (int i = 0; i < A; i++) {
+		check_grad("y", (size_t)i, y[i], yref[i], 1e-5, 1e-6);
+		live += yref[i] > 0;
+	}
+	cr_assert(live > A / 4 && live < A, "ReLU passes %d of %d", live, A);
+	struct {
+		const char *name; /* tensor */
+		double *p;        /* its double copy */
+		int n;            /* entries */
+		const float *got; /* backward's gradient */
+	} ts[6] = { { "du", ref.u, A, du },        { "dskip", ref.skip, A, dskip },
+		    { "dw1", ref.w1, S * C, dw1 }, { "db1", ref.b1, S, db1 },
+		    { "dw2", ref.w2, 2 * C * S, dw2 }, { "db2", ref.b2, 2 * C, db2 } };
+	for (int t = 0; t < 6; t++) {
+		double most = 0;
+		for (int i = 0; i < ts[t].n; i++)
+			most = fmax(most, fabs(ts[t].got[i]));
+		cr_assert_gt(most, 1e-3, "%s: no gradient to compare", ts[t].name);
+		for (int i = 0; i < ts[t].n; i++) {
+			double keep = ts[t].p[i];
+			ts[t].p[i] = keep + FD_EPS;
+			double lp = se_objective(&ref, NULL);
+			ts[t].p[i] = keep - FD_EPS;
+			double lm = se_objective(&ref, NULL);
+			ts[t].p[i] = keep;
+			check_grad(ts[t].name, (size_t)i, ts[t].got[i], (lp - lm) / (2 * FD_EPS), 1e-4,
+				   1e-5);
+		}
+	}
+	free(u), free(skip), free(w1), free(b1), free(w2), free(b2), free(dy), free(DY);
+	free(ref.u), free(ref.skip), free(ref.w1), free(ref.b1), free(ref.w2), free(ref.b2);
+}
+
 /* ---- losses --------------------------------------------------------------- */
 
 /* FD on float inputs: the step actually taken is measured in double, so

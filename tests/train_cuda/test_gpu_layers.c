@@ -29,8 +29,9 @@ typedef struct gl_case gl_case;
 struct gl_case {
 	const char *name;
 	double (*run)(const gl_case *k); /* worst difference over every output */
-	int n, c, h, w;                  /* activations (bn, relu); n rows (fc, losses) */
-	int nin, nout;                   /* fc: features in and out; losses: np, vo */
+	int n, c, h, w;                  /* activations (bn, relu, se); n rows (fc, losses) */
+	int nin, nout;                   /* fc: features in and out; losses: np, vo; se: nin
+					  * the bottleneck, nout 1 with a residual skip */
 	int with_wdl;                    /* losses: 1 wdl targets, 0 derived from value */
 	double tol;
 };
@@ -147,6 +148,47 @@ static double gl_run_fc(const gl_case *k)
 	return w;
 }
 
+/* An SE block's gate from its second BN's output u, with the skip and
+ * ReLU after it: y, du, dskip and the two FCs' gradients. */
+static double gl_run_se(const gl_case *k)
+{
+	char err[512];
+	uint64_t s = 19;
+	int n = k->n, c = k->c, sb = k->nin;
+	size_t act = (size_t)n * c * k->h * k->w, n1 = (size_t)sb * c, n2 = 2 * n1;
+	float *u = gl_rand(act, -2, 2, &s), *dy = gl_rand(act, -1, 1, &s);
+	float *skip = k->nout ? gl_rand(act, -1, 1, &s) : NULL;
+	float *w1 = gl_rand(n1, -0.5f, 0.5f, &s), *b1 = gl_rand((size_t)sb, -0.2f, 0.2f, &s);
+	float *w2 = gl_rand(n2, -0.5f, 0.5f, &s), *b2 = gl_rand(2 * (size_t)c, -0.5f, 0.5f, &s);
+	float *out[2][7];
+	const size_t len[7] = { act, act, act, n1, (size_t)sb, n2, 2 * (size_t)c };
+	for (int v = 0; v < 2; v++)
+		for (int i = 0; i < 7; i++)
+			out[v][i] = gl_buf(len[i]);
+	cr_assert_eq(train_layer_se(n, c, sb, k->h, k->w, u, skip, w1, b1, w2, b2, dy, out[0][0],
+				    out[0][1], out[0][2], out[0][3], out[0][4], out[0][5], out[0][6],
+				    err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(gpu_layer_se(n, c, sb, k->h, k->w, u, skip, w1, b1, w2, b2, dy, out[1][0],
+				  out[1][1], out[1][2], out[1][3], out[1][4], out[1][5], out[1][6],
+				  err, sizeof(err)),
+		     0, "%s", err);
+	double w = 0;
+	for (int i = 0; i < 7; i++)
+		gl_worst(out[1][i], out[0][i], len[i], &w);
+	for (int v = 0; v < 2; v++)
+		for (int i = 0; i < 7; i++)
+			free(out[v][i]);
+	free(u);
+	free(dy);
+	free(skip);
+	free(w1);
+	free(b1);
+	free(w2);
+	free(b2);
+	return w;
+}
+
 /* Policy targets: a distribution per row. */
 static float *gl_policy(int n, int np, uint64_t *s)
 {
@@ -196,7 +238,8 @@ static double gl_run_losses(const gl_case *k)
 }
 
 /* The table: one row per layer and shape worth telling apart (channel
- * counts off a multiple of 8, one row, Go and Connect Four heads). */
+ * counts off a multiple of 8, one row, Go and Connect Four heads, SE
+ * with and without the skip). */
 static const gl_case gl_cases[] = {
 	{ "bn 4x16 9x9", gl_run_bn, 4, 16, 9, 9, 0, 0, 0, 1e-4 },
 	{ "bn 3x20 (padded) 19x19", gl_run_bn, 3, 20, 19, 19, 0, 0, 0, 1e-4 },
@@ -209,6 +252,9 @@ static const gl_case gl_cases[] = {
 	{ "losses c4 wdl", gl_run_losses, 6, 0, 0, 0, 7, 3, 1, 1e-4 },
 	{ "losses c4 wdl from value", gl_run_losses, 6, 0, 0, 0, 7, 3, 0, 1e-4 },
 	{ "losses go19 one row", gl_run_losses, 1, 0, 0, 0, 362, 1, 0, 1e-4 },
+	{ "se 4x16/8 9x9 with skip", gl_run_se, 4, 16, 9, 9, 8, 1, 0, 1e-4 },
+	{ "se 3x20/5 (padded) 19x19", gl_run_se, 3, 20, 19, 19, 5, 0, 0, 1e-4 },
+	{ "se 1x32/8 6x7 (one row) with skip", gl_run_se, 1, 32, 6, 7, 8, 1, 0, 1e-4 },
 };
 
 Test(gpu_layers, every_layer_matches_the_cpu_trainer)
@@ -232,5 +278,11 @@ Test(gpu_layers, refuse_without_a_device)
 	double lp, lv;
 	err[0] = 0;
 	cr_assert_eq(gpu_layer_losses(1, 2, x, x, 1, x, x, NULL, &lp, &lv, y, d, err, sizeof(err)), 1);
+	cr_assert(err[0]);
+	float g[4];
+	err[0] = 0;
+	cr_assert_eq(gpu_layer_se(1, 1, 1, 2, 2, x, NULL, x, x, x, x, x, y, d, g, x, x, x, x, err,
+				  sizeof(err)),
+		     1);
 	cr_assert(err[0]);
 }

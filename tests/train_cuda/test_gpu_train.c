@@ -84,7 +84,7 @@ Test(gpu_train, options_defaults_parse_and_check)
 	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
 }
 
-Test(gpu_train, refuses_without_device_or_with_se_blocks_or_reply_head)
+Test(gpu_train, refuses_without_device_or_with_reply_head_or_several_sizes)
 {
 	char err[256] = "";
 	nn_net *net = tu_net(GAME_KIND_GO, 9, 1, 16, 1);
@@ -95,15 +95,32 @@ Test(gpu_train, refuses_without_device_or_with_se_blocks_or_reply_head)
 		cr_assert(strlen(err) > 0);
 		cr_assert(strstr(err, "device") || strstr(err, "not built"), "%s", err);
 	}
+	/* Squeeze-excitation blocks train on the GPU too (check_step below): a
+	 * net with one SE block among plain ones is taken on a device, and
+	 * without one refused for the device alone. */
 	nn_arch a = net->arch;
-	a.block_kind[0] = NN_BLOCK_SE;
+	a.blocks = 2;
+	a.block_kind[0] = NN_BLOCK_PLAIN;
+	a.block_kind[1] = NN_BLOCK_SE;
 	a.se_channels = 4;
 	nn_net *se = nn_net_new(&a, err, sizeof(err));
 	cr_assert(se, "%s", err);
 	err[0] = 0;
-	cr_assert_null(gpu_trainer_new(se, &o, &g, err, sizeof(err)));
-	cr_assert(strstr(err, "plain") || strstr(err, "not built"), "%s", err);
+	gpu_trainer *st = gpu_trainer_new(se, &o, &g, err, sizeof(err));
+	if (nn_cuda_device_count() > 0 && gpu_train_built()) {
+		cr_assert(st, "%s", err);
+	} else {
+		cr_assert_null(st);
+		cr_assert(strstr(err, "device") || strstr(err, "not built"), "%s", err);
+	}
+	gpu_trainer_free(st);
 	nn_net_free(se);
+	/* An SE net of several sizes stays on the CPU (the window holds one). */
+	nn_net *multi = tu_net_heads(GAME_KIND_GO, 9, 1, 16, TU_SE | TU_MASK, 1);
+	err[0] = 0;
+	cr_assert_null(gpu_trainer_new(multi, &o, &g, err, sizeof(err)));
+	cr_assert(strstr(err, "several board sizes") || strstr(err, "not built"), "%s", err);
+	nn_net_free(multi);
 	/* The opponent-reply head trains on the CPU only; ownership and score
 	 * train on the GPU too (check_step below), so on a device they are
 	 * taken. */
@@ -128,6 +145,12 @@ Test(gpu_train, forward_flops_count_convs_and_fcs)
 	nn_net *c4 = tu_net(GAME_KIND_CONNECT4, 0, 3, 32, 1);
 	cr_assert_float_eq(gpu_train_forward_flops(&go->arch), nn_net_flops(go), 1e-6);
 	cr_assert_float_eq(gpu_train_forward_flops(&c4->arch), nn_net_flops(c4), 1e-6);
+	/* SE blocks add their two FCs (3 C S multiply-adds), as inference counts. */
+	nn_net *se = tu_net_heads(GAME_KIND_GO, 9, 2, 16, TU_SE, 1);
+	cr_assert_float_eq(gpu_train_forward_flops(&se->arch), nn_net_flops(se), 1e-6);
+	cr_assert_float_eq(gpu_train_forward_flops(&se->arch) - gpu_train_forward_flops(&go->arch),
+			   2.0 * 2 * 3 * 16 * 8, 1e-6);
+	nn_net_free(se);
 	/* By hand for the Go net: 81 points, in_planes x 16 x 9 input conv,
 	 * 2 x 2 tower convs of 16 x 16 x 9, heads. */
 	const nn_arch *a = &go->arch;
@@ -356,11 +379,37 @@ static double max_abs(const float *x, size_t n)
 	return m;
 }
 
+/* Checks the gradient of every SE block's FCs (weights and biases) on
+ * their own scale, which is small beside the tower's: gg against cg. */
+static void check_se_grads(const nn_net *net, const float *gg, const float *cg, double tol)
+{
+	int n_se = 0;
+	for (int i = 0; i < net->arch.blocks; i++) {
+		const nn_block *k = &net->block[i];
+		if (!k->se1.w)
+			continue;
+		n_se++;
+		/* se1 w, b, se2 w, b: adjacent in net->data (net.h's order). */
+		size_t o = (size_t)(k->se1.w - net->data);
+		size_t ns = (size_t)(k->se2.b + k->se2.n_out - k->se1.w);
+		double ss = max_abs(cg + o, ns);
+		cr_assert_gt(ss, 0, "no gradient of block %d's SE to compare", i);
+		for (size_t j = o; j < o + ns; j++)
+			cr_assert(fabs(gg[j] - cg[j]) <= tol * ss + 1e-7,
+				  "block %d SE [%zu of %zu]: gpu %g cpu %g (max |g| %g)", i, j - o, ns,
+				  gg[j], cg[j], ss);
+	}
+	cr_assert(n_se == 0 || n_se == net->arch.blocks);
+}
+
 /* One fp32 GPU step against the CPU trainer's: losses, gradient, weights;
- * heads: Go's training heads (TU_OWN, TU_SCORE) on the net. */
+ * heads: Go's training heads (TU_OWN, TU_SCORE) on the net, and TU_SE for
+ * squeeze-excitation blocks. */
 static void check_step(game_kind kind, int size, train_optimizer opt, int wdl, int heads)
 {
 	nn_net *net = tu_net_heads(kind, size, 2, 16, heads, 11);
+	if (heads & TU_SE)
+		cr_assert(net->block[0].se1.w && net->block[1].se1.w, "no SE blocks");
 	train_batch *b = tu_batch(net, 16, 12, 0, wdl);
 	trainer *ct = cpu_trainer(net, opt, 16);
 	gpu_trainer *gt = gpu_for(net, ct, NN_DTYPE_FP32, 0);
@@ -403,6 +452,7 @@ static void check_step(game_kind kind, int size, train_optimizer opt, int wdl, i
 	}
 	cr_assert_float_eq(gg[nf + 4], cs.own_loss, 1e-4 * (1 + cs.own_loss));
 	cr_assert_float_eq(gg[nf + 5], cs.score_loss, 1e-4 * (1 + cs.score_loss));
+	check_se_grads(net, gg, cg, 1e-4);
 
 	cr_assert_eq(trainer_step(ct, b, &cs), 0, "%s", trainer_error(ct));
 	cr_assert_eq(gpu_trainer_step_host(gt, b, &gs), 0, "%s", gpu_trainer_error(gt));
@@ -482,12 +532,42 @@ Test(gpu_train, fp32_step_matches_cpu_go_heads_adamw)
 	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_ADAMW, 0, TU_OWN | TU_SCORE);
 }
 
-Test(gpu_train, mixed_precision_tracks_fp32, .timeout = 120)
+Test(gpu_train, fp32_step_matches_cpu_go_se_sgd)
 {
 	NEED_DEVICE();
+	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_SGD, 0, TU_SE);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_go_se_adamw)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_ADAMW, 0, TU_SE);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_connect4_se_sgd)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_CONNECT4, 0, TRAIN_OPTIMIZER_SGD, 1, TU_SE);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_connect4_se_adamw)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_CONNECT4, 0, TRAIN_OPTIMIZER_ADAMW, 1, TU_SE);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_go_se_heads_sgd)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_SGD, 0, TU_SE | TU_OWN | TU_SCORE);
+}
+
+/* fp16 and bf16 against fp32 over 100 steps on the net of heads (see
+ * tu_net_heads). */
+static void check_mixed(int heads)
+{
 	enum { NB = 4, STEPS = 100 };
-	/* With Go's training heads, the default of a Go run. */
-	nn_net *net = tu_net_heads(GAME_KIND_GO, 9, 2, 16, TU_OWN | TU_SCORE, 21);
+	nn_net *net = tu_net_heads(GAME_KIND_GO, 9, 2, 16, heads, 21);
 	train_batch *b[NB];
 	for (int i = 0; i < NB; i++)
 		b[i] = tu_batch(net, 32, 30 + i, 0, 0);
@@ -537,6 +617,19 @@ Test(gpu_train, mixed_precision_tracks_fp32, .timeout = 120)
 	for (int i = 0; i < NB; i++)
 		train_batch_free(b[i]);
 	nn_net_free(net);
+}
+
+Test(gpu_train, mixed_precision_tracks_fp32, .timeout = 120)
+{
+	NEED_DEVICE();
+	/* With Go's training heads, the default of a Go run. */
+	check_mixed(TU_OWN | TU_SCORE);
+}
+
+Test(gpu_train, mixed_precision_tracks_fp32_se, .timeout = 120)
+{
+	NEED_DEVICE();
+	check_mixed(TU_SE | TU_OWN | TU_SCORE);
 }
 
 Test(gpu_train, overflow_skips_step_and_halves_scale)
@@ -593,13 +686,14 @@ static train_batch *half_of(const nn_net *net, const train_batch *b, int from, i
 }
 
 /* Micro-batches of 8 of a batch of 16 against two CPU half batches; heads:
- * a Go net with the training heads (their targets are offset per
- * micro-batch too), else Connect Four with WDL. */
+ * with the training heads a Go net (their targets are offset per
+ * micro-batch too), else Connect Four with WDL; TU_SE: SE blocks. */
 static void check_micro(int heads)
 {
-	nn_net *net = heads ? tu_net_heads(GAME_KIND_GO, 9, 2, 16, heads, 41)
-			    : tu_net(GAME_KIND_CONNECT4, 0, 2, 16, 41);
-	train_batch *b = tu_batch(net, 16, 42, 0, !heads);
+	int go = (heads & (TU_OWN | TU_SCORE)) != 0;
+	nn_net *net = go ? tu_net_heads(GAME_KIND_GO, 9, 2, 16, heads, 41)
+			 : tu_net_heads(GAME_KIND_CONNECT4, 0, 2, 16, heads, 41);
+	train_batch *b = tu_batch(net, 16, 42, 0, !go);
 	trainer *half = cpu_trainer(net, TRAIN_OPTIMIZER_SGD, 8);
 	trainer *full = cpu_trainer(net, TRAIN_OPTIMIZER_SGD, 16);
 	gpu_trainer *gt = gpu_for(net, full, NN_DTYPE_FP32, 8);
@@ -623,6 +717,11 @@ static void check_micro(int heads)
 	for (size_t i = 0; i < nf; i++)
 		cr_assert(fabs(gg[i] - avg[i]) <= 1e-4 * scale + 1e-6, "[%zu] gpu %g cpu %g", i,
 			  gg[i], avg[i]);
+	float *avgf = malloc(nf * sizeof(float));
+	for (size_t i = 0; i < nf; i++)
+		avgf[i] = (float)avg[i];
+	check_se_grads(net, gg, avgf, 1e-4);
+	free(avgf);
 	free(gg);
 	free(avg);
 	gpu_trainer_free(gt);
@@ -642,6 +741,18 @@ Test(gpu_train, micro_batches_average_half_batch_gradients_heads)
 {
 	NEED_DEVICE();
 	check_micro(TU_OWN | TU_SCORE);
+}
+
+Test(gpu_train, micro_batches_average_half_batch_gradients_se)
+{
+	NEED_DEVICE();
+	check_micro(TU_SE);
+}
+
+Test(gpu_train, micro_batches_average_half_batch_gradients_se_heads)
+{
+	NEED_DEVICE();
+	check_micro(TU_SE | TU_OWN | TU_SCORE);
 }
 
 Test(gpu_train, gpu_checkpoint_loads_into_cpu_trainer)

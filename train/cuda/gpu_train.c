@@ -3,7 +3,8 @@
  * the kernels are in train_kernels.cu.
  *
  * A step, per micro-batch: forward (conv by cuDNN, then our training batch
- * norm: statistics of conv + bias, apply with residual and ReLU), heads
+ * norm: statistics of conv + bias, apply with residual and ReLU; an SE
+ * block's second layer puts its squeeze-excitation between), heads
  * (FCs by cuBLAS in fp32), losses and their gradients (already multiplied
  * by the loss scale), backward in the reverse order of net->data so that
  * finished ranges go to the hooks as they are done. Then, once: the norm
@@ -18,9 +19,14 @@
  * on 2026-11-28 (gpu-2026-11-28-00581b3.md), where
  * gpu_train/fp32_step_matches_cpu_go_heads_* and
  * micro_batches_average_half_batch_gradients_heads passed.
+ * Squeeze-excitation blocks (tk_se_forward, tk_se_backward, as the CPU
+ * trainer's tr_se_fwd/tr_se_bwd) are new and have NOT yet run on a
+ * device: only compiled. The gpu_train tests named *_se* and the "se"
+ * rows of gpu_layers are the checks to run first.
  */
 #include "train/cuda/gpu_train.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +87,9 @@ double gpu_train_forward_flops(const nn_arch *a)
 	double hw = (double)a->board_w * a->board_h, macs = 0;
 	macs += hw * 9.0 * a->in_planes * a->channels;
 	macs += a->blocks * 2.0 * hw * 9.0 * a->channels * a->channels;
+	for (int i = 0; i < a->blocks; i++)
+		if (a->block_kind[i] == NN_BLOCK_SE)
+			macs += 3.0 * (double)a->channels * a->se_channels;
 	macs += hw * a->channels * (a->policy_channels + a->value_channels);
 	macs += hw * a->policy_channels * a->policy_outputs;
 	macs += hw * a->value_channels * a->value_hidden;
@@ -128,6 +137,12 @@ typedef struct gt_layer {
 	nn_dtype adt;            /* compute type; fp32 for the head convs */
 	float *mean, *var, *rstd; /* batch statistics [cout] */
 	float *loc;              /* [2][cout] dbeta, dgamma of the micro-batch */
+	/* Squeeze-excitation, on an SE block's second layer (se 1): its BN
+	 * writes u, the gate's input, and the gate writes a (+ skip, ReLU). */
+	int se;
+	size_t o_s1w, o_s2w;     /* se1 (C -> S), se2 (S -> 2C) in net->data */
+	void *u;                 /* BN output [m][hw][cout], compute type */
+	tk_se sop;               /* its operands: weights, gradients, buffers */
 } gt_layer;
 
 struct gpu_trainer {
@@ -145,6 +160,7 @@ struct gpu_trainer {
 	int L;                   /* layers: 2 B + 3 */
 	gt_layer *layer;
 	int J;                   /* BN channels in all */
+	int se_s;                /* SE bottleneck S; 0 without SE blocks */
 	int64_t step;
 	uint64_t rng;
 	double scale;            /* loss scale */
@@ -222,7 +238,35 @@ static size_t gt_carve_acts(gpu_trainer *t, char *base, int m)
 			y->mean = st, y->var = st + y->cout, y->rstd = st + 2 * y->cout;
 			y->loc = st + 3 * y->cout;
 		}
+		if (!y->se)
+			continue;
+		void *u = gt_carve(base, &off, rows * y->cout * t->esz);
+		float *pool = gt_carve(base, &off, sizeof(float) * m * y->creal);
+		float *hid = gt_carve(base, &off, sizeof(float) * m * t->se_s);
+		float *gate = gt_carve(base, &off, sizeof(float) * m * 2 * y->creal);
+		if (base) {
+			tk_se *e = &y->sop;
+			size_t o1b = y->o_s1w + (size_t)t->se_s * y->creal;
+			size_t o2b = y->o_s2w + (size_t)2 * y->creal * t->se_s;
+			y->u = u;
+			e->m = m, e->hw = t->hw, e->cp = y->cout, e->creal = y->creal, e->s = t->se_s;
+			e->w1 = t->w + y->o_s1w, e->b1 = t->w + o1b;
+			e->w2 = t->w + y->o_s2w, e->b2 = t->w + o2b;
+			e->gw1 = t->grad + y->o_s1w, e->gb1 = t->grad + o1b;
+			e->gw2 = t->grad + y->o_s2w, e->gb2 = t->grad + o2b;
+			e->pool = pool, e->hid = hid, e->gate = gate;
+		}
 	}
+	/* The SE backward's scratch, shared by the blocks. */
+	int sc = t->se_s ? a->channels : 0;
+	float *sdz = gt_carve(base, &off, sizeof(float) * m * 2 * sc);
+	float *sdh = gt_carve(base, &off, sizeof(float) * m * t->se_s);
+	float *sdp = gt_carve(base, &off, sizeof(float) * m * sc);
+	for (int l = 0; base && l < t->L; l++)
+		if (t->layer[l].se) {
+			tk_se *e = &t->layer[l].sop;
+			e->dz = sdz, e->dhid = sdh, e->dpool = sdp;
+		}
 	/* BN partials are per layer output: the tower's and both heads' widths. */
 	int cmax = t->c;
 	if (t->pp > cmax)
@@ -349,6 +393,12 @@ static void gt_roles(gpu_trainer *t)
 		memset(t->role + y->o_w, TK_ROLE_DECAY, (size_t)y->creal * ci * y->k * y->k);
 		memset(t->role + y->o_mean, TK_ROLE_BUFFER, (size_t)y->creal);
 		memset(t->role + y->o_var, TK_ROLE_BUFFER, (size_t)y->creal);
+		if (y->se) {
+			/* The SE FCs' weights decay, as the CPU trainer's. */
+			size_t c = (size_t)y->creal, sw = (size_t)t->se_s * c;
+			memset(t->role + y->o_s1w, TK_ROLE_DECAY, sw);
+			memset(t->role + y->o_s2w, TK_ROLE_DECAY, 2 * sw);
+		}
 	}
 	const nn_fc *fcs[5] = { &n->policy_fc, &n->value_fc1, &n->value_fc2, &n->own_fc,
 				&n->score_fc };
@@ -480,9 +530,9 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 		return NULL;
 	}
 	for (int i = 0; i < a->blocks; i++)
-		if (a->block_kind[i] != NN_BLOCK_PLAIN) {
-			snprintf(err, errlen, "block %d is not a plain residual block: the GPU "
-				 "trainer trains plain blocks only", i);
+		if (a->block_kind[i] != NN_BLOCK_PLAIN && a->block_kind[i] != NN_BLOCK_SE) {
+			snprintf(err, errlen, "block %d is of kind %d: the GPU trainer trains plain "
+				 "and squeeze-excitation blocks", i, (int)a->block_kind[i]);
 			return NULL;
 		}
 	if (a->value_outputs != 1 && a->value_outputs != 3) {
@@ -555,6 +605,17 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 			      SHAPE_TOWER, t->dt);
 		gt_layer_init(t, &t->layer[2 + 2 * i], &h->block[i].conv2, t->c, SLOT_TOWER, SLOT_TOWER,
 			      SHAPE_TOWER, t->dt);
+		if (a->block_kind[i] == NN_BLOCK_SE) {
+			gt_layer *y = &t->layer[2 + 2 * i];
+			const nn_block *k = &h->block[i];
+			y->se = 1;
+			y->o_s1w = (size_t)(k->se1.w - h->data);
+			y->o_s2w = (size_t)(k->se2.w - h->data);
+			/* tk_se takes each FC's bias right after its weights. */
+			assert(k->se1.b == k->se1.w + (size_t)a->se_channels * a->channels &&
+			       k->se2.b == k->se2.w + (size_t)2 * a->channels * a->se_channels);
+			t->se_s = a->se_channels;
+		}
 	}
 	gt_layer_init(t, &t->layer[t->L - 2], &h->policy_conv, t->c, SLOT_TOWER, SLOT_POL, SHAPE_POL,
 		      NN_DTYPE_FP32);
@@ -726,7 +787,8 @@ out:
 }
 
 /* Forward of layer y from x (type of the previous output), BN in training
- * with stats reset when first, optional skip. */
+ * with stats reset when first, optional skip; an SE layer's BN writes u
+ * and its gate the output. */
 static int gt_layer_fwd(gpu_trainer *t, gt_layer *y, const void *x, const void *skip, long rows,
 			int first, char *err, size_t errlen)
 {
@@ -739,24 +801,32 @@ static int gt_layer_fwd(gpu_trainer *t, gt_layer *y, const void *x, const void *
 	float *acc = t->acc + y->stat;
 	CUDA_CHECK(tk_bn_stats(y->z, t->dt, rows, y->cout, y->creal, w + y->o_b, t->bn_part, y->mean,
 			       y->var, y->rstd, acc, acc + t->J, acc + 2 * t->J, first, t->stream));
-	CUDA_CHECK(tk_bn_apply(y->z, t->dt, rows, y->cout, y->creal, w + y->o_b, y->mean, y->rstd,
-			       w + y->o_gamma, w + y->o_beta, skip, t->dt, 1, y->a, y->adt,
-			       t->stream));
+	if (y->se) {
+		CUDA_CHECK(tk_bn_apply(y->z, t->dt, rows, y->cout, y->creal, w + y->o_b, y->mean,
+				       y->rstd, w + y->o_gamma, w + y->o_beta, NULL, t->dt, 0, y->u,
+				       t->dt, t->stream));
+		CUDA_CHECK(tk_se_forward(&y->sop, y->u, t->dt, skip, t->dt, y->a, y->adt, t->stream));
+	} else {
+		CUDA_CHECK(tk_bn_apply(y->z, t->dt, rows, y->cout, y->creal, w + y->o_b, y->mean,
+				       y->rstd, w + y->o_gamma, w + y->o_beta, skip, t->dt, 1, y->a,
+				       y->adt, t->stream));
+	}
 out:
 	return rc;
 }
 
-/* Backward of layer y: g = dL/d(output) of type gdt; the conv-output
- * gradient into dz (compute type); dskip (or NULL); weight gradients
- * scattered into grad; the input gradient into dx (NULL: none) with
- * accumulate (beta 1) when dx_acc. */
+/* Backward of layer y: g = dL/d(output) of type gdt (an SE layer's: dL/du,
+ * from tk_se_backward, which took the ReLU); the conv-output gradient into dz
+ * (compute type); dskip (or NULL); weight gradients scattered into grad;
+ * the input gradient into dx (NULL: none) with accumulate (beta 1) when
+ * dx_acc. */
 static int gt_layer_bwd(gpu_trainer *t, gt_layer *y, const void *x, const void *g, nn_dtype gdt,
 			void *dz, void *dskip, void *dx, int dx_acc, long rows, char *err,
 			size_t errlen)
 {
 	int rc = 0;
 	float *gr = t->grad;
-	CUDA_CHECK(tk_bn_backward(g, gdt, y->a, y->adt, 1, y->z, t->dt, rows, y->cout, y->creal,
+	CUDA_CHECK(tk_bn_backward(g, gdt, y->a, y->adt, !y->se, y->z, t->dt, rows, y->cout, y->creal,
 				  t->w + y->o_b, y->mean, y->rstd, t->w + y->o_gamma, t->bn_part,
 				  y->loc, gr + y->o_gamma, gr + y->o_beta, gr + y->o_b, 1, dz, dskip,
 				  t->dt, t->stream));
@@ -837,7 +907,8 @@ static int gt_micro(gpu_trainer *t, const gpu_batch *b, int mi, int hooks)
 		return -1;
 	CUDA_CHECK(tk_bias_act(t->logits, w + o_pb, m, np, 0, t->stream));
 	CUDA_CHECK(tk_bias_act(t->vh, w + o_v1b, m, vhid, 1, t->stream));
-	CUDA_CHECK(tk_fc_small(t->vh, m, vhid, w + o_v2w, w + o_v2b, vo, t->vout, t->stream));
+	CUDA_CHECK(tk_fc_small(t->vh, m, vhid, w + o_v2w, w + o_v2b, vo, TK_ACT_NONE, t->vout,
+			       t->stream));
 
 	/* Loss: gradients scaled, normalised by the whole batch. */
 	float inv_n = 1.0f / (float)t->batch, vw = (float)t->opt.value_weight;
@@ -862,8 +933,8 @@ static int gt_micro(gpu_trainer *t, const gpu_batch *b, int mi, int hooks)
 	}
 	if (t->score) {
 		const float *sc = b->score + (size_t)mi * m, *sc_w = b->score_w + (size_t)mi * m;
-		CUDA_CHECK(tk_fc_small(t->vh, m, vhid, w + t->o_sw, w + t->o_sb, 1, t->sout,
-				       t->stream));
+		CUDA_CHECK(tk_fc_small(t->vh, m, vhid, w + t->o_sw, w + t->o_sb, 1, TK_ACT_NONE,
+				       t->sout, t->stream));
 		CUDA_CHECK(tk_score_loss(t->sout, m, sc, sc_w, (float)(t->scale * score_wt * inv_n),
 					 t->score_dy, t->score_rl, t->stream));
 		CUDA_CHECK(tk_sum_into(t->score_rl, m, inv_n, gr + t->nf + 5, t->stream));
@@ -917,12 +988,18 @@ static int gt_micro(gpu_trainer *t, const gpu_batch *b, int mi, int hooks)
 		return -1;
 
 	/* Tower: gA holds dL/d(block output). The second conv's BN backward
-	 * writes the skip's gradient into gX; the first conv's backward data
-	 * adds the path through the block onto it. */
+	 * (an SE block's gate backward, before it) writes the skip's gradient
+	 * into gX; the first conv's backward data adds the path through the
+	 * block onto it. */
 	for (int i = B - 1; i >= 0; i--) {
 		gt_layer *l1 = &t->layer[1 + 2 * i], *l2 = &t->layer[2 + 2 * i];
 		const void *in = t->layer[2 * i].a;
-		if (gt_layer_bwd(t, l2, l1->a, gA, t->dt, gZ, gX, gA, 0, rows, err, errlen) < 0 ||
+		/* An SE block: the gate's backward first, dL/du into gA in place. */
+		if (l2->se)
+			CUDA_CHECK(tk_se_backward(&l2->sop, gA, t->dt, l2->a, l2->adt, l2->u, t->dt,
+						  gX, t->dt, gA, t->dt, t->stream));
+		if (gt_layer_bwd(t, l2, l1->a, gA, t->dt, gZ, l2->se ? NULL : gX, gA, 0, rows, err,
+				 errlen) < 0 ||
 		    gt_ready(t, hooks, l2->o_w, &frontier) < 0 ||
 		    gt_layer_bwd(t, l1, in, gA, t->dt, gZ, NULL, gX, 1, rows, err, errlen) < 0 ||
 		    gt_ready(t, hooks, l1->o_w, &frontier) < 0)
@@ -1183,7 +1260,9 @@ int gpu_trainer_set_weights(gpu_trainer *t, const nn_net *net)
 	    a->policy_channels != b->policy_channels || a->policy_outputs != b->policy_outputs ||
 	    a->value_channels != b->value_channels || a->value_hidden != b->value_hidden ||
 	    a->value_outputs != b->value_outputs || a->ownership != b->ownership ||
-	    a->score != b->score || a->opp_policy != b->opp_policy) {
+	    a->score != b->score || a->opp_policy != b->opp_policy ||
+	    a->se_channels != b->se_channels ||
+	    memcmp(a->block_kind, b->block_kind, sizeof(a->block_kind[0]) * (size_t)a->blocks)) {
 		snprintf(t->err, sizeof(t->err), "set_weights: a different architecture, or folded");
 		return -1;
 	}

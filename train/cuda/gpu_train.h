@@ -72,18 +72,18 @@ typedef struct gpu_train_options {
 gpu_train_options gpu_train_options_default(void);
 /* 0, or -1 with a message when g does not suit a batch of `batch`. */
 int gpu_train_options_check(const gpu_train_options *g, int batch, char *err, size_t errlen);
-/* Forward FLOPs of one position of a plain-block net: 2 x the
- * multiply-adds of its convolutions and FCs. */
+/* Forward FLOPs of one position: 2 x the multiply-adds of its
+ * convolutions and FCs (an SE block's two FCs too, as nn_net_flops). */
 double gpu_train_forward_flops(const nn_arch *a);
 /* True when the GPU trainer was built (CUDA and cuDNN found). */
 int gpu_train_built(void);
 
 typedef struct gpu_trainer gpu_trainer;
 
-/* A trainer for a copy of net (training form, plain blocks) on g->device
- * with o's batch and optimizer. NULL with a message: bad options, an SE
- * net, one with the opponent-reply head or of several sizes, no device, a
- * cuDNN/cuBLAS that cannot be loaded, short memory. */
+/* A trainer for a copy of net (training form, plain or squeeze-excitation
+ * blocks) on g->device with o's batch and optimizer. NULL with a message:
+ * bad options, a net with the opponent-reply head or of several sizes, no
+ * device, a cuDNN/cuBLAS that cannot be loaded, short memory. */
 gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 			     const gpu_train_options *g, char *err, size_t errlen);
 void gpu_trainer_free(gpu_trainer *t);

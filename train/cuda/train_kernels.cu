@@ -303,7 +303,7 @@ extern "C" cudaError_t tk_colsum(const float *x, int rows, int n, float *out, in
 }
 
 __global__ void k_fc_small(const float *x, int rows, int nin, const float *w, const float *b,
-			   int nout, float *y)
+			   int nout, int act, float *y)
 {
 	long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
 	if (i >= (long)rows * nout)
@@ -313,13 +313,18 @@ __global__ void k_fc_small(const float *x, int rows, int nin, const float *w, co
 	float s = b[o];
 	for (int j = 0; j < nin; j++)
 		s += x[r * nin + j] * w[(long)o * nin + j];
+	if (act == TK_ACT_RELU && s < 0.0f)
+		s = 0.0f;
+	else if (act == TK_ACT_SE_GATE && o < nout / 2)
+		s = 1.0f / (1.0f + expf(-s));
 	y[i] = s;
 }
 
 extern "C" cudaError_t tk_fc_small(const float *x, int rows, int nin, const float *w,
-				   const float *b, int nout, float *y, cudaStream_t s)
+				   const float *b, int nout, int act, float *y, cudaStream_t s)
 {
-	k_fc_small<<<cuda_grid((long)rows * nout, 128), 128, 0, s>>>(x, rows, nin, w, b, nout, y);
+	k_fc_small<<<cuda_grid((long)rows * nout, 128), 128, 0, s>>>(x, rows, nin, w, b, nout, act,
+								      y);
 	return cudaGetLastError();
 }
 
@@ -362,6 +367,133 @@ extern "C" cudaError_t tk_fc_small_backward(const float *x, int rows, int nin, c
 	k_fc_small_dx<<<cuda_grid((long)rows * nin, 128), 128, 0, s>>>(rows, nin, w, nout, dy, dx);
 	k_fc_small_dw<<<cuda_grid((long)nout * (nin + 1), 128), 128, 0, s>>>(x, rows, nin, nout, dy,
 									      gw, gb, acc);
+	return cudaGetLastError();
+}
+
+/* ---- squeeze-excitation --------------------------------------------------------- */
+
+/* Grid (channels / SE_TX, positions): a thread sums one channel of one
+ * position over its hw points, a column of NHWC rows, so a warp's loads
+ * are one row's adjacent channels. */
+#define SE_TX 128
+
+static dim3 se_grid(int m, int cp)
+{
+	return dim3((unsigned)((cp + SE_TX - 1) / SE_TX), (unsigned)(m < 65535 ? m : 65535));
+}
+
+__global__ void k_se_pool(const void *u, int du, int m, int hw, int cp, int creal, float *pool)
+{
+	int c = blockIdx.x * SE_TX + threadIdx.x;
+	if (c >= creal)
+		return;
+	for (long n = blockIdx.y; n < m; n += gridDim.y) {
+		double s = 0;
+		for (int p = 0; p < hw; p++)
+			s += cuda_ld(u, (n * hw + p) * cp + c, du);
+		pool[n * creal + c] = (float)(s / hw);
+	}
+}
+
+__global__ void k_se_apply(const void *u, int du, const float *gate, long M, int hw, int cp,
+			   int creal, const void *skip, int dskip, void *y, int dy)
+{
+	long total = M * cp;
+	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total;
+	     i += (long)gridDim.x * blockDim.x) {
+		int c = (int)(i % cp);
+		if (c >= creal) {
+			cuda_st(y, i, dy, 0.0f);
+			continue;
+		}
+		const float *gt = gate + (i / cp / hw) * 2 * creal; /* position i / cp / hw */
+		float v = gt[c] * cuda_ld(u, i, du) + gt[creal + c] +
+			  (skip ? cuda_ld(skip, i, dskip) : 0.0f);
+		cuda_st(y, i, dy, v < 0.0f ? 0.0f : v); /* NaN stays NaN, as k_bn_apply */
+	}
+}
+
+extern "C" cudaError_t tk_se_forward(const tk_se *e, const void *u, nn_dtype du, const void *skip,
+				     nn_dtype dskip, void *y, nn_dtype dy, cudaStream_t s)
+{
+	int C = e->creal;
+	long M = (long)e->m * e->hw;
+	cudaError_t r;
+	k_se_pool<<<se_grid(e->m, e->cp), SE_TX, 0, s>>>(u, du, e->m, e->hw, e->cp, C, e->pool);
+	if ((r = tk_fc_small(e->pool, e->m, C, e->w1, e->b1, e->s, TK_ACT_RELU, e->hid, s)) !=
+		    cudaSuccess ||
+	    (r = tk_fc_small(e->hid, e->m, e->s, e->w2, e->b2, 2 * C, TK_ACT_SE_GATE, e->gate, s)) !=
+		    cudaSuccess)
+		return r;
+	k_se_apply<<<cuda_grid(M * e->cp, 256), 256, 0, s>>>(u, du, e->gate, M, e->hw, e->cp, C,
+							      skip, dskip, y, dy);
+	return cudaGetLastError();
+}
+
+/* As k_se_pool, over every padded channel: the masked gradient of its
+ * points into gs (0 past creal), its sums against u and alone into dz. */
+__global__ void k_se_bwd(const void *g, int dg, const void *y, int dyt, const void *u, int du,
+			 const float *gate, int m, int hw, int cp, int creal, void *gs, int dgs,
+			 float *dz)
+{
+	int c = blockIdx.x * SE_TX + threadIdx.x;
+	if (c >= cp)
+		return;
+	for (long n = blockIdx.y; n < m; n += gridDim.y) {
+		double sg = 0, sb = 0;
+		for (int p = 0; p < hw; p++) {
+			long at = (n * hw + p) * cp + c;
+			float d = 0.0f;
+			if (c < creal && cuda_ld(y, at, dyt) > 0.0f)
+				d = cuda_ld(g, at, dg);
+			cuda_st(gs, at, dgs, d);
+			sg += (double)d * cuda_ld(u, at, du);
+			sb += d;
+		}
+		if (c < creal) {
+			double gt = gate[n * 2 * creal + c];
+			dz[n * 2 * creal + c] = (float)(sg * gt * (1.0 - gt));
+			dz[n * 2 * creal + creal + c] = (float)sb;
+		}
+	}
+}
+
+__global__ void k_se_bwd_u(const void *gs, int dgs, const float *gate, const float *dpool, long M,
+			   int hw, int cp, int creal, void *du, int dut)
+{
+	long total = M * cp;
+	float inv = 1.0f / (float)hw;
+	for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total;
+	     i += (long)gridDim.x * blockDim.x) {
+		int c = (int)(i % cp);
+		float v = 0.0f;
+		if (c < creal) {
+			long n = i / cp / hw;
+			v = gate[n * 2 * creal + c] * cuda_ld(gs, i, dgs) + dpool[n * creal + c] * inv;
+		}
+		cuda_st(du, i, dut, v);
+	}
+}
+
+/* The gate's gradient (k_se_bwd), back through se2, its ReLU and se1 to
+ * the means (dpool), then to u (k_se_bwd_u). */
+extern "C" cudaError_t tk_se_backward(const tk_se *e, const void *g, nn_dtype dg, const void *y,
+				      nn_dtype dyt, const void *u, nn_dtype du, void *gs,
+				      nn_dtype dgs, void *gu, nn_dtype dgu, cudaStream_t s)
+{
+	int C = e->creal, m = e->m;
+	long M = (long)m * e->hw;
+	cudaError_t r;
+	k_se_bwd<<<se_grid(m, e->cp), SE_TX, 0, s>>>(g, dg, y, dyt, u, du, e->gate, m, e->hw, e->cp,
+						     C, gs, dgs, e->dz);
+	if ((r = tk_fc_small_backward(e->hid, m, e->s, e->w2, 2 * C, e->dz, e->dhid, e->gw2, e->gb2,
+				      1, s)) != cudaSuccess ||
+	    (r = tk_relu_backward(e->dhid, e->hid, (long)m * e->s, s)) != cudaSuccess ||
+	    (r = tk_fc_small_backward(e->pool, m, C, e->w1, e->s, e->dhid, e->dpool, e->gw1, e->gb1,
+				      1, s)) != cudaSuccess)
+		return r;
+	k_se_bwd_u<<<cuda_grid(M * e->cp, 256), 256, 0, s>>>(gs, dgs, e->gate, e->dpool, M, e->hw,
+							      e->cp, C, gu, dgu);
 	return cudaGetLastError();
 }
 

@@ -58,9 +58,15 @@ cudaError_t tk_bias_act(float *y, const float *b, int rows, int n, int relu, cud
 cudaError_t tk_relu_backward(float *dy, const float *y, long n, cudaStream_t st);
 /* out[j] = (acc ? out[j] : 0) + sum_r x[r][j]. */
 cudaError_t tk_colsum(const float *x, int rows, int n, float *out, int acc, cudaStream_t st);
-/* Small FC: y[r][o] = b[o] + sum_j x[r][j] w[o][j]. */
+/* Activations of tk_fc_small's outputs. */
+enum {
+	TK_ACT_NONE = 0,
+	TK_ACT_RELU = 1,
+	TK_ACT_SE_GATE = 2, /* sigmoid of the first nout / 2, identity on the rest */
+};
+/* Small FC: y[r][o] = act(b[o] + sum_j x[r][j] w[o][j]), act a TK_ACT_*. */
 cudaError_t tk_fc_small(const float *x, int rows, int nin, const float *w, const float *b,
-			int nout, float *y, cudaStream_t st);
+			int nout, int act, float *y, cudaStream_t st);
 /* Its backward: dx[r][j] = sum_o dy[r][o] w[o][j]; gw, gb (acc ? += : =). */
 cudaError_t tk_fc_small_backward(const float *x, int rows, int nin, const float *w, int nout,
 				 const float *dy, float *dx, float *gw, float *gb, int acc,
@@ -102,6 +108,30 @@ cudaError_t tk_dot_rows(const float *x, long rows, int ld, int n, const float *d
 /* Its input gradient: dx[r][j] += dy[r] w[j] for j < n (dx [rows][ld]). */
 cudaError_t tk_add_outer(float *dx, long rows, int ld, int n, const float *dy, const float *w,
 			 cudaStream_t st);
+
+/* Squeeze-excitation of an SE block (the CPU trainer's tr_se_fwd and
+ * tr_se_bwd, cpu_train.c; net.h's definition) over u, the block's second
+ * batch norm's output: NHWC rows of cp channels, creal = C of them real.
+ * The FCs are fp32 (k_fc_small and its backward, as the value head's
+ * last layer). */
+typedef struct tk_se {
+	int m, hw, cp, creal, s;        /* positions, points, padded and real channels, S */
+	const float *w1, *b1, *w2, *b2; /* se1 [S][C] + [S], se2 [2C][S] + [2C] */
+	float *gw1, *gb1, *gw2, *gb2;   /* their gradients (+=) */
+	float *pool, *hid, *gate;       /* forward, kept for the backward: [m][C] means,
+					 * [m][S] ReLU(se1), [m][2C] sigmoid | shift */
+	float *dz, *dhid, *dpool;       /* backward scratch: [m][2C], [m][S], [m][C] */
+} tk_se;
+/* y = ReLU(sigmoid(z[c]) u + z[C + c] [+ skip]) with z = se2(ReLU(se1(the
+ * channel means of u))) per position, 0 past creal. */
+cudaError_t tk_se_forward(const tk_se *e, const void *u, nn_dtype du, const void *skip,
+			  nn_dtype dskip, void *y, nn_dtype dy, cudaStream_t st);
+/* Its backward given g = dL/dy and y (the ReLU's mask): the gradient before
+ * the ReLU (the skip's) into gs, dL/du into gu (which may be g: it is read
+ * before gu is written), and the FCs' gradients added to e's. */
+cudaError_t tk_se_backward(const tk_se *e, const void *g, nn_dtype dg, const void *y,
+			   nn_dtype dyt, const void *u, nn_dtype du, void *gs, nn_dtype dgs,
+			   void *gu, nn_dtype dgu, cudaStream_t st);
 
 /* What the step's reduction found, on the device. */
 typedef struct tk_step_result {
