@@ -132,7 +132,7 @@ int cli_opt_int_list(const cli_opt *o, const char *value, char *err, size_t errl
 		    "squeeze-excitation in every block of a new network (Leela Chess Zero's "   \
 		    "global pooling: each block scales and shifts its channels by FCs of "      \
 		    "their means over the board), N the bottleneck; 0 plain blocks (both "      \
-		    "learners; the GPU learner's SE code has not yet run on a device)")
+		    "learners)")
 
 /* The three backend options with their usual help; `p` is an
  * nn_backend_options *, the def_* texts say the command's defaults. */
