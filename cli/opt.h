@@ -117,7 +117,8 @@ int cli_opt_int_list(const cli_opt *o, const char *value, char *err, size_t errl
 #define CLI_OPT_HEAD_WEIGHTS(opp, own, score, own_def)                                        \
 	CLI_OPT_REAL("--opp-weight", NULL, opp, 0, 10, "W",                                   \
 		     "weight of the opponent-reply loss (KataGo's auxiliary policy head, 0.15 " \
-		     "there); W > 0 gives a new network the head (CPU learner)"),               \
+		     "there); W > 0 gives a new network the head (both learners; the GPU's "    \
+		     "not yet run on a device)"),                                              \
 	CLI_OPT_REAL("--own-weight", NULL, own, 0, 10, "W",                                   \
 		     "weight of the ownership loss (KataGo's ownership head); W > 0 gives a "   \
 		     "new Go network the head (both learners), 0 none",                        \

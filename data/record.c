@@ -180,6 +180,20 @@ int record_position_targets(const game_record *r, int i, int to_move, int16_t *m
 	return nv;
 }
 
+int record_reply_targets(const game_record *r, int i, int16_t *moves, uint16_t *counts)
+{
+	if (i + 1 >= r->n_moves)
+		return 0;
+	float unused;
+	int n = record_position_targets(r, i + 1, GAME_BLACK, moves, counts, &unused);
+	if (n == 0) {
+		moves[0] = r->moves[i + 1];
+		counts[0] = 1;
+		n = 1;
+	}
+	return n;
+}
+
 float record_value_target(const game_record *r, int i, int to_move, float q_weight)
 {
 	float z = (float)(to_move == GAME_BLACK ? r->result : -r->result);

@@ -111,6 +111,12 @@ double record_policy_entropy(const game_record *r, int *n);
 float record_value_target(const game_record *r, int i, int to_move, float q_weight);
 int record_position_targets(const game_record *r, int i, int to_move, int16_t *moves,
 			    uint16_t *counts, float *value);
+/* The opponent-reply target of the position before move i (the auxiliary
+ * head's, trainer.h): the search's visits of move i + 1 where the record
+ * kept them, else the move played there with count 1; none (0) after the
+ * last move. Into moves/counts (room for GAME_MAX_ACTIONS each); returns
+ * their number. */
+int record_reply_targets(const game_record *r, int i, int16_t *moves, uint16_t *counts);
 
 /* Plays the first `upto` moves (all when negative or beyond n_moves) onto a
  * fresh game `g`. Returns 0, or -1 when the parameters are invalid or a

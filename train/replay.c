@@ -214,23 +214,13 @@ int replay_sample_uncounted(replay_buffer *rb, uint64_t *rng, nn_encoding enc, i
 }
 
 /* The opponent-reply target of the position before move i (g, encoded
- * under sym into slot): the search's visits of move i + 1 where it kept
- * them, else the move played; none after the last move. */
+ * under sym into slot): record_reply_targets'. */
 static int opp_target(const game_record *r, int i, const game *g, int sym, train_batch *b,
 		      int slot)
 {
 	int16_t moves[GAME_MAX_ACTIONS];
 	uint16_t counts[GAME_MAX_ACTIONS];
-	int n = 0;
-	if (i + 1 < r->n_moves) {
-		float unused;
-		n = record_position_targets(r, i + 1, game_to_move(g), moves, counts, &unused);
-		if (n == 0) {
-			moves[0] = r->moves[i + 1];
-			counts[0] = 1;
-			n = 1;
-		}
-	}
+	int n = record_reply_targets(r, i, moves, counts);
 	return train_batch_opp_target(g, sym, moves, counts, n, b, slot);
 }
 

@@ -1,9 +1,10 @@
 /* The GPU learner end to end through the command line: `sente train
  * --backend cuda` on one GPU, the launcher on two, a GPU checkpoint
  * resumed by the CPU learner, `sente run --backend cuda` sharing one
- * device between self-play and training, and a Go run's ownership head
- * trained there by default. Each test skips itself, with a message,
- * without the devices it needs. */
+ * device between self-play and training, a Go run's ownership head
+ * trained there by default, and a Connect Four run's opponent-reply head
+ * (--opp-weight) trained there (not yet run on a device). Each test skips
+ * itself, with a message, without the devices it needs. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -135,6 +136,24 @@ Test(gpu_learner, run_shares_the_device, .timeout = 300)
 	gl_rmdir(dir);
 }
 
+/* The loss a run's log gives for head `head` (its word in the iteration
+ * line, "ownership" or "reply") in iteration 1, after checking that the
+ * network has the head (`name`, as the first line names it) and that the
+ * GPU learner trained it, not the CPU's. */
+static double gl_head_loss(const char *log, const char *name, const char *head)
+{
+	char with[128], word[64];
+	snprintf(with, sizeof(with), "with the %s head", name);
+	snprintf(word, sizeof(word), "%s ", head);
+	cr_assert(strstr(log, with), "%s", log);
+	cr_assert(strstr(log, "training cuda") && !strstr(log, "training on the CPU"), "%s", log);
+	const char *it = strstr(log, "iteration 1:");
+	cr_assert(it, "%s", log);
+	const char *at = strstr(it, word);
+	cr_assert(at, "%s", log);
+	return atof(at + strlen(word));
+}
+
 /* A Go run on the GPU gets the ownership head by default, as on the CPU,
  * and the GPU learner trains it: the iterations' losses show it. */
 Test(gpu_learner, go_run_trains_the_ownership_head_by_default, .timeout = 300)
@@ -142,13 +161,21 @@ Test(gpu_learner, go_run_trains_the_ownership_head_by_default, .timeout = 300)
 	char dir[] = "/tmp/sente-gpuo-XXXXXX";
 	const char *log = gl_run(dir, "--game go --size 5 --minutes 0.5 --blocks 1 --channels 16 "
 				      "--measure-every 0");
-	cr_assert(strstr(log, "with the ownership head"), "%s", log);
-	cr_assert(strstr(log, "training cuda") && !strstr(log, "training on the CPU"), "%s", log);
-	const char *it = strstr(log, "iteration 1:");
-	cr_assert(it, "%s", log);
-	const char *own = strstr(it, "ownership ");
-	cr_assert(own, "%s", log);
-	double loss = atof(own + strlen("ownership "));
+	double loss = gl_head_loss(log, "ownership", "ownership");
 	cr_assert(loss > 0.01 && loss < 2, "ownership loss %g: %s", loss, log);
+	gl_rmdir(dir);
+}
+
+/* --opp-weight on the GPU: the new network gets the opponent-reply head
+ * and the GPU learner trains it (it no longer falls back to the CPU): the
+ * iterations' losses show the reply's cross-entropy, below Connect Four's
+ * uniform log 7 = 1.95 give or take a fresh network's spread. */
+Test(gpu_learner, connect4_run_trains_the_opponent_reply_head, .timeout = 300)
+{
+	char dir[] = "/tmp/sente-gpuq-XXXXXX";
+	const char *log = gl_run(dir, "--game connect4 --minutes 0.5 --blocks 1 --channels 16 "
+				      "--opp-weight 0.15 --measure-every 0");
+	double loss = gl_head_loss(log, "opponent-reply", "reply");
+	cr_assert(loss > 0.01 && loss < 3, "reply loss %g: %s", loss, log);
 	gl_rmdir(dir);
 }

@@ -30,8 +30,9 @@ struct gl_case {
 	const char *name;
 	double (*run)(const gl_case *k); /* worst difference over every output */
 	int n, c, h, w;                  /* activations (bn, relu, se); n rows (fc, losses) */
-	int nin, nout;                   /* fc: features in and out; losses: np, vo; se: nin
-					  * the bottleneck, nout 1 with a residual skip */
+	int nin, nout;                   /* fc: features in and out; losses: np, vo; opp
+					  * loss: np; se: nin the bottleneck, nout 1 with a
+					  * residual skip */
 	int with_wdl;                    /* losses: 1 wdl targets, 0 derived from value */
 	double tol;
 };
@@ -237,6 +238,38 @@ static double gl_run_losses(const gl_case *k)
 	return w;
 }
 
+/* The opponent-reply loss at KataGo's weight, the CPU trainer's way
+ * (train_loss_policy, then the gradient times the weight); with more than
+ * one row, row 1 has no reply (a target of zeros: loss and gradient 0). */
+static double gl_run_opp(const gl_case *k)
+{
+	char err[512];
+	uint64_t s = 23;
+	int n = k->n, np = k->nin;
+	const float wt = 0.15f;
+	float *logits = gl_rand((size_t)n * np, -3, 3, &s), *t = gl_policy(n, np, &s);
+	if (n > 1)
+		memset(t + np, 0, sizeof(float) * (size_t)np);
+	float *dl0 = gl_buf((size_t)n * np), *dl1 = gl_buf((size_t)n * np);
+	float l0 = (float)train_loss_policy(n, np, logits, t, dl0);
+	for (size_t i = 0; i < (size_t)n * np; i++)
+		dl0[i] *= wt;
+	double l;
+	cr_assert_eq(gpu_layer_opp_loss(n, np, logits, t, wt, &l, dl1, err, sizeof(err)), 0, "%s",
+		     err);
+	for (int a = 0; n > 1 && a < np; a++)
+		cr_assert_eq(dl1[np + a], 0.0f, "a row without reply has gradient %g", dl1[np + a]);
+	float l1 = (float)l;
+	double w = 0;
+	gl_worst(&l1, &l0, 1, &w);
+	gl_worst(dl1, dl0, (size_t)n * np, &w);
+	free(logits);
+	free(t);
+	free(dl0);
+	free(dl1);
+	return w;
+}
+
 /* The table: one row per layer and shape worth telling apart (channel
  * counts off a multiple of 8, one row, Go and Connect Four heads, SE
  * with and without the skip). */
@@ -252,6 +285,9 @@ static const gl_case gl_cases[] = {
 	{ "losses c4 wdl", gl_run_losses, 6, 0, 0, 0, 7, 3, 1, 1e-4 },
 	{ "losses c4 wdl from value", gl_run_losses, 6, 0, 0, 0, 7, 3, 0, 1e-4 },
 	{ "losses go19 one row", gl_run_losses, 1, 0, 0, 0, 362, 1, 0, 1e-4 },
+	{ "opp loss go9, a row without reply", gl_run_opp, 6, 0, 0, 0, 82, 0, 0, 1e-4 },
+	{ "opp loss c4, a row without reply", gl_run_opp, 5, 0, 0, 0, 7, 0, 0, 1e-4 },
+	{ "opp loss go19 one row", gl_run_opp, 1, 0, 0, 0, 362, 0, 0, 1e-4 },
 	{ "se 4x16/8 9x9 with skip", gl_run_se, 4, 16, 9, 9, 8, 1, 0, 1e-4 },
 	{ "se 3x20/5 (padded) 19x19", gl_run_se, 3, 20, 19, 19, 5, 0, 0, 1e-4 },
 	{ "se 1x32/8 6x7 (one row) with skip", gl_run_se, 1, 32, 6, 7, 8, 1, 0, 1e-4 },
@@ -278,6 +314,9 @@ Test(gpu_layers, refuse_without_a_device)
 	double lp, lv;
 	err[0] = 0;
 	cr_assert_eq(gpu_layer_losses(1, 2, x, x, 1, x, x, NULL, &lp, &lv, y, d, err, sizeof(err)), 1);
+	cr_assert(err[0]);
+	err[0] = 0;
+	cr_assert_eq(gpu_layer_opp_loss(1, 2, x, x, 0.15f, &lp, y, err, sizeof(err)), 1);
 	cr_assert(err[0]);
 	float g[4];
 	err[0] = 0;

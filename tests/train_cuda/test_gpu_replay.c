@@ -6,18 +6,23 @@
  * encodings and for Connect Four; with the ownership and score heads, the
  * head targets equal train_batch_own_target and train_batch_score_target
  * as the CPU window calls them, bit for bit (games cut short, played out,
- * resigned); a layout without heads keeps its record; partial packing; and
+ * resigned); the opponent-reply target equals train_batch_opp_target's
+ * for the next move's visits, the move played or none (the last move, a
+ * reply whose counts are all 0), bit for bit; a layout without heads
+ * keeps its record; partial packing; and
  * the ring (in host memory: the same chunks, skipping and wrap-around as
  * on a device) keeps exactly the newest `window` positions.
  *
  * With a CUDA device only (skipped otherwise): the device expansion equals
  * the host's (fp32 exactly, fp16/bf16 within their rounding; head targets
- * exactly), draws are
+ * and opponent-reply targets exactly), draws are
  * uniform over the window (chi-square) and over the symmetries, depend only
  * on (seed, counter), two ranks' shares reassemble the whole batch, the
  * device ring matches the host one, and appends from another thread while
  * sampling never yield a torn record. They passed on an H100 (2026-11-27),
- * and with the head targets on an H200 (2026-11-28). */
+ * and with the ownership and score targets on an H200 (2026-11-28); the
+ * opponent-reply cases of device_expansion_matches_host have not yet run
+ * on a device. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>
@@ -47,6 +52,7 @@ typedef struct gr_case {
 	nn_encoding enc;
 	double komi;     /* Go */
 	int heads;       /* 1: ownership and score heads (Go), some games resigned */
+	int opp;         /* 1: the opponent-reply head */
 } gr_case;
 
 static nn_arch gr_arch(const gr_case *k)
@@ -56,6 +62,7 @@ static nn_arch gr_arch(const gr_case *k)
 		p.size = k->size;
 	nn_arch a = k->enc == NN_ENC_LZ18 ? nn_arch_lz(k->size, 1, 8) : nn_arch_default(&p, 1, 8);
 	a.ownership = a.score = k->heads;
+	a.opp_policy = k->opp;
 	return a;
 }
 
@@ -135,6 +142,10 @@ static void gr_host_batch(gpu_batch *b, const gpu_replay_layout *L, int cap, nn_
 		b->score_w = calloc((size_t)cap, sizeof(float));
 		cr_assert(b->score && b->score_w);
 	}
+	if (L->d.opp_off) {
+		b->opp = calloc((size_t)cap * b->n_actions, sizeof(float));
+		cr_assert(b->opp);
+	}
 }
 
 static void gr_host_batch_free(gpu_batch *b)
@@ -147,6 +158,7 @@ static void gr_host_batch_free(gpu_batch *b)
 	free(b->own_w);
 	free(b->score);
 	free(b->score_w);
+	free(b->opp);
 }
 
 /* Packs a whole game; returns the records (caller frees), count in *np. */
@@ -227,6 +239,72 @@ static void gr_compare_heads(const game *g, int sym, const game_record *r, const
 		st->without_score++;
 }
 
+/* What the opponent-reply targets of the expansion showed. */
+typedef struct gr_opp_stats {
+	int visits, played, none; /* positions by where their reply came from */
+} gr_opp_stats;
+
+/* The opponent-reply target of the position before move i, written here
+ * from trainer.h's definition rather than taken from the code under test:
+ * move i + 1's visits where the record kept any, else that move with
+ * count 1, none (0) after the last move. */
+static int gr_reply(const game_record *r, int i, int16_t *moves, uint16_t *counts)
+{
+	if (i + 1 >= r->n_moves)
+		return 0;
+	int n = 0;
+	for (int32_t v = r->visit_start[i + 1]; v < r->visit_start[i + 2]; v++) {
+		moves[n] = r->visits[v].move;
+		counts[n++] = r->visits[v].count;
+	}
+	if (n == 0) {
+		moves[0] = r->moves[i + 1];
+		counts[0] = 1;
+		n = 1;
+	}
+	return n;
+}
+
+/* Compares the opponent-reply target of expanded slot 0 of hb with the
+ * CPU's for position g (before move i of r) under sym
+ * (train_batch_opp_target on the reply, as train/replay.c gives it): equal
+ * bit for bit; record_reply_targets, which both windows use, agrees with
+ * gr_reply. */
+static void gr_compare_opp(const game *g, int i, int sym, const game_record *r, const gpu_batch *hb,
+			   train_batch *tb, gr_opp_stats *st)
+{
+	int16_t moves[GAME_MAX_ACTIONS], rm[GAME_MAX_ACTIONS];
+	uint16_t counts[GAME_MAX_ACTIONS], rc[GAME_MAX_ACTIONS];
+	int n = gr_reply(r, i, moves, counts);
+	int rn = record_reply_targets(r, i, rm, rc);
+	cr_assert_eq(rn, n, "move %d: record_reply_targets gives %d pairs, want %d", i, rn, n);
+	cr_assert(n == 0 || (memcmp(rm, moves, sizeof(int16_t) * (size_t)n) == 0 &&
+			     memcmp(rc, counts, sizeof(uint16_t) * (size_t)n) == 0));
+	cr_assert(tb->opp);
+	cr_assert_eq(train_batch_opp_target(g, sym, moves, counts, n, tb, 0), 0);
+	int na = hb->n_actions;
+	double sum = 0;
+	for (int b = 0; b < na; b++) {
+		cr_assert_eq(memcmp(&hb->opp[b], &tb->opp[b], sizeof(float)), 0,
+			     "move %d sym %d action %d: reply %.9g, want %.9g", i, sym, b,
+			     hb->opp[b], tb->opp[b]);
+		sum += hb->opp[b];
+	}
+	uint32_t total = 0;
+	for (int j = 0; j < n; j++)
+		total += counts[j];
+	if (total == 0) {
+		cr_assert_eq(sum, 0.0, "move %d: no reply, yet a target summing to %g", i, sum);
+		st->none++;
+	} else {
+		cr_assert(fabs(sum - 1.0) < 1e-5, "move %d: the reply sums to %g", i, sum);
+		if (r->visit_start[i + 1] < r->visit_start[i + 2])
+			st->visits++;
+		else
+			st->played++;
+	}
+}
+
 static void gr_check_parity(const gr_case *k, int games, int max_moves)
 {
 	char err[256];
@@ -246,7 +324,9 @@ static void gr_check_parity(const gr_case *k, int games, int max_moves)
 	uint64_t s = 0x9e3779b97f4a7c15ull ^ (uint64_t)(k->size * 31 + k->enc);
 	int checked = 0;
 	gr_head_stats hs = { 0 };
+	gr_opp_stats os = { 0 };
 	float owner[GAME_MAX_ACTIONS];
+	cr_assert_eq(!hb.opp, !k->opp);
 	for (int gi = 0; gi < games; gi++) {
 		game_record r;
 		gr_game(k, &s, max_moves, &r);
@@ -287,6 +367,8 @@ static void gr_check_parity(const gr_case *k, int games, int max_moves)
 				if (k->heads)
 					gr_compare_heads(g, sym, &r, has_owner ? owner : NULL, &hb,
 							 tb, &hs);
+				if (k->opp)
+					gr_compare_opp(g, i, sym, &r, &hb, tb, &os);
 			}
 			idx++;
 			checked++;
@@ -302,6 +384,10 @@ static void gr_check_parity(const gr_case *k, int games, int max_moves)
 			  "games with and without targets, owners of both signs: %d/%d own, "
 			  "%d+ %d-, %d/%d score", hs.with_own, hs.without_own, hs.plus, hs.minus,
 			  hs.with_score, hs.without_score);
+	if (k->opp)
+		cr_assert(os.visits > 0 && os.played > 0 && os.none > 0,
+			  "replies from visits %d, from the move played %d, none %d", os.visits,
+			  os.played, os.none);
 	free(g);
 	gr_host_batch_free(&hb);
 	train_batch_free(tb);
@@ -310,35 +396,35 @@ static void gr_check_parity(const gr_case *k, int games, int max_moves)
 
 Test(gpu_replay, host_expansion_go9_lz18)
 {
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 };
 	gr_check_parity(&k, 4, 90);
 }
 
 Test(gpu_replay, host_expansion_go9_native)
 {
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 0, 0 };
 	gr_check_parity(&k, 3, 90);
-	gr_case z = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 0.0, 0 }; /* komi plane all zero */
+	gr_case z = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 0.0, 0, 0 }; /* komi plane all zero */
 	gr_check_parity(&z, 1, 60);
-	gr_case n = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, -3.5, 0 };
+	gr_case n = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, -3.5, 0, 0 };
 	gr_check_parity(&n, 1, 60);
 }
 
 Test(gpu_replay, host_expansion_go19_lz18)
 {
-	gr_case k = { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0 };
+	gr_case k = { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0, 0 };
 	gr_check_parity(&k, 2, 70);
 }
 
 Test(gpu_replay, host_expansion_go19_native)
 {
-	gr_case k = { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 6.5, 0 };
+	gr_case k = { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 6.5, 0, 0 };
 	gr_check_parity(&k, 2, 70);
 }
 
 Test(gpu_replay, host_expansion_connect4)
 {
-	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0 };
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0 };
 	gr_check_parity(&k, 12, 42);
 }
 
@@ -346,16 +432,39 @@ Test(gpu_replay, host_expansion_connect4)
  * last position counted) and resigned ones. */
 Test(gpu_replay, host_expansion_go9_heads)
 {
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0 };
 	gr_check_parity(&k, 6, 90);
-	gr_case n = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 6.5, 1 };
+	gr_case n = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 6.5, 1, 0 };
 	gr_check_parity(&n, 6, 90);
 }
 
 Test(gpu_replay, host_expansion_go19_heads)
 {
-	gr_case k = { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 1 };
+	gr_case k = { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 1, 0 };
 	gr_check_parity(&k, 6, 70);
+}
+
+/* With the opponent-reply head: replies from the next move's visits,
+ * from the move played (the next move a fast one) and none (a game's last
+ * position), alone and beside the other heads. */
+Test(gpu_replay, host_expansion_go9_opp)
+{
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 1 };
+	gr_check_parity(&k, 6, 90);
+	gr_case h = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 6.5, 1, 1 };
+	gr_check_parity(&h, 6, 90);
+}
+
+Test(gpu_replay, host_expansion_go19_opp)
+{
+	gr_case k = { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 1, 1 };
+	gr_check_parity(&k, 3, 70);
+}
+
+Test(gpu_replay, host_expansion_connect4_opp)
+{
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 1 };
+	gr_check_parity(&k, 16, 42);
 }
 
 /* A 9x9 game played out: moves drawn by the plain prior (which fills no
@@ -448,7 +557,7 @@ static void gr_check_game_heads(const gpu_replay_layout *L, const nn_arch *a,
 Test(gpu_replay, host_heads_played_out_and_resigned)
 {
 	char err[256];
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay_layout L;
 	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
@@ -506,7 +615,7 @@ Test(gpu_replay, host_heads_played_out_and_resigned)
 Test(gpu_replay, score_target_rounding)
 {
 	char err[256];
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay_layout L;
 	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
@@ -560,9 +669,9 @@ Test(gpu_replay, score_target_rounding)
 Test(gpu_replay, heads_append_to_the_record)
 {
 	char err[256];
-	gr_case plain = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 };
-	gr_case heads = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1 };
-	gr_case c4 = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0 };
+	gr_case plain = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 };
+	gr_case heads = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0 };
+	gr_case c4 = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0 };
 	nn_arch ap = gr_arch(&plain), ah = gr_arch(&heads), ac = gr_arch(&c4);
 	gpu_replay_layout P, H, C;
 	cr_assert_eq(gpu_replay_layout_init(&P, &ap, err, sizeof(err)), 0, "%s", err);
@@ -626,6 +735,188 @@ Test(gpu_replay, heads_append_to_the_record)
 	gpu_replay_layout_free(&C);
 }
 
+/* Every case of the opponent-reply target in one hand-made Connect Four
+ * game, in the records' words and in the expansion under both symmetries:
+ * the next move's visits, the move played after a fast move, none after a
+ * reply whose counts are all 0, none after the last move. */
+Test(gpu_replay, host_opp_reply_cases)
+{
+	char err[256];
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 1 };
+	nn_arch a = gr_arch(&k);
+	gpu_replay_layout L;
+	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
+	cr_assert_gt(L.d.opp_off, 0);
+	/* Columns 0 and 1 in turn: the first player wins down column 0 at
+	 * move 6. Kept: moves 0, 1, 2, 4, 6 (3 has no counts, 5 is fast). */
+	static const record_visit v0[] = { { 0, 10 }, { 3, 5 } }, v1[] = { { 1, 7 }, { 2, 1 } },
+				  v2[] = { { 0, 4 } }, v3[] = { { 1, 0 }, { 2, 0 } },
+				  v4[] = { { 0, 3 }, { 6, 1 } }, v6[] = { { 0, 2 } };
+	static const struct {
+		const record_visit *v;
+		int n;
+		bool full;
+	} mv[7] = { { v0, 2, true }, { v1, 2, true }, { v2, 1, true },	{ v3, 2, true },
+		    { v4, 2, true }, { NULL, 0, false }, { v6, 1, true } };
+	game_record r;
+	game_params p = game_params_default(GAME_KIND_CONNECT4);
+	record_init(&r, &p);
+	game *g = malloc(sizeof(*g));
+	cr_assert(g);
+	cr_assert_eq(game_init(g, &p), GAME_OK);
+	for (int i = 0; i < 7; i++) {
+		cr_assert_eq(record_add_move(&r, i % 2, mv[i].full, NAN, mv[i].v, mv[i].n), 0);
+		cr_assert_eq(game_play(g, i % 2), GAME_OK);
+	}
+	cr_assert(game_is_over(g));
+	record_set_outcome(&r, g);
+	int np;
+	uint32_t *recs = gr_pack(&L, &r, &np);
+	cr_assert_eq(np, 5);
+	/* Per kept position: its move, the reply's pairs and total. */
+	static const struct {
+		int move, n;
+		int16_t m[2];
+		uint16_t c[2];
+		uint32_t total;
+	} want[5] = { { 0, 2, { 1, 2 }, { 7, 1 }, 8 }, /* move 1's visits */
+		      { 1, 1, { 0 }, { 4 }, 4 },       /* move 2's */
+		      { 2, 2, { 1, 2 }, { 0, 0 }, 0 }, /* move 3's, all 0: none */
+		      { 4, 1, { 1 }, { 1 }, 1 },       /* move 5 fast: the move played */
+		      { 6, 0, { 0 }, { 0 }, 0 } };     /* the last move: none */
+	train_batch *tb = train_batch_new(&a, 1, 1);
+	cr_assert(tb && tb->opp);
+	gpu_batch hb;
+	gr_host_batch(&hb, &L, 1, NN_DTYPE_FP32);
+	cr_assert(hb.opp);
+	for (int j = 0; j < 5; j++) {
+		const uint32_t *rec = recs + (size_t)j * L.d.rec_words;
+		cr_assert_eq(rec[L.d.opp_off], want[j].total, "position %d: total %u", j,
+			     rec[L.d.opp_off]);
+		for (int b = 0; b < L.d.n_actions; b++) {
+			uint32_t c = 0;
+			for (int e = 0; e < want[j].n; e++)
+				c += want[j].m[e] == b ? want[j].c[e] : 0;
+			cr_assert_eq(gr_count_at(rec + L.d.opp_off + 1, b), c,
+				     "position %d action %d: count %u, want %u", j, b,
+				     gr_count_at(rec + L.d.opp_off + 1, b), c);
+		}
+		cr_assert_eq(record_replay(&r, want[j].move, g), 0);
+		for (int sym = 0; sym < L.d.n_sym; sym++) {
+			int64_t slot = j;
+			cr_assert_eq(gpu_replay_expand_host(&L, recs, &slot, &sym, 1, &hb), 0);
+			cr_assert_eq(train_batch_opp_target(g, sym, want[j].m, want[j].c, want[j].n, tb,
+							    0), 0);
+			cr_assert_eq(memcmp(hb.opp, tb->opp, sizeof(float) * (size_t)L.d.n_actions),
+				     0, "position %d sym %d", j, sym);
+			for (int e = 0; e < want[j].n && want[j].total; e++) {
+				int b = game_symmetry_move(g, sym, want[j].m[e]);
+				cr_assert_eq(hb.opp[b], (float)((double)want[j].c[e] / want[j].total),
+					     "position %d sym %d: action %d -> %d holds %g", j, sym,
+					     want[j].m[e], b, hb.opp[b]);
+			}
+			if (!want[j].total)
+				for (int b = 0; b < L.d.n_actions; b++)
+					cr_assert_eq(hb.opp[b], 0.0f);
+		}
+	}
+	/* The mirror moves the reply: column 1's 7/8 lands on column 5. */
+	int64_t slot = 0;
+	int sym = 1;
+	cr_assert_eq(gpu_replay_expand_host(&L, recs, &slot, &sym, 1, &hb), 0);
+	cr_assert(hb.opp[5] == 0.875f && hb.opp[4] == 0.125f && hb.opp[1] == 0.0f, "%g %g %g",
+		  hb.opp[5], hb.opp[4], hb.opp[1]);
+	gr_host_batch_free(&hb);
+	train_batch_free(tb);
+	free(recs);
+	free(g);
+	record_free(&r);
+	gpu_replay_layout_free(&L);
+}
+
+/* The opponent-reply words come after the other heads'; the words before
+ * them are the record without the head, word for word. A batch asking for
+ * the target of a layout without it is refused; one without takes the rest
+ * of a layout with it. pack_opp refuses what pack_body refuses. */
+Test(gpu_replay, opp_appends_to_the_record)
+{
+	char err[256];
+	static const struct {
+		gr_case plain, opp;
+		int off, words;
+	} cases[] = {
+		/* 115 words + 1 total + ceil(82 / 2) counts */
+		{ { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 }, { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 1 },
+		  115, 157 },
+		/* after the ownership and score words (123) */
+		{ { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0 }, { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 1 },
+		  123, 165 },
+		/* 1668 bytes + 4 + 181 words */
+		{ { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0, 0 },
+		  { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0, 1 }, 417, 599 },
+		/* 15 words + 1 + ceil(7 / 2) */
+		{ { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0 }, { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 1 },
+		  15, 20 },
+	};
+	for (int c = 0; c < (int)(sizeof(cases) / sizeof(cases[0])); c++) {
+		nn_arch ap = gr_arch(&cases[c].plain), ao = gr_arch(&cases[c].opp);
+		gpu_replay_layout P, O;
+		cr_assert_eq(gpu_replay_layout_init(&P, &ap, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(gpu_replay_layout_init(&O, &ao, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(P.d.opp_off, 0);
+		cr_assert_eq(P.d.rec_words, cases[c].off, "case %d: %d words", c, P.d.rec_words);
+		cr_assert_eq(O.d.opp_off, cases[c].off, "case %d: opp_off %d", c, O.d.opp_off);
+		cr_assert_eq(O.d.rec_words, cases[c].words, "case %d: %d words", c, O.d.rec_words);
+		cr_assert(O.d.own_off == P.d.own_off && O.d.score_off == P.d.score_off);
+		uint64_t s = 11 + (uint64_t)c;
+		game_record r;
+		gr_game(&cases[c].opp, &s, 50, &r);
+		int np, no;
+		uint32_t *rp = gr_pack(&P, &r, &np), *ro = gr_pack(&O, &r, &no);
+		cr_assert_eq(np, no);
+		cr_assert_gt(np, 3);
+		size_t wp = (size_t)P.d.rec_words, wo = (size_t)O.d.rec_words;
+		for (int i = 0; i < np; i++)
+			cr_assert_eq(memcmp(rp + i * wp, ro + i * wo, wp * 4), 0, "case %d position %d", c,
+				     i);
+		gpu_batch hb;
+		gr_host_batch(&hb, &O, 1, NN_DTYPE_FP32);
+		int64_t slot = np - 1;
+		int sym = 0;
+		cr_assert_eq(gpu_replay_expand_host(&P, rp, &slot, &sym, 1, &hb), -1);
+		cr_assert_eq(gpu_replay_expand_host(&O, ro, &slot, &sym, 1, &hb), 0);
+		float *opp = hb.opp;
+		hb.opp = NULL;
+		cr_assert_eq(gpu_replay_expand_host(&O, ro, &slot, &sym, 1, &hb), 0);
+		hb.opp = opp;
+		gr_host_batch_free(&hb);
+		/* pack_opp: nothing on a layout without the head; a move outside
+		 * the actions and a count past 16 bits refused. */
+		uint32_t *rec = ro;
+		uint32_t keep[1024];
+		cr_assert_lt(wo, 1024);
+		memcpy(keep, rp, wp * 4);
+		int16_t m2[2] = { 0, 0 };
+		uint16_t c2[2] = { 40000, 30000 };
+		cr_assert_eq(gpu_replay_pack_opp(&P, m2, c2, 2, rp, err, sizeof(err)), 0);
+		cr_assert_eq(memcmp(keep, rp, wp * 4), 0, "a layout without the head changed");
+		cr_assert_eq(gpu_replay_pack_opp(&O, m2, c2, 2, rec, err, sizeof(err)), -1);
+		cr_assert(strstr(err, "65535"), "%s", err);
+		int16_t bad = (int16_t)O.d.n_actions;
+		cr_assert_eq(gpu_replay_pack_opp(&O, &bad, c2, 1, rec, err, sizeof(err)), -1);
+		cr_assert(strstr(err, "action"), "%s", err);
+		/* Repeated moves add up, as train_batch_opp_target's += does. */
+		uint16_t c3[2] = { 3, 5 };
+		cr_assert_eq(gpu_replay_pack_opp(&O, m2, c3, 2, rec, err, sizeof(err)), 0, "%s", err);
+		cr_assert(rec[O.d.opp_off] == 8 && gr_count_at(rec + O.d.opp_off + 1, 0) == 8);
+		free(rp);
+		free(ro);
+		record_free(&r);
+		gpu_replay_layout_free(&P);
+		gpu_replay_layout_free(&O);
+	}
+}
+
 /* The sizes the layout comment promises. */
 Test(gpu_replay, record_bytes)
 {
@@ -633,11 +924,11 @@ Test(gpu_replay, record_bytes)
 		gr_case k;
 		size_t bytes;
 	} want[] = {
-		{ { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0 }, 1668 },
-		{ { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 0 }, 2136 },
-		{ { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 }, 460 },
-		{ { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 0 }, 604 },
-		{ { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0 }, 60 },
+		{ { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0, 0 }, 1668 },
+		{ { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 0, 0 }, 2136 },
+		{ { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 }, 460 },
+		{ { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 0, 0 }, 604 },
+		{ { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0 }, 60 },
 	};
 	char err[256];
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -654,7 +945,7 @@ Test(gpu_replay, record_bytes)
 Test(gpu_replay, layout_refuses_mismatch)
 {
 	char err[256] = "";
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 };
 	nn_arch a = gr_arch(&k);
 	a.encoding = NN_ENC_C4;
 	gpu_replay_layout L;
@@ -666,7 +957,7 @@ Test(gpu_replay, layout_refuses_mismatch)
 Test(gpu_replay, pack_game_skip_and_max)
 {
 	char err[256];
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay_layout L;
 	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
@@ -767,7 +1058,7 @@ static void gr_stream_free(gr_stream *st)
 static void gr_check_ring(int device, int64_t window, int chunk)
 {
 	char err[256];
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay *gr = gpu_replay_new(&a, window, device, err, sizeof(err));
 	cr_assert(gr, "%s", err);
@@ -821,7 +1112,7 @@ Test(gpu_replay, host_ring_wraps_and_drops_oldest)
 Test(gpu_replay, host_window_refuses_sampling)
 {
 	char err[256] = "";
-	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0 };
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay *gr = gpu_replay_new(&a, 10, GPU_REPLAY_HOST, err, sizeof(err));
 	cr_assert(gr, "%s", err);
@@ -888,6 +1179,7 @@ static void gr_check_device_expansion(const gr_case *k, nn_dtype dt)
 	uint32_t *ring = malloc(gpu_replay_record_bytes(L) * (size_t)held);
 	int64_t slots[N];
 	int syms[N];
+	int opp_with = 0, opp_without = 0; /* draws with and without a reply */
 	for (uint64_t counter = 0; counter < 3; counter++) {
 		cr_assert_eq(gpu_replay_sample(gr, 42, counter, N, 0, N, &db, NULL, err, sizeof(err)),
 			     0, "%s", err);
@@ -912,12 +1204,34 @@ static void gr_check_device_expansion(const gr_case *k, nn_dtype dt)
 			     "policy differs");
 		cr_assert_eq(memcmp(hb.value, want.value, sizeof(float) * N), 0, "value differs");
 		cr_assert_eq(memcmp(hb.wdl, want.wdl, sizeof(float) * 3 * N), 0, "wdl differs");
+		if (k->opp) {
+			/* The reply through the policy's action table: bit for bit. */
+			cr_assert(db.opp);
+			cr_assert_eq(gpu_batch_download_heads(&db, NULL, NULL, NULL, NULL, hb.opp, err,
+							      sizeof(err)), 0, "%s", err);
+			size_t na = (size_t)L->d.n_actions;
+			cr_assert_eq(memcmp(hb.opp, want.opp, sizeof(float) * N * na), 0,
+				     "opponent-reply target differs");
+			int with = 0, without = 0;
+			for (int i = 0; i < N; i++) {
+				double sum = 0;
+				for (size_t b = 0; b < na; b++)
+					sum += want.opp[i * na + b];
+				with += fabs(sum - 1.0) < 1e-5;
+				without += sum == 0.0;
+			}
+			cr_assert_eq(with + without, N, "a reply summing to neither 0 nor 1");
+			opp_with += with;
+			opp_without += without;
+		} else {
+			cr_assert_null(db.opp);
+		}
 		if (!k->heads)
 			continue;
 		/* The head targets through the same element functions: equal
 		 * bit for bit, whatever the planes' type. */
 		cr_assert(db.own && db.own_w && db.score && db.score_w);
-		cr_assert_eq(gpu_batch_download_heads(&db, hb.own, hb.own_w, hb.score, hb.score_w,
+		cr_assert_eq(gpu_batch_download_heads(&db, hb.own, hb.own_w, hb.score, hb.score_w, NULL,
 						      err, sizeof(err)), 0, "%s", err);
 		cr_assert_eq(memcmp(hb.own, want.own, sizeof(float) * N * L->d.hw), 0,
 			     "ownership differs");
@@ -936,6 +1250,10 @@ static void gr_check_device_expansion(const gr_case *k, nn_dtype dt)
 			  "draws with (%d) and without (%d) targets, %d owned points", with,
 			  without, nonzero);
 	}
+	if (k->opp)
+		cr_assert(opp_with > 0 && opp_without > 0,
+			  "draws with (%d) and without (%d) a reply (a game's last position)",
+			  opp_with, opp_without);
 	/* A batch without the head arrays the window has is refused. */
 	if (k->heads) {
 		float *own = db.own;
@@ -943,6 +1261,13 @@ static void gr_check_device_expansion(const gr_case *k, nn_dtype dt)
 		cr_assert_eq(gpu_replay_sample(gr, 42, 0, N, 0, N, &db, NULL, err, sizeof(err)), -1);
 		cr_assert(strstr(err, "ownership"), "%s", err);
 		db.own = own;
+	}
+	if (k->opp) {
+		float *opp = db.opp;
+		db.opp = NULL;
+		cr_assert_eq(gpu_replay_sample(gr, 42, 0, N, 0, N, &db, NULL, err, sizeof(err)), -1);
+		cr_assert(strstr(err, "opponent-reply"), "%s", err);
+		db.opp = opp;
 	}
 	free(ring);
 	gr_host_batch_free(&hb);
@@ -956,11 +1281,14 @@ Test(gpu_replay, device_expansion_matches_host)
 {
 	gr_need_device();
 	static const gr_case cases[] = {
-		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 },
-		{ GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 0 },
-		{ GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0 },
-		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1 },
-		{ GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 1 },
+		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 },
+		{ GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 0, 0 },
+		{ GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0 },
+		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0 },
+		{ GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 1, 0 },
+		/* The opponent-reply head, alone and beside the others. */
+		{ GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 1 },
+		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 1 },
 	};
 	for (int c = 0; c < (int)(sizeof(cases) / sizeof(cases[0])); c++)
 		for (int dt = NN_DTYPE_FP32; dt <= NN_DTYPE_BF16; dt++)
@@ -979,7 +1307,7 @@ Test(gpu_replay, draws_uniform_over_window_and_symmetries)
 	gr_need_device();
 	char err[256];
 	enum { W = 1000, N = 1000000 };
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 };
 	gr_stream st;
 	gpu_replay *gr = gr_filled(&k, W, 60, 80, &st);
 	cr_assert_eq(gpu_replay_positions(gr), W, "the games should fill the window");
@@ -1016,7 +1344,7 @@ Test(gpu_replay, draws_depend_on_seed_and_counter)
 	gr_need_device();
 	char err[256];
 	enum { N = 512 };
-	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0 };
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0 };
 	gr_stream st;
 	gpu_replay *gr = gr_filled(&k, 5000, 300, 42, &st);
 	int64_t a[N], b[N];
@@ -1052,7 +1380,7 @@ Test(gpu_replay, shares_reassemble_the_batch)
 	gr_need_device();
 	char err[256];
 	enum { N = 96, H = 40 };
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 0, 0 };
 	gr_stream st;
 	gpu_replay *gr = gr_filled(&k, 400, 10, 80, &st);
 	const gpu_replay_layout *L = gpu_replay_get_layout(gr);
@@ -1120,7 +1448,7 @@ Test(gpu_replay, appends_while_sampling_stay_valid)
 	gr_need_device();
 	char err[256];
 	enum { W = 300, N = 128 };
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay *gr = gpu_replay_new(&a, W, 0, err, sizeof(err));
 	cr_assert(gr, "%s", err);

@@ -84,7 +84,7 @@ Test(gpu_train, options_defaults_parse_and_check)
 	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
 }
 
-Test(gpu_train, refuses_without_device_or_with_reply_head_or_several_sizes)
+Test(gpu_train, refuses_without_device_or_with_several_sizes)
 {
 	char err[256] = "";
 	nn_net *net = tu_net(GAME_KIND_GO, 9, 1, 16, 1);
@@ -121,20 +121,26 @@ Test(gpu_train, refuses_without_device_or_with_reply_head_or_several_sizes)
 	cr_assert_null(gpu_trainer_new(multi, &o, &g, err, sizeof(err)));
 	cr_assert(strstr(err, "several board sizes") || strstr(err, "not built"), "%s", err);
 	nn_net_free(multi);
-	/* The opponent-reply head trains on the CPU only; ownership and score
-	 * train on the GPU too (check_step below), so on a device they are
-	 * taken. */
-	nn_net *opp = tu_net_heads(GAME_KIND_GO, 9, 1, 16, TU_OPP, 1);
-	err[0] = 0;
-	cr_assert_null(gpu_trainer_new(opp, &o, &g, err, sizeof(err)));
-	cr_assert(strstr(err, "opponent-reply head") || strstr(err, "not built"), "%s", err);
-	nn_net_free(opp);
-	if (nn_cuda_device_count() > 0) {
-		nn_net *heads = tu_net_heads(GAME_KIND_GO, 9, 1, 16, TU_OWN | TU_SCORE, 1);
-		gpu_trainer *t = gpu_trainer_new(heads, &o, &g, err, sizeof(err));
-		cr_assert(t, "%s", err);
+	/* The training heads, the opponent-reply head of either game among
+	 * them, train on the GPU too (check_step below): on a device they are
+	 * taken, without one refused for the device alone, never for the
+	 * head. */
+	nn_net *heads[3] = { tu_net_heads(GAME_KIND_GO, 9, 1, 16, TU_OWN | TU_SCORE, 1),
+			     tu_net_heads(GAME_KIND_GO, 9, 1, 16, TU_OPP | TU_OWN | TU_SCORE, 1),
+			     tu_net_heads(GAME_KIND_CONNECT4, 0, 1, 16, TU_OPP, 1) };
+	for (int k = 0; k < 3; k++) {
+		err[0] = 0;
+		gpu_trainer *t = gpu_trainer_new(heads[k], &o, &g, err, sizeof(err));
+		if (nn_cuda_device_count() > 0 && gpu_train_built()) {
+			cr_assert(t, "net %d: %s", k, err);
+		} else {
+			cr_assert_null(t);
+			cr_assert(strstr(err, "device") || strstr(err, "not built"), "net %d: %s", k,
+				  err);
+			cr_assert_null(strstr(err, "opponent-reply"), "%s", err);
+		}
 		gpu_trainer_free(t);
-		nn_net_free(heads);
+		nn_net_free(heads[k]);
 	}
 	nn_net_free(net);
 }
@@ -151,6 +157,16 @@ Test(gpu_train, forward_flops_count_convs_and_fcs)
 	cr_assert_float_eq(gpu_train_forward_flops(&se->arch) - gpu_train_forward_flops(&go->arch),
 			   2.0 * 2 * 3 * 16 * 8, 1e-6);
 	nn_net_free(se);
+	/* The opponent-reply head: a second policy FC, which inference never
+	 * computes but the learner does. */
+	nn_net *opp = tu_net_heads(GAME_KIND_GO, 9, 2, 16, TU_OPP, 1);
+	nn_net *c4o = tu_net_heads(GAME_KIND_CONNECT4, 0, 3, 32, TU_OPP, 1);
+	cr_assert_float_eq(gpu_train_forward_flops(&opp->arch) - gpu_train_forward_flops(&go->arch),
+			   2.0 * 81 * go->arch.policy_channels * go->arch.policy_outputs, 1e-6);
+	cr_assert_float_eq(gpu_train_forward_flops(&c4o->arch) - gpu_train_forward_flops(&c4->arch),
+			   2.0 * 42 * c4->arch.policy_channels * c4->arch.policy_outputs, 1e-6);
+	nn_net_free(opp);
+	nn_net_free(c4o);
 	/* By hand for the Go net: 81 points, in_planes x 16 x 9 input conv,
 	 * 2 x 2 tower convs of 16 x 16 x 9, heads. */
 	const nn_arch *a = &go->arch;
@@ -402,9 +418,29 @@ static void check_se_grads(const nn_net *net, const float *gg, const float *cg, 
 	cr_assert(n_se == 0 || n_se == net->arch.blocks);
 }
 
+/* Checks the gradient of each training head's FC (weights then bias, as
+ * net.h lays them out) on its own scale: gg against cg. */
+static void check_head_grads(const nn_net *net, const float *gg, const float *cg, double tol)
+{
+	const nn_fc *hf[3] = { &net->own_fc, &net->score_fc, &net->opp_fc };
+	const char *name[3] = { "ownership", "score", "opponent-reply" };
+	for (int k = 0; k < 3; k++) {
+		if (!hf[k]->w)
+			continue;
+		cr_assert_eq(hf[k]->b, hf[k]->w + (size_t)hf[k]->n_in * hf[k]->n_out);
+		size_t o = (size_t)(hf[k]->w - net->data);
+		size_t nh = (size_t)hf[k]->n_out * (hf[k]->n_in + 1);
+		double hs = max_abs(cg + o, nh);
+		cr_assert_gt(hs, 0, "no gradient of the %s head to compare", name[k]);
+		for (size_t i = o; i < o + nh; i++)
+			cr_assert(fabs(gg[i] - cg[i]) <= tol * hs + 1e-7, "%s head [%zu]: gpu %g cpu %g",
+				  name[k], i - o, gg[i], cg[i]);
+	}
+}
+
 /* One fp32 GPU step against the CPU trainer's: losses, gradient, weights;
- * heads: Go's training heads (TU_OWN, TU_SCORE) on the net, and TU_SE for
- * squeeze-excitation blocks. */
+ * heads: the training heads on the net (TU_OPP; TU_OWN, TU_SCORE: Go
+ * only), and TU_SE for squeeze-excitation blocks. */
 static void check_step(game_kind kind, int size, train_optimizer opt, int wdl, int heads)
 {
 	nn_net *net = tu_net_heads(kind, size, 2, 16, heads, 11);
@@ -422,6 +458,11 @@ static void check_step(game_kind kind, int size, train_optimizer opt, int wdl, i
 	cr_assert_float_eq(gs.loss, cs.loss, 1e-4 * (1 + fabs(cs.loss)));
 	cr_assert_float_eq(gs.own_loss, cs.own_loss, 1e-4 * (1 + fabs(cs.own_loss)));
 	cr_assert_float_eq(gs.score_loss, cs.score_loss, 1e-4 * (1 + fabs(cs.score_loss)));
+	cr_assert_float_eq(gs.opp_loss, cs.opp_loss, 1e-4 * (1 + fabs(cs.opp_loss)));
+	if (heads & TU_OPP)
+		cr_assert_gt(cs.opp_loss, 0.1, "no opponent-reply loss to compare");
+	else
+		cr_assert_eq(gs.opp_loss, 0.0);
 	if (heads & TU_OWN)
 		cr_assert_gt(cs.own_loss, 0.1, "no ownership loss to compare");
 	if (heads & TU_SCORE)
@@ -439,19 +480,10 @@ static void check_step(game_kind kind, int size, train_optimizer opt, int wdl, i
 	cr_assert_float_eq(gg[nf + 3], 1.0f, 0);
 	/* The heads' weights and biases on their own scale (they are small
 	 * beside the tower's), and their losses in the gradient's tail. */
-	const nn_fc *hf[2] = { &net->own_fc, &net->score_fc };
-	for (int k = 0; k < 2; k++) {
-		if (!hf[k]->w)
-			continue;
-		size_t o = (size_t)(hf[k]->w - net->data), nh = (size_t)hf[k]->n_in + 1;
-		double hs = max_abs(cg + o, nh);
-		cr_assert_gt(hs, 0, "no gradient of the %s head to compare", k ? "score" : "ownership");
-		for (size_t i = o; i < o + nh; i++)
-			cr_assert(fabs(gg[i] - cg[i]) <= 1e-4 * hs + 1e-7, "%s head [%zu]: gpu %g cpu %g",
-				  k ? "score" : "ownership", i - o, gg[i], cg[i]);
-	}
+	check_head_grads(net, gg, cg, 1e-4);
 	cr_assert_float_eq(gg[nf + 4], cs.own_loss, 1e-4 * (1 + cs.own_loss));
 	cr_assert_float_eq(gg[nf + 5], cs.score_loss, 1e-4 * (1 + cs.score_loss));
+	cr_assert_float_eq(gg[nf + 6], cs.opp_loss, 1e-4 * (1 + cs.opp_loss));
 	check_se_grads(net, gg, cg, 1e-4);
 
 	cr_assert_eq(trainer_step(ct, b, &cs), 0, "%s", trainer_error(ct));
@@ -562,6 +594,49 @@ Test(gpu_train, fp32_step_matches_cpu_go_se_heads_sgd)
 	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_SGD, 0, TU_SE | TU_OWN | TU_SCORE);
 }
 
+/* The opponent-reply head (tu_batch: one position without a reply). */
+Test(gpu_train, fp32_step_matches_cpu_go_opp_sgd)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_SGD, 0, TU_OPP);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_go_opp_adamw)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_ADAMW, 0, TU_OPP);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_connect4_opp_sgd)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_CONNECT4, 0, TRAIN_OPTIMIZER_SGD, 1, TU_OPP);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_connect4_opp_adamw)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_CONNECT4, 0, TRAIN_OPTIMIZER_ADAMW, 1, TU_OPP);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_go_opp_heads_sgd)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_SGD, 0, TU_OPP | TU_OWN | TU_SCORE);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_go_opp_heads_adamw)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_ADAMW, 0, TU_OPP | TU_OWN | TU_SCORE);
+}
+
+Test(gpu_train, fp32_step_matches_cpu_connect4_opp_se_sgd)
+{
+	NEED_DEVICE();
+	check_step(GAME_KIND_CONNECT4, 0, TRAIN_OPTIMIZER_SGD, 1, TU_OPP | TU_SE);
+}
+
 /* fp16 and bf16 against fp32 over 100 steps on the net of heads (see
  * tu_net_heads). */
 static void check_mixed(int heads)
@@ -632,6 +707,12 @@ Test(gpu_train, mixed_precision_tracks_fp32_se, .timeout = 120)
 	check_mixed(TU_SE | TU_OWN | TU_SCORE);
 }
 
+Test(gpu_train, mixed_precision_tracks_fp32_opp, .timeout = 120)
+{
+	NEED_DEVICE();
+	check_mixed(TU_OPP | TU_OWN | TU_SCORE);
+}
+
 Test(gpu_train, overflow_skips_step_and_halves_scale)
 {
 	NEED_DEVICE();
@@ -681,13 +762,16 @@ static train_batch *half_of(const nn_net *net, const train_batch *b, int from, i
 		memcpy(h->score, b->score + from, sizeof(float) * n);
 		memcpy(h->score_w, b->score_w + from, sizeof(float) * n);
 	}
+	if (b->opp)
+		memcpy(h->opp, b->opp + (size_t)from * b->n_actions, sizeof(float) * n * b->n_actions);
 	h->n = n;
 	return h;
 }
 
 /* Micro-batches of 8 of a batch of 16 against two CPU half batches; heads:
- * with the training heads a Go net (their targets are offset per
- * micro-batch too), else Connect Four with WDL; TU_SE: SE blocks. */
+ * with Go's training heads a Go net (their targets are offset per
+ * micro-batch too), else Connect Four with WDL; TU_OPP: the
+ * opponent-reply head (either game); TU_SE: SE blocks. */
 static void check_micro(int heads)
 {
 	int go = (heads & (TU_OWN | TU_SCORE)) != 0;
@@ -700,16 +784,25 @@ static void check_micro(int heads)
 	cr_assert_eq(gpu_trainer_micro_batch(gt), 8);
 	size_t nf = net->n_floats;
 	double *avg = calloc(nf, sizeof(double));
+	double pl = 0, ol = 0; /* the halves' mean policy and opponent-reply losses */
 	for (int k = 0; k < 2; k++) {
 		train_batch *h = half_of(net, b, 8 * k, 8);
-		cr_assert_eq(trainer_gradient(half, h, NULL), 0, "%s", trainer_error(half));
+		train_stats hs;
+		cr_assert_eq(trainer_gradient(half, h, &hs), 0, "%s", trainer_error(half));
+		pl += 0.5 * hs.policy_loss;
+		ol += 0.5 * hs.opp_loss;
 		const float *g = trainer_grad(half);
 		for (size_t i = 0; i < nf; i++)
 			avg[i] += 0.5 * g[i];
 		train_batch_free(h);
 	}
 	float *gg = malloc((nf + GPU_TRAIN_TAIL) * sizeof(float));
-	cr_assert_eq(gpu_trainer_gradient_host(gt, b, NULL), 0, "%s", gpu_trainer_error(gt));
+	train_stats gs;
+	cr_assert_eq(gpu_trainer_gradient_host(gt, b, &gs), 0, "%s", gpu_trainer_error(gt));
+	cr_assert_float_eq(gs.policy_loss, pl, 1e-4 * (1 + pl));
+	cr_assert_float_eq(gs.opp_loss, ol, 1e-4 * (1 + ol));
+	if (heads & TU_OPP)
+		cr_assert_gt(ol, 0.1, "no opponent-reply loss to compare");
 	cr_assert_eq(gpu_trainer_grad_host(gt, gg), 0, "%s", gpu_trainer_error(gt));
 	double scale = 0;
 	for (size_t i = 0; i < nf; i++)
@@ -721,6 +814,7 @@ static void check_micro(int heads)
 	for (size_t i = 0; i < nf; i++)
 		avgf[i] = (float)avg[i];
 	check_se_grads(net, gg, avgf, 1e-4);
+	check_head_grads(net, gg, avgf, 1e-4);
 	free(avgf);
 	free(gg);
 	free(avg);
@@ -753,6 +847,18 @@ Test(gpu_train, micro_batches_average_half_batch_gradients_se_heads)
 {
 	NEED_DEVICE();
 	check_micro(TU_SE | TU_OWN | TU_SCORE);
+}
+
+Test(gpu_train, micro_batches_average_half_batch_gradients_opp)
+{
+	NEED_DEVICE();
+	check_micro(TU_OPP);
+}
+
+Test(gpu_train, micro_batches_average_half_batch_gradients_opp_heads)
+{
+	NEED_DEVICE();
+	check_micro(TU_OPP | TU_OWN | TU_SCORE);
 }
 
 Test(gpu_train, gpu_checkpoint_loads_into_cpu_trainer)

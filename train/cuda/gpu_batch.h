@@ -13,8 +13,10 @@
  * own_w [cap] (1 where the game was played out and own holds a target, 0
  * where none: its points then count 0); with the score head, score [cap]
  * (the final score from the side to move's view over the board's points)
- * and score_w [cap] (1 or 0, likewise). Without a head its arrays are
- * NULL; train_batch (train/trainer.h) defines the same targets.
+ * and score_w [cap] (1 or 0, likewise); with the opponent-reply head, opp
+ * [cap][n_actions] (the reply's distribution, a row of zeros where there
+ * is none: it then counts 0). Without a head its arrays are NULL;
+ * train_batch (train/trainer.h) defines the same targets.
  */
 #ifndef SENTE_TRAIN_CUDA_GPU_BATCH_H
 #define SENTE_TRAIN_CUDA_GPU_BATCH_H
@@ -40,6 +42,7 @@ typedef struct gpu_batch {
 	float *own_w;   /* device [cap], with own */
 	float *score;   /* device [cap], or NULL (no score head) */
 	float *score_w; /* device [cap], with score */
+	float *opp;     /* device [cap][n_actions], or NULL (no opponent-reply head) */
 } gpu_batch;
 
 #ifdef __cplusplus

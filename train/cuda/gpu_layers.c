@@ -299,6 +299,35 @@ out:
 	return rc;
 }
 
+int gpu_layer_opp_loss(int n, int np, const float *logits, const float *target, float w,
+		       double *loss, float *dlogits, char *err, size_t errlen)
+{
+	if (gl_no_device(err, errlen))
+		return 1;
+	int rc = 0;
+	float *base = NULL, *ld, *td, *dld, *rl;
+	float **pieces[] = { &ld, &td, &dld, &rl };
+	const size_t sizes[] = { (size_t)n * np, (size_t)n * np, (size_t)n * np, (size_t)n };
+	float *hrow = NULL;
+	if (gl_alloc(&base, pieces, sizes, 4, &hrow, (size_t)n, err, errlen) < 0) {
+		rc = -1;
+		goto out;
+	}
+	GL_UP(ld, logits, sizes[0]);
+	GL_UP(td, target, sizes[1]);
+	CUDA_CHECK(tk_policy_loss(ld, td, np, n, 1.0f / (float)n, w, 1.0f, dld, rl, 0));
+	CUDA_CHECK(cudaDeviceSynchronize());
+	GL_DOWN(dlogits, dld, sizes[2]);
+	GL_DOWN(hrow, rl, sizes[3]);
+	*loss = 0.0;
+	for (int r = 0; r < n; r++)
+		*loss += hrow[r] / (double)n;
+out:
+	cudaFree(base);
+	free(hrow);
+	return rc;
+}
+
 #else /* no CUDA: nothing to run on */
 
 #define GL_REFUSE()                                                                        \
@@ -338,6 +367,12 @@ int gpu_layer_se(int n, int c, int s, int h, int w, const float *u, const float 
 int gpu_layer_losses(int n, int np, const float *logits, const float *policy, int vo,
 		     const float *vout, const float *value, const float *wdl, double *loss_policy,
 		     double *loss_value, float *dlogits, float *dvout, char *err, size_t errlen)
+{
+	GL_REFUSE();
+}
+
+int gpu_layer_opp_loss(int n, int np, const float *logits, const float *target, float w,
+		       double *loss, float *dlogits, char *err, size_t errlen)
 {
 	GL_REFUSE();
 }

@@ -39,5 +39,11 @@ int gpu_layer_se(int n, int c, int s, int h, int w, const float *u, const float 
 int gpu_layer_losses(int n, int np, const float *logits, const float *policy, int vo,
 		     const float *vout, const float *value, const float *wdl, double *loss_policy,
 		     double *loss_value, float *dlogits, float *dvout, char *err, size_t errlen);
+/* The opponent-reply loss of n rows (tk_policy_loss): the mean
+ * train_loss_policy returns against target (a row of zeros: no reply), and
+ * its gradient times the loss's weight w (dlogits [n][np]), as the CPU
+ * trainer scales it. */
+int gpu_layer_opp_loss(int n, int np, const float *logits, const float *target, float w,
+		       double *loss, float *dlogits, char *err, size_t errlen);
 
 #endif

@@ -71,6 +71,10 @@ int gpu_replay_layout_init(gpu_replay_layout *L, const nn_arch *a, char *err, si
 	}
 	if (a->score)
 		d->score_off = d->rec_words++;
+	if (a->opp_policy) {
+		d->opp_off = d->rec_words;
+		d->rec_words += 1 + (d->n_actions + 1) / 2;
+	}
 	L->point_inv = malloc(sizeof(int16_t) * (size_t)d->n_sym * (size_t)d->hw);
 	L->action_inv = malloc(sizeof(int16_t) * (size_t)d->n_sym * (size_t)d->n_actions);
 	if (!L->point_inv || !L->action_inv) {
@@ -129,6 +133,33 @@ int gpu_replay_game_positions(const game_record *r)
 	return n;
 }
 
+/* Dense uint16 counts of n (move, count) pairs into the zeroed words w
+ * (a record's visit or reply counts), their total into *total. 0, or -1
+ * with a message (a move outside the actions, more than 65535 visits to
+ * one). */
+static int pack_counts(const gr_dims *d, const int16_t *moves, const uint16_t *counts, int n,
+		       uint32_t *w, uint32_t *total, char *err, size_t errlen)
+{
+	*total = 0;
+	for (int i = 0; i < n; i++) {
+		int a = moves[i];
+		if (a < 0 || a >= d->n_actions) {
+			snprintf(err, errlen, "gpu replay: visit to action %d of %d", a, d->n_actions);
+			return -1;
+		}
+		/* Repeated moves add up, as train_batch_from_position's += does. */
+		uint32_t c = gr_count_at(w, a) + counts[i];
+		if (c > 0xffffu) {
+			snprintf(err, errlen, "gpu replay: more than 65535 visits to action %d", a);
+			return -1;
+		}
+		int sh = (a & 1) * 16;
+		w[a >> 1] = (w[a >> 1] & ~(0xffffu << sh)) | c << sh;
+		*total += counts[i];
+	}
+	return 0;
+}
+
 /* Everything of a record but the heads' words: planes, counts, value. */
 static int pack_body(const gpu_replay_layout *L, const game *g, const int16_t *moves,
 		     const uint16_t *counts, int n_visits, float value, uint32_t *rec, char *err,
@@ -159,23 +190,8 @@ static int pack_body(const gpu_replay_layout *L, const game *g, const int16_t *m
 	}
 	memset(rec + d->count_off, 0, sizeof(uint32_t) * (size_t)(d->rec_words - d->count_off));
 	uint32_t total = 0;
-	for (int i = 0; i < n_visits; i++) {
-		int a = moves[i];
-		if (a < 0 || a >= d->n_actions) {
-			snprintf(err, errlen, "gpu replay: visit to action %d of %d", a, d->n_actions);
-			return -1;
-		}
-		/* Repeated moves add up, as train_batch_from_position's += does. */
-		uint32_t c = gr_count(rec, d, a) + counts[i];
-		if (c > 0xffffu) {
-			snprintf(err, errlen, "gpu replay: more than 65535 visits to action %d", a);
-			return -1;
-		}
-		uint32_t *w = &rec[d->count_off + (a >> 1)];
-		int sh = (a & 1) * 16;
-		*w = (*w & ~(0xffffu << sh)) | c << sh;
-		total += counts[i];
-	}
+	if (pack_counts(d, moves, counts, n_visits, rec + d->count_off, &total, err, errlen) != 0)
+		return -1;
 	if (total == 0) {
 		snprintf(err, errlen, "gpu replay: a position without visits has no policy target");
 		return -1;
@@ -241,6 +257,23 @@ int gpu_replay_pack_heads(const gpu_replay_layout *L, const game *g, const float
 	return 0;
 }
 
+int gpu_replay_pack_opp(const gpu_replay_layout *L, const int16_t *moves, const uint16_t *counts,
+			int n, uint32_t *rec, char *err, size_t errlen)
+{
+	const gr_dims *d = &L->d;
+	if (!d->opp_off)
+		return 0;
+	uint32_t *w = rec + d->opp_off;
+	memset(w, 0, sizeof(uint32_t) * (size_t)(1 + (d->n_actions + 1) / 2));
+	/* A total of 0 (no reply, or counts all 0, which leave the words 0)
+	 * is no target, as train_batch_opp_target's row of zeros. */
+	uint32_t total = 0;
+	if (pack_counts(d, moves, counts, n, w + 1, &total, err, errlen) != 0)
+		return -1;
+	w[0] = total;
+	return 0;
+}
+
 int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int skip,
 			 uint32_t *out, int max, char *err, size_t errlen)
 {
@@ -289,6 +322,11 @@ int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int s
 			if (pack_body(L, g, moves, counts, nv, value, rec, err, errlen) != 0 ||
 			    gpu_replay_pack_heads(L, g, owner, score, rec, err, errlen) != 0)
 				goto out;
+			if (L->d.opp_off) {
+				nv = record_reply_targets(r, i, moves, counts);
+				if (gpu_replay_pack_opp(L, moves, counts, nv, rec, err, errlen) != 0)
+					goto out;
+			}
 			n++;
 		}
 		if (game_play(g, r->moves[i]) != GAME_OK) {
@@ -308,7 +346,7 @@ int gpu_replay_expand_host(const gpu_replay_layout *L, const uint32_t *records,
 	const gr_dims *d = &L->d;
 	if (count < 0 || count > out->cap || out->hw != d->hw || out->c_pad != d->c_pad ||
 	    out->n_actions != d->n_actions || ((out->own || out->own_w) && !d->own_off) ||
-	    ((out->score || out->score_w) && !d->score_off))
+	    ((out->score || out->score_w) && !d->score_off) || (out->opp && !d->opp_off))
 		return -1;
 	for (int i = 0; i < count; i++)
 		if (syms[i] < 0 || syms[i] >= d->n_sym || slots[i] < 0)
@@ -345,6 +383,9 @@ int gpu_replay_expand_host(const gpu_replay_layout *L, const uint32_t *records,
 			out->score[i] = gr_score(rec, d);
 		if (out->score_w)
 			out->score_w[i] = gr_score_weight(rec, d);
+		if (out->opp)
+			for (int b = 0; b < d->n_actions; b++)
+				out->opp[(size_t)i * d->n_actions + b] = gr_opp_elem(rec, d, at, b);
 	}
 	out->n = count;
 	return 0;
@@ -800,13 +841,15 @@ int gpu_replay_sample(gpu_replay *gr, uint64_t seed, uint64_t counter, int n, in
 	/* The head targets go exactly where the architecture has the heads:
 	 * a missing array would lose them, an extra one keep stale values. */
 	if (count > 0 && (!out->own != !d->own_off || !out->own_w != !d->own_off ||
-			  !out->score != !d->score_off || !out->score_w != !d->score_off)) {
+			  !out->score != !d->score_off || !out->score_w != !d->score_off ||
+			  !out->opp != !d->opp_off)) {
 		snprintf(err, errlen,
-			 "gpu replay: the output's ownership and score targets (%s, %s) do not "
-			 "match the window's heads (%s, %s)",
+			 "gpu replay: the output's ownership, score and opponent-reply targets "
+			 "(%s, %s, %s) do not match the window's heads (%s, %s, %s)",
 			 out->own && out->own_w ? "own" : "no own",
 			 out->score && out->score_w ? "score" : "no score",
-			 d->own_off ? "own" : "no own", d->score_off ? "score" : "no score");
+			 out->opp ? "opp" : "no opp", d->own_off ? "own" : "no own",
+			 d->score_off ? "score" : "no score", d->opp_off ? "opp" : "no opp");
 		rc = -1;
 		goto out;
 	}
@@ -895,6 +938,9 @@ int gpu_batch_alloc(gpu_batch *b, int cap, const nn_arch *a, nn_dtype dtype, int
 		CUDA_CHECK(cudaMalloc((void **)&b->score, sizeof(float) * (size_t)cap));
 		CUDA_CHECK(cudaMalloc((void **)&b->score_w, sizeof(float) * (size_t)cap));
 	}
+	size_t nq = sizeof(float) * (size_t)cap * b->n_actions;
+	if (a->opp_policy)
+		CUDA_CHECK(cudaMalloc((void **)&b->opp, nq));
 	/* Zeroed so that a batch read before it is filled is harmless (the
 	 * heads' weights 0: no targets); waited for, since the streams that
 	 * use the batch may not order themselves after the default stream
@@ -908,6 +954,8 @@ int gpu_batch_alloc(gpu_batch *b, int cap, const nn_arch *a, nn_dtype dtype, int
 		CUDA_CHECK(cudaMemset(b->score, 0, sizeof(float) * (size_t)cap));
 		CUDA_CHECK(cudaMemset(b->score_w, 0, sizeof(float) * (size_t)cap));
 	}
+	if (a->opp_policy)
+		CUDA_CHECK(cudaMemset(b->opp, 0, nq));
 	CUDA_CHECK(cudaDeviceSynchronize());
 out:
 	if (rc != 0)
@@ -927,6 +975,7 @@ void gpu_batch_free(gpu_batch *b)
 	cudaFree(b->own_w);
 	cudaFree(b->score);
 	cudaFree(b->score_w);
+	cudaFree(b->opp);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -953,7 +1002,7 @@ out:
 }
 
 int gpu_batch_download_heads(const gpu_batch *b, float *own, float *own_w, float *score,
-			     float *score_w, char *err, size_t errlen)
+			     float *score_w, float *opp, char *err, size_t errlen)
 {
 	int rc = 0;
 	size_t n = (size_t)b->n;
@@ -966,6 +1015,9 @@ int gpu_batch_download_heads(const gpu_batch *b, float *own, float *own_w, float
 		CUDA_CHECK(cudaMemcpy(score, b->score, sizeof(float) * n, cudaMemcpyDeviceToHost));
 	if (score_w && b->score_w)
 		CUDA_CHECK(cudaMemcpy(score_w, b->score_w, sizeof(float) * n,
+				      cudaMemcpyDeviceToHost));
+	if (opp && b->opp)
+		CUDA_CHECK(cudaMemcpy(opp, b->opp, sizeof(float) * n * b->n_actions,
 				      cudaMemcpyDeviceToHost));
 out:
 	return rc;
@@ -1009,7 +1061,7 @@ int gpu_batch_download(const gpu_batch *b, void *planes, float *policy, float *v
 }
 
 int gpu_batch_download_heads(const gpu_batch *b, float *own, float *own_w, float *score,
-			     float *score_w, char *err, size_t errlen)
+			     float *score_w, float *opp, char *err, size_t errlen)
 {
 	snprintf(err, errlen, GR_NO_CUDA);
 	return -1;

@@ -76,9 +76,9 @@ size_t gpu_replay_record_bytes(const gpu_replay_layout *L);
  * window could not sample it either). */
 int gpu_replay_game_positions(const game_record *r);
 /* Packs position g (to play, canonical orientation) with its visits and
- * value target into one record of L->d.rec_words words, with no ownership
- * or score target where L has those heads (gpu_replay_pack_heads adds
- * them). 0, or -1 with a message: a game or move that does not fit L, no
+ * value target into one record of L->d.rec_words words, with no ownership,
+ * score or opponent-reply target where L has those heads
+ * (gpu_replay_pack_heads and gpu_replay_pack_opp add them). 0, or -1 with a message: a game or move that does not fit L, no
  * visits, or a plane that nn_pack_planes cannot pack (two different
  * non-zero values; none of the encodings has one). */
 int gpu_replay_pack_position(const gpu_replay_layout *L, const game *g, const int16_t *moves,
@@ -94,19 +94,27 @@ int gpu_replay_pack_position(const gpu_replay_layout *L, const game *g, const in
  * does not fit L, an owner outside -1 .. 1). */
 int gpu_replay_pack_heads(const gpu_replay_layout *L, const game *g, const float *owner,
 			  double score, uint32_t *rec, char *err, size_t errlen);
+/* Writes the opponent-reply target into record rec where L has the head
+ * (nothing otherwise): n (move, count) pairs in the record's canonical
+ * orientation, record_reply_targets' for the position; n 0, or counts
+ * summing to 0, for none. 0, or -1 with a message (a move outside the
+ * actions, more than 65535 visits to one). */
+int gpu_replay_pack_opp(const gpu_replay_layout *L, const int16_t *moves, const uint16_t *counts,
+			int n, uint32_t *rec, char *err, size_t errlen);
 /* Packs the positions of a whole game, in move order, replaying its moves
  * once (twice for the final owners where L has the ownership head and
  * nobody resigned), skipping the first `skip` of them: at most `max`
  * records into out (room for max * rec_words words), with the head
- * targets the CPU window gives (none for a resigned game). Returns the
+ * targets the CPU window gives (no ownership or score target for a
+ * resigned game; the opponent-reply target of record_reply_targets). Returns the
  * records written, or -1 with a message (a record that does not replay or
  * does not fit L). */
 int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int skip,
 			 uint32_t *out, int max, char *err, size_t errlen);
 
 /* The reference for the device expansion: fills HOST arrays out->planes,
- * policy, value and wdl (wdl may be NULL), and own, own_w, score, score_w
- * where they are not NULL, with positions records[slots[i]] under
+ * policy, value and wdl (wdl may be NULL), and own, own_w, score, score_w,
+ * opp ([count][n_actions]) where they are not NULL, with positions records[slots[i]] under
  * symmetries syms[i], i < count, exactly as gpu_replay_sample lays them
  * out (planes NHWC [count][hw][c_pad] in out->dtype, fp16/bf16 rounded to
  * nearest even; own [count][hw]). out->hw, c_pad, n_actions must match L;
@@ -172,8 +180,9 @@ const gpu_replay_layout *gpu_replay_get_layout(const gpu_replay *gr);
  * on (seed, counter) and the positions held, and every data-parallel rank
  * draws the same batch. Expands only draws first .. first + count - 1 into
  * out slots 0 .. count - 1 (out->n = count), all enqueued on `stream`,
- * with the ownership and score targets of the heads the architecture has
- * (out must have own and own_w, score and score_w, exactly for those).
+ * with the ownership, score and opponent-reply targets of the heads the
+ * architecture has (out must have own and own_w, score and score_w, opp,
+ * exactly for those).
  * count may be 0 (draws only). 0, or -1 with a message (empty window, a
  * batch that does not fit: out->cap < count, wrong shape, missing or
  * extra head arrays; a CUDA failure). */
@@ -193,8 +202,9 @@ int gpu_replay_download(gpu_replay *gr, int64_t first, int64_t count, uint32_t *
 
 /* Allocates b on the current device for cap positions of architecture a
  * with planes of dtype, with WDL targets when wdl, and own, own_w for
- * a->ownership, score, score_w for a->score (planes and head targets
- * zeroed). 0, or -1 with a message (b is then empty). */
+ * a->ownership, score, score_w for a->score, opp for a->opp_policy
+ * (planes and head targets zeroed). 0, or -1 with a message (b is then
+ * empty). */
 int gpu_batch_alloc(gpu_batch *b, int cap, const nn_arch *a, nn_dtype dtype, int wdl, char *err,
 		    size_t errlen);
 /* Frees b's device arrays and zeroes it; accepts NULL. */
@@ -204,10 +214,11 @@ void gpu_batch_free(gpu_batch *b);
 int gpu_batch_download(const gpu_batch *b, void *planes, float *policy, float *value, float *wdl,
 		       char *err, size_t errlen);
 /* Copies the head targets of b's first b->n positions to host arrays:
- * own [n][hw], own_w, score, score_w [n] (any may be NULL; one b has not
- * is skipped, as wdl is). Waits for the device. 0, or -1 with a message. */
+ * own [n][hw], own_w, score, score_w [n], opp [n][n_actions] (any may be
+ * NULL; one b has not is skipped, as wdl is). Waits for the device. 0, or
+ * -1 with a message. */
 int gpu_batch_download_heads(const gpu_batch *b, float *own, float *own_w, float *score,
-			     float *score_w, char *err, size_t errlen);
+			     float *score_w, float *opp, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,11 @@
  * on gpu_train/fp32_step_matches_cpu_go_se_sgd. Their kernels are slow
  * (a thread per channel and position sums its board): SE 32 costs the
  * 19x19 10x128 fp16 step about a third.
+ * The opponent-reply head (a second FC on the policy conv, by cuBLAS as
+ * the policy FC, its loss by tk_policy_loss, its input gradient added to
+ * the policy FC's) has NOT yet run on a device: the gpu_train tests named
+ * *_opp* and gpu_replay's opponent-reply expansion on a device are
+ * written and compiled but were skipped where they were built.
  */
 #include "train/cuda/gpu_train.h"
 
@@ -100,6 +105,8 @@ double gpu_train_forward_flops(const nn_arch *a)
 		macs += hw * a->value_channels;
 	if (a->score)
 		macs += a->value_hidden;
+	if (a->opp_policy)
+		macs += hw * a->policy_channels * a->policy_outputs;
 	return 2.0 * macs;
 }
 
@@ -187,7 +194,9 @@ struct gpu_trainer {
 	void *wc, *dwc;          /* conv compute weights and their gradients */
 	long nwc;
 	float *wfc, *dwfc;       /* head FC compute weights (fp32), gradient scratch */
-	long nfc, fc1_off, dwfc_n;
+	/* wfc holds the policy FC at 0, value_fc1 at fc1_off and, with the
+	 * opponent-reply head, its FC at opp_off (the policy FC's shape) */
+	long nfc, fc1_off, opp_off, dwfc_n;
 	int32_t *map_conv, *map_fc, *rm, *rv;
 	float *acc;              /* [3][J] running-stat accumulators */
 	double *norm_part;
@@ -203,12 +212,18 @@ struct gpu_trainer {
 	int own, score;
 	size_t o_ow, o_ob, o_sw, o_sb;
 	float *own_dz, *own_rl, *sout, *score_dy, *score_rl;
+	/* The opponent-reply head: its FC's bias in net->data (its weights are
+	 * gathered at opp_off), and per micro-batch its logits, their gradient
+	 * [m * np] and losses [m]. */
+	int opp;
+	size_t o_qb;
+	float *opp_logits, *dopp, *opp_rl;
 	void *dzp, *dzv;         /* head conv-output gradients */
 	void *gbuf[3];           /* tower gradients */
 	void *ws;
 	size_t ws_bytes;
 	float *hb_planes, *hb_policy, *hb_value, *hb_wdl; /* host-batch staging */
-	float *hb_own, *hb_own_w, *hb_score, *hb_score_w;
+	float *hb_own, *hb_own_w, *hb_score, *hb_score_w, *hb_opp;
 	void *hb_x;
 
 	char err[512];
@@ -295,6 +310,11 @@ static size_t gt_carve_acts(gpu_trainer *t, char *base, int m)
 	float *hownw = gt_carve(base, &off, ho ? sizeof(float) * t->batch : 0);
 	float *hsc = gt_carve(base, &off, hs ? sizeof(float) * t->batch : 0);
 	float *hscw = gt_carve(base, &off, hs ? sizeof(float) * t->batch : 0);
+	int hq = t->opp;
+	float *qlg = gt_carve(base, &off, hq ? sizeof(float) * m * np : 0);
+	float *qdl = gt_carve(base, &off, hq ? sizeof(float) * m * np : 0);
+	float *qrl = gt_carve(base, &off, hq ? sizeof(float) * m : 0);
+	float *hq_t = gt_carve(base, &off, hq ? sizeof(float) * t->batch * np : 0);
 	float *dap = gt_carve(base, &off, sizeof(float) * rows * t->pp);
 	float *dav = gt_carve(base, &off, sizeof(float) * rows * t->vp);
 	void *dzp = gt_carve(base, &off, t->esz * rows * t->pp);
@@ -315,6 +335,7 @@ static size_t gt_carve_acts(gpu_trainer *t, char *base, int m)
 		t->dzp = dzp, t->dzv = dzv;
 		t->own_dz = odz, t->own_rl = orl, t->sout = so, t->score_dy = sdy, t->score_rl = srl;
 		t->hb_own = hown, t->hb_own_w = hownw, t->hb_score = hsc, t->hb_score_w = hscw;
+		t->opp_logits = qlg, t->dopp = qdl, t->opp_rl = qrl, t->hb_opp = hq_t;
 		for (int i = 0; i < 3; i++)
 			t->gbuf[i] = g[i];
 		t->hb_planes = hp, t->hb_policy = hpol, t->hb_value = hval, t->hb_wdl = hwdl;
@@ -368,12 +389,13 @@ static void gt_host_maps(gpu_trainer *t, int32_t *mc, int32_t *mf, int32_t *rm, 
 		}
 	}
 	/* Head FCs read NHWC [hw][c_pad]; net.h flattens NCHW. */
-	const nn_fc *fcs[2] = { &n->policy_fc, &n->value_fc1 };
-	int cr[2] = { a->policy_channels, a->value_channels }, cp[2] = { t->pp, t->vp };
-	long base[2] = { 0, t->fc1_off };
+	const nn_fc *fcs[3] = { &n->policy_fc, &n->value_fc1, &n->opp_fc };
+	int cr[3] = { a->policy_channels, a->value_channels, a->policy_channels };
+	int cp[3] = { t->pp, t->vp, t->pp };
+	long base[3] = { 0, t->fc1_off, t->opp_off };
 	for (long i = 0; i < t->nfc; i++)
-		mf[i] = -1; /* the alignment gap before fc1_off is gathered too */
-	for (int f = 0; f < 2; f++) {
+		mf[i] = -1; /* the alignment gaps between the FCs are gathered too */
+	for (int f = 0; f < 2 + t->opp; f++) {
 		size_t ow = (size_t)(fcs[f]->w - n->data);
 		for (int o = 0; o < fcs[f]->n_out; o++)
 			for (int p = 0; p < t->hw; p++)
@@ -402,9 +424,9 @@ static void gt_roles(gpu_trainer *t)
 			memset(t->role + y->o_s2w, TK_ROLE_DECAY, 2 * sw);
 		}
 	}
-	const nn_fc *fcs[5] = { &n->policy_fc, &n->value_fc1, &n->value_fc2, &n->own_fc,
-				&n->score_fc };
-	for (int f = 0; f < 5; f++)
+	const nn_fc *fcs[6] = { &n->policy_fc, &n->value_fc1, &n->value_fc2, &n->opp_fc,
+				&n->own_fc, &n->score_fc };
+	for (int f = 0; f < 6; f++)
 		if (fcs[f]->w)
 			memset(t->role + (fcs[f]->w - n->data), TK_ROLE_DECAY,
 			       (size_t)fcs[f]->n_in * fcs[f]->n_out);
@@ -541,11 +563,6 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 		snprintf(err, errlen, "value head of %d outputs: 1 or 3 train", a->value_outputs);
 		return NULL;
 	}
-	if (a->opp_policy) {
-		snprintf(err, errlen, "the net has an opponent-reply head, which the GPU trainer "
-			 "does not train: train it on the CPU (--backend cpu)");
-		return NULL;
-	}
 	if (a->sizes) {
 		snprintf(err, errlen, "the net plays several board sizes, which the GPU learner's "
 			 "window does not hold yet: train it on the CPU (--backend cpu)");
@@ -594,6 +611,9 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 		t->o_sw = (size_t)(net->score_fc.w - net->data);
 		t->o_sb = (size_t)(net->score_fc.b - net->data);
 	}
+	t->opp = a->opp_policy != 0;
+	if (t->opp)
+		t->o_qb = (size_t)(net->opp_fc.b - net->data);
 	t->layer = calloc((size_t)t->L, sizeof(*t->layer));
 	t->role = malloc(t->nf);
 	if (!t->layer || !t->role) {
@@ -626,6 +646,10 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 	long kp = (long)t->hw * t->pp, kv = (long)t->hw * t->vp;
 	t->fc1_off = ((long)a->policy_outputs * kp + 63) / 64 * 64;
 	t->nfc = t->fc1_off + (long)a->value_hidden * kv;
+	if (t->opp) {
+		t->opp_off = (t->nfc + 63) / 64 * 64;
+		t->nfc = t->opp_off + (long)a->policy_outputs * kp;
+	}
 	t->dwfc_n = (long)a->policy_outputs * kp > (long)a->value_hidden * kv
 			    ? (long)a->policy_outputs * kp
 			    : (long)a->value_hidden * kv;
@@ -908,6 +932,13 @@ static int gt_micro(gpu_trainer *t, const gpu_batch *b, int mi, int hooks)
 		    0.0f, t->vh, vhid, err, errlen) < 0)
 		return -1;
 	CUDA_CHECK(tk_bias_act(t->logits, w + o_pb, m, np, 0, t->stream));
+	/* The opponent-reply head: the policy FC's twin on the same input. */
+	if (t->opp) {
+		if (gt_gemm(t, CUBLAS_OP_T, CUBLAS_OP_N, np, m, kp, t->wfc + t->opp_off, kp, lp->a,
+			    kp, 0.0f, t->opp_logits, np, err, errlen) < 0)
+			return -1;
+		CUDA_CHECK(tk_bias_act(t->opp_logits, w + t->o_qb, m, np, 0, t->stream));
+	}
 	CUDA_CHECK(tk_bias_act(t->vh, w + o_v1b, m, vhid, 1, t->stream));
 	CUDA_CHECK(tk_fc_small(t->vh, m, vhid, w + o_v2w, w + o_v2b, vo, TK_ACT_NONE, t->vout,
 			       t->stream));
@@ -916,12 +947,26 @@ static int gt_micro(gpu_trainer *t, const gpu_batch *b, int mi, int hooks)
 	float inv_n = 1.0f / (float)t->batch, vw = (float)t->opt.value_weight;
 	float own_wt = t->own ? (float)t->opt.own_weight : 0.0f;
 	float score_wt = t->score ? (float)t->opt.score_weight : 0.0f;
+	float opp_wt = t->opp ? (float)t->opt.opp_weight : 0.0f;
 	CUDA_CHECK(tk_loss(t->logits, pol, np, t->vout, val, wdl, vo, m, inv_n, (float)t->scale, vw,
 			   t->dlogits, t->dvout, t->rowloss, t->stream));
 	/* The training heads: their losses into the tail before its total,
 	 * their weights' gradients now (they end net->data, after value_fc2:
 	 * the hooks get them with value_fc2's range, the first after the
-	 * tail's). */
+	 * tail's). The opponent-reply FC sits there too, so its gradients
+	 * are made now; its input gradient joins the policy FC's below. */
+	if (t->opp) {
+		const float *q = b->opp + (size_t)mi * m * np;
+		CUDA_CHECK(tk_policy_loss(t->opp_logits, q, np, m, inv_n, opp_wt, (float)t->scale,
+					  t->dopp, t->opp_rl, t->stream));
+		CUDA_CHECK(tk_sum_into(t->opp_rl, m, inv_n, gr + t->nf + 6, t->stream));
+		CUDA_CHECK(tk_colsum(t->dopp, m, np, gr + t->o_qb, 1, t->stream));
+		if (gt_gemm(t, CUBLAS_OP_N, CUBLAS_OP_T, kp, np, m, lp->a, kp, t->dopp, np, 0.0f,
+			    t->dwfc, kp, err, errlen) < 0)
+			return -1;
+		CUDA_CHECK(tk_scatter(t->dwfc, NN_DTYPE_FP32, t->map_fc + t->opp_off, (long)np * kp,
+				      gr, 1, t->stream));
+	}
 	if (t->own) {
 		const float *own = b->own + (size_t)mi * rows, *own_w = b->own_w + (size_t)mi * m;
 		CUDA_CHECK(tk_own_loss(lv->a, rows, t->vp, a->value_channels, t->hw, w + t->o_ow,
@@ -943,7 +988,7 @@ static int gt_micro(gpu_trainer *t, const gpu_batch *b, int mi, int hooks)
 		CUDA_CHECK(tk_dot_rows(t->vh, m, vhid, vhid, t->score_dy, gr + t->o_sw, gr + t->o_sb,
 				       t->stream));
 	}
-	CUDA_CHECK(tk_loss_sum(t->rowloss, m, inv_n, vw, own_wt, score_wt, gr + t->nf, 1,
+	CUDA_CHECK(tk_loss_sum(t->rowloss, m, inv_n, vw, opp_wt, own_wt, score_wt, gr + t->nf, 1,
 			       t->stream));
 	size_t frontier = t->nf + GPU_TRAIN_TAIL;
 	if (gt_ready(t, hooks, t->nf, &frontier) < 0)
@@ -979,7 +1024,9 @@ static int gt_micro(gpu_trainer *t, const gpu_batch *b, int mi, int hooks)
 	if (gt_gemm(t, CUBLAS_OP_N, CUBLAS_OP_T, kp, np, m, lp->a, kp, t->dlogits, np, 0.0f,
 		    t->dwfc, kp, err, errlen) < 0 ||
 	    gt_gemm(t, CUBLAS_OP_N, CUBLAS_OP_N, kp, m, np, t->wfc, kp, t->dlogits, np, 0.0f, t->dap,
-		    kp, err, errlen) < 0)
+		    kp, err, errlen) < 0 ||
+	    (t->opp && gt_gemm(t, CUBLAS_OP_N, CUBLAS_OP_N, kp, m, np, t->wfc + t->opp_off, kp,
+			       t->dopp, np, 1.0f, t->dap, kp, err, errlen) < 0))
 		return -1;
 	CUDA_CHECK(tk_scatter(t->dwfc, NN_DTYPE_FP32, t->map_fc, (long)np * kp, gr, 1, t->stream));
 	if (gt_ready(t, hooks, o_pw, &frontier) < 0)
@@ -1031,9 +1078,12 @@ static int gt_run(gpu_trainer *t, const gpu_batch *b, int update, train_stats *s
 			 t->arch.policy_outputs, nn_dtype_name(t->dt));
 		return -1;
 	}
-	if ((t->own && (!b->own || !b->own_w)) || (t->score && (!b->score || !b->score_w))) {
-		snprintf(err, errlen, "the net has %s head and the batch no targets for it",
-			 t->own && (!b->own || !b->own_w) ? "an ownership" : "a score");
+	if ((t->own && (!b->own || !b->own_w)) || (t->score && (!b->score || !b->score_w)) ||
+	    (t->opp && !b->opp)) {
+		const char *head = t->own && (!b->own || !b->own_w) ? "an ownership"
+				   : t->score && (!b->score || !b->score_w) ? "a score"
+				   : "an opponent-reply";
+		snprintf(err, errlen, "the net has %s head and the batch no targets for it", head);
 		return -1;
 	}
 	int hooks = update && t->has_hooks, k = t->batch / t->micro;
@@ -1104,6 +1154,7 @@ static int gt_run(gpu_trainer *t, const gpu_batch *b, int update, train_stats *s
 		st->value_loss = tail[2];
 		st->own_loss = tail[4];
 		st->score_loss = tail[5];
+		st->opp_loss = tail[6];
 		st->l2 = l2;
 		st->loss = tail[0] + (sgd ? l2 : 0.0);
 		st->grad_norm = update ? sqrt(r.norm2) : 0.0;
@@ -1152,6 +1203,7 @@ static int gt_upload(gpu_trainer *t, const train_batch *hb, gpu_batch *b)
 	 * (gt_run refuses a batch without them). */
 	int own = t->own && hb->own && hb->own_w && hb->n_points == t->hw;
 	int score = t->score && hb->score && hb->score_w;
+	int opp = t->opp && hb->opp;
 	if (own) {
 		CUDA_CHECK(cudaMemcpyAsync(t->hb_own, hb->own, sizeof(float) * t->hw * n,
 					   cudaMemcpyHostToDevice, t->stream));
@@ -1164,6 +1216,9 @@ static int gt_upload(gpu_trainer *t, const train_batch *hb, gpu_batch *b)
 		CUDA_CHECK(cudaMemcpyAsync(t->hb_score_w, hb->score_w, sizeof(float) * n,
 					   cudaMemcpyHostToDevice, t->stream));
 	}
+	if (opp)
+		CUDA_CHECK(cudaMemcpyAsync(t->hb_opp, hb->opp, sizeof(float) * np * n,
+					   cudaMemcpyHostToDevice, t->stream));
 	/* The inference backend's expansion. */
 	CUDA_CHECK(nnk_expand_float(t->dt, t->hb_planes, n, a->in_planes, t->hw, t->cin,
 				    t->hb_x, t->stream));
@@ -1181,6 +1236,7 @@ static int gt_upload(gpu_trainer *t, const train_batch *hb, gpu_batch *b)
 	b->own_w = own ? t->hb_own_w : NULL;
 	b->score = score ? t->hb_score : NULL;
 	b->score_w = score ? t->hb_score_w : NULL;
+	b->opp = opp ? t->hb_opp : NULL;
 out:
 	return rc;
 }

@@ -24,13 +24,14 @@
  *
  * The gradient is one device array of net->n_floats + GPU_TRAIN_TAIL
  * floats: the gradient (0 for running statistics) then the loss terms:
- * total without L2, policy, value, 1, ownership and score (0 without the
- * head), so that an average over ranks averages them.
+ * total without L2, policy, value, 1, ownership, score and opponent reply
+ * (0 without the head), so that an average over ranks averages them.
  *
- * Go's training heads, ownership and score (nn/net.h), train as on the
- * CPU (trainer.h: the same losses, weights and targets, from the batch's
- * own/score arrays); the opponent-reply head and nets of several board
- * sizes are refused (train them on the CPU).
+ * The training heads (nn/net.h), Go's ownership and score and the
+ * opponent-reply head of either game, train as on the CPU (trainer.h:
+ * the same losses, weights and targets, from the batch's own/score/opp
+ * arrays); nets of several board sizes are refused (train them on the
+ * CPU).
  * Backward hands finished ranges to the hooks (grad_hooks.h), the tail
  * first; the clipping and the optimizer read the gradient after finish().
  *
@@ -56,7 +57,7 @@ extern "C" {
 #endif
 
 /* Floats after the gradient in the gradient array (above). */
-enum { GPU_TRAIN_TAIL = 6 };
+enum { GPU_TRAIN_TAIL = 7 };
 
 typedef struct gpu_train_options {
 	int device;             /* CUDA device index */
@@ -82,8 +83,8 @@ typedef struct gpu_trainer gpu_trainer;
 
 /* A trainer for a copy of net (training form, plain or squeeze-excitation
  * blocks) on g->device with o's batch and optimizer. NULL with a message:
- * bad options, a net with the opponent-reply head or of several sizes, no
- * device, a cuDNN/cuBLAS that cannot be loaded, short memory. */
+ * bad options, a net of several sizes, no device, a cuDNN/cuBLAS that
+ * cannot be loaded, short memory. */
 gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 			     const gpu_train_options *g, char *err, size_t errlen);
 void gpu_trainer_free(gpu_trainer *t);

@@ -26,8 +26,16 @@
  *                       rounded as train_batch_score_target rounds it; the
  *                       bits GR_SCORE_NONE (a quiet NaN, which no target
  *                       has) when there is none (a resigned game)
- * own_off and score_off are 0 without the head (word 0 is the value, so 0
- * can mark "absent"); a layout without heads ends after the counts.
+ *   [opp_off]           opponent-reply head only: the total of the counts
+ *                       below, 0 when the position has no reply target
+ *                       (the game's last move), whose counts are then 0
+ *   [opp_off + 1 ..)    the reply's counts, dense as the visit counts above
+ *                       (record_reply_targets: the next move's visits, or
+ *                       the move played with count 1), in the same
+ *                       canonical orientation, so one symmetry turns both
+ * own_off, score_off and opp_off are 0 without the head (word 0 is the
+ * value, so 0 can mark "absent"); a layout without heads ends after the
+ * counts.
  *
  * Why dense counts: a fixed slot of 2 bytes per action holds any search
  * without truncation (record_visit counts are uint16 already), needs no
@@ -43,6 +51,8 @@
  *   Go 9x9 LZ18      8 + 288 + 164 =  460 (+ 28 + 4 =  492)
  *                    native              604  (636)
  *   Connect Four     8 +  36 +  16 =   60 (no heads: no territory)
+ * and the opponent-reply head adds 4 bytes + the counts' again (728 on
+ * 19x19, 168 on 9x9, 20 on Connect Four).
  * WDL targets are not stored: like train_batch_from_position they follow
  * from the value (a record knows only the game's result).
  */
@@ -70,6 +80,7 @@ typedef struct gr_dims {
 	int count_off;  /* first word of the counts */
 	int own_off;    /* first word of the ownership target, 0: no head */
 	int score_off;  /* the word of the score target, 0: no head */
+	int opp_off;    /* first word of the opponent-reply target, 0: no head */
 	int rec_words;  /* words per record */
 } gr_dims;
 
@@ -92,10 +103,16 @@ SENTE_HD float gr_float_from_bits(uint32_t u)
 #endif
 }
 
+/* Count of action a in dense uint16 counts starting at word w. */
+SENTE_HD uint32_t gr_count_at(const uint32_t *w, int a)
+{
+	return w[a >> 1] >> ((a & 1) * 16) & 0xffffu;
+}
+
 /* Visit count of action a. */
 SENTE_HD uint32_t gr_count(const uint32_t *rec, const gr_dims *d, int a)
 {
-	return rec[d->count_off + (a >> 1)] >> ((a & 1) * 16) & 0xffffu;
+	return gr_count_at(rec + d->count_off, a);
 }
 
 /* Channel c of output point q of the record seen under a symmetry whose
@@ -153,6 +170,18 @@ SENTE_HD float gr_score(const uint32_t *rec, const gr_dims *d)
 SENTE_HD float gr_score_weight(const uint32_t *rec, const gr_dims *d)
 {
 	return rec[d->score_off] == GR_SCORE_NONE ? 0.0f : 1.0f;
+}
+
+/* Opponent-reply target of output action b under a symmetry whose inverse
+ * action table is `at`: as gr_policy_elem over the reply's counts, 0 where
+ * the record has none (train_batch_opp_target's row of zeros). */
+SENTE_HD float gr_opp_elem(const uint32_t *rec, const gr_dims *d, const int16_t *at, int b)
+{
+	uint32_t total = rec[d->opp_off];
+	if (total == 0)
+		return 0.0f;
+	uint32_t c = gr_count_at(rec + d->opp_off + 1, at[b]);
+	return (float)((double)c / (double)total);
 }
 
 /* Win, draw, loss target k (0, 1, 2) from a value z, as

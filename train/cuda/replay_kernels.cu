@@ -49,10 +49,11 @@ __global__ void expand_planes(gr_dims d, const uint32_t *records, const int16_t 
 // The target arrays of a batch, by value for the kernels (any of wdl and
 // the heads' may be NULL).
 struct targets {
-	float *policy, *value, *wdl, *own, *own_w, *score, *score_w;
+	float *policy, *value, *wdl, *own, *own_w, *score, *score_w, *opp;
 };
 
-// One thread per policy entry; an entry of a point also writes the point's
+// One thread per policy entry, which also writes the entry's opponent-reply
+// target (the same action table); an entry of a point also writes the point's
 // ownership target (the same action table: a point's action is its index,
 // and every game with the head has an action per point), and the first
 // entry of a position its value, WDL, ownership weight and score targets.
@@ -67,6 +68,8 @@ __global__ void expand_targets(gr_dims d, const uint32_t *records, const int16_t
 		const uint32_t *rec = records + slots[n] * (long)d.rec_words;
 		const int16_t *at = at_all + (long)syms[n] * d.n_actions;
 		t.policy[i] = gr_policy_elem(rec, &d, at, b);
+		if (t.opp)
+			t.opp[i] = gr_opp_elem(rec, &d, at, b);
 		if (t.own && b < d.hw)
 			t.own[(long)n * d.hw + b] = gr_own_elem(rec, &d, at, b);
 		if (b == 0) {
@@ -120,7 +123,7 @@ extern "C" cudaError_t grk_expand(gr_dims d, const uint32_t *records, const int1
 	if (e != cudaSuccess)
 		return e;
 	targets t = { out->policy, out->value, out->wdl, out->own, out->own_w, out->score,
-		      out->score_w };
+		      out->score_w, out->opp };
 	expand_targets<<<cuda_grid(nt, 256), 256, 0, st>>>(d, records, at, slots, syms, count, t);
 	return cudaGetLastError();
 }

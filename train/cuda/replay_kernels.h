@@ -24,8 +24,8 @@ cudaError_t grk_draw(uint64_t seed, uint64_t counter, int n, int64_t held, int n
  * into out's slots 0 .. count - 1 (out->n is the caller's to set): planes
  * [count][hw][c_pad] of out->dtype (fp32, fp16 or bf16), policy
  * [count][n_actions], value [count], wdl [count][3] (may be NULL), and
- * own [count][hw], own_w, score, score_w [count] where not NULL (only
- * for the heads d has: the caller checks). tables: point_inv [n_sym][hw]
+ * own [count][hw], own_w, score, score_w [count], opp [count][n_actions]
+ * where not NULL (only for the heads d has: the caller checks). tables: point_inv [n_sym][hw]
  * then action_inv [n_sym][n_actions]. */
 cudaError_t grk_expand(gr_dims d, const uint32_t *records, const int16_t *tables,
 		       const int64_t *slots, const int *syms, int first, int count,

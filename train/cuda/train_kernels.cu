@@ -533,14 +533,13 @@ static __device__ double block_max(double v, double *sh)
 	return r;
 }
 
-/* One block per row, as train_loss_policy / train_loss_value (cpu_train.c). */
-__global__ void k_loss(const float *logits, const float *policy, int np, const float *vout,
-		       const float *value, const float *wdl, int vo, float inv_n, float scale,
-		       float vw, float *dlogits, float *dvout, float *rowloss)
+/* The softmax cross-entropy of one row of logits z against the target p
+ * (train_loss_policy, cpu_train.c), by the whole block: the row's loss
+ * (on every thread), and its gradient into dz as (float)(dL/dz * inv_n)
+ * * w * scale (w the loss's weight). A target of zeros gives 0 and 0. */
+static __device__ double policy_ce(const float *z, const float *p, int np, float inv_n, float w,
+				   float scale, float *dz, double *sh)
 {
-	__shared__ double sh[LOSS_THREADS];
-	long r = blockIdx.x;
-	const float *z = logits + r * np, *p = policy + r * np;
 	double m = -INFINITY;
 	for (int a = threadIdx.x; a < np; a += LOSS_THREADS)
 		m = fmax(m, (double)z[a]);
@@ -555,11 +554,22 @@ __global__ void k_loss(const float *logits, const float *policy, int np, const f
 	psum = block_sum(psum, sh);
 	dot = block_sum(dot, sh);
 	for (int a = threadIdx.x; a < np; a += LOSS_THREADS)
-		dlogits[r * np + a] =
-			(float)((psum * exp(z[a] - m) / sum - p[a]) * inv_n) * scale;
+		dz[a] = (float)((psum * exp(z[a] - m) / sum - p[a]) * inv_n) * w * scale;
+	return psum * log(sum) - dot;
+}
+
+/* One block per row, as train_loss_policy / train_loss_value (cpu_train.c). */
+__global__ void k_loss(const float *logits, const float *policy, int np, const float *vout,
+		       const float *value, const float *wdl, int vo, float inv_n, float scale,
+		       float vw, float *dlogits, float *dvout, float *rowloss)
+{
+	__shared__ double sh[LOSS_THREADS];
+	long r = blockIdx.x;
+	double pl = policy_ce(logits + r * np, policy + r * np, np, inv_n, 1.0f, scale,
+			      dlogits + r * np, sh);
 	if (threadIdx.x != 0)
 		return;
-	double pl = psum * log(sum) - dot, vl;
+	double vl;
 	if (vo == 1) {
 		double v = tanh((double)vout[r]), e = v - value[r];
 		vl = e * e;
@@ -600,8 +610,29 @@ extern "C" cudaError_t tk_loss(const float *logits, const float *policy, int np,
 	return cudaGetLastError();
 }
 
-__global__ void k_loss_sum(const float *rowloss, int m, float inv_n, float vw, float ow, float sw,
-			   float *tail, int acc)
+/* One block per row: the opponent-reply head's loss (policy_ce). */
+__global__ void k_policy_loss(const float *logits, const float *target, int np, float inv_n,
+			      float w, float scale, float *dlogits, float *rowloss)
+{
+	__shared__ double sh[LOSS_THREADS];
+	long r = blockIdx.x;
+	double l = policy_ce(logits + r * np, target + r * np, np, inv_n, w, scale,
+			     dlogits + r * np, sh);
+	if (threadIdx.x == 0)
+		rowloss[r] = (float)l;
+}
+
+extern "C" cudaError_t tk_policy_loss(const float *logits, const float *target, int np, int m,
+				      float inv_n, float w, float scale, float *dlogits,
+				      float *rowloss, cudaStream_t s)
+{
+	k_policy_loss<<<m, LOSS_THREADS, 0, s>>>(logits, target, np, inv_n, w, scale, dlogits,
+						  rowloss);
+	return cudaGetLastError();
+}
+
+__global__ void k_loss_sum(const float *rowloss, int m, float inv_n, float vw, float rw, float ow,
+			   float sw, float *tail, int acc)
 {
 	__shared__ double sh[LOSS_THREADS];
 	double a = 0, b = 0;
@@ -614,17 +645,17 @@ __global__ void k_loss_sum(const float *rowloss, int m, float inv_n, float vw, f
 	if (threadIdx.x == 0) {
 		float pl = (acc ? tail[1] : 0.0f) + (float)(a * inv_n);
 		float vl = (acc ? tail[2] : 0.0f) + (float)(b * inv_n);
-		tail[0] = pl + vw * vl + ow * tail[4] + sw * tail[5];
+		tail[0] = pl + vw * vl + rw * tail[6] + ow * tail[4] + sw * tail[5];
 		tail[1] = pl;
 		tail[2] = vl;
 		tail[3] = 1.0f;
 	}
 }
 
-extern "C" cudaError_t tk_loss_sum(const float *rowloss, int m, float inv_n, float vw, float ow,
-				   float sw, float *tail, int acc, cudaStream_t s)
+extern "C" cudaError_t tk_loss_sum(const float *rowloss, int m, float inv_n, float vw, float rw,
+				   float ow, float sw, float *tail, int acc, cudaStream_t s)
 {
-	k_loss_sum<<<1, LOSS_THREADS, 0, s>>>(rowloss, m, inv_n, vw, ow, sw, tail, acc);
+	k_loss_sum<<<1, LOSS_THREADS, 0, s>>>(rowloss, m, inv_n, vw, rw, ow, sw, tail, acc);
 	return cudaGetLastError();
 }
 

@@ -79,11 +79,17 @@ cudaError_t tk_fc_small_backward(const float *x, int rows, int nin, const float 
 cudaError_t tk_loss(const float *logits, const float *policy, int np, const float *vout,
 		    const float *value, const float *wdl, int vo, int m, float inv_n, float scale,
 		    float vw, float *dlogits, float *dvout, float *rowloss, cudaStream_t st);
+/* The opponent-reply head's loss (train_loss_policy against its target,
+ * cpu_train.c), rows r in [0, m): rowloss[r] the row's cross-entropy (0
+ * for a target of zeros: no reply) and dlogits the gradient as tk_loss
+ * gives the policy's, times w (the loss's weight). */
+cudaError_t tk_policy_loss(const float *logits, const float *target, int np, int m, float inv_n,
+			   float w, float scale, float *dlogits, float *rowloss, cudaStream_t st);
 /* tail[1] (+)= inv_n sum policy, tail[2] (+)= inv_n sum value, tail[0] =
- * tail[1] + vw tail[2] + ow tail[4] + sw tail[5] (the heads' terms, summed
- * by tk_sum_into before this), tail[3] = 1. */
-cudaError_t tk_loss_sum(const float *rowloss, int m, float inv_n, float vw, float ow, float sw,
-			float *tail, int acc, cudaStream_t st);
+ * tail[1] + vw tail[2] + rw tail[6] + ow tail[4] + sw tail[5] (the heads'
+ * terms, summed by tk_sum_into before this), tail[3] = 1. */
+cudaError_t tk_loss_sum(const float *rowloss, int m, float inv_n, float vw, float rw, float ow,
+			float sw, float *tail, int acc, cudaStream_t st);
 
 /* The training heads of Go (the CPU trainer's tr_own_loss and
  * tr_score_loss, cpu_train.c). */
