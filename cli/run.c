@@ -232,7 +232,7 @@ int cli_run(int argc, char **argv)
 			     "the learner's arithmetic: CPU fp32 or bf16 (bf16 operands for the "
 			     "tower's convolutions, fp32 sums and master weights; needs AVX-512 "
 			     "BF16, fast with AMX); GPU fp16, bf16 or fp32",
-			     .def = "CPU fp32; GPU --precision's, else fp16"),
+			     .def = "CPU bf16 with AMX, else fp32; GPU --precision's, else fp16"),
 		CLI_OPT_FLAG("--quiet", "-q", &o.quiet, "fewer progress lines"),
 	};
 	const cli_spec spec = { .cmd = "run", .usage = "[options]", .about = run_about,

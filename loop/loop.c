@@ -376,8 +376,16 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 			 "learner trains in fp32 or bf16");
 		return NULL;
 	}
-	if (!L)
+	if (!L) {
+		/* The CPU learner: bf16 on AMX unless told otherwise; it learned
+		 * more per CPU minute there (docs/LEARNING.md, "The bf16 learner
+		 * on 9x9 Go"). */
+		bool told = o->train_precision_given ||
+			    (o->nn.precision_given && o->nn.precision != NN_DTYPE_INT8);
+		if (!told)
+			lo.precision = trainer_bf16_fast() ? NN_DTYPE_BF16 : NN_DTYPE_FP32;
 		L = learner_new(&learner_cpu, r->net, &lo, err, errlen);
+	}
 	if (L && ranks > 1 && learner_lead(L, o->learners, &lo, err, errlen) != 0) {
 		learner_free(L);
 		return NULL;

@@ -1116,6 +1116,12 @@ static void tr_se_bwd(trainer *t, tr_layer *L, dnnl_memory_t gy, dnnl_memory_t g
 		       tr_g(t, b->se1.b), tr_g(t, b->se2.w), tr_g(t, b->se2.b));
 }
 
+bool trainer_bf16_fast(void)
+{
+	dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+	return (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
+}
+
 trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_t errlen)
 {
 	trainer *t = NULL;

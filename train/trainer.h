@@ -195,6 +195,11 @@ train_options train_options_default(void);
 trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_t errlen);
 void trainer_free(trainer *t);
 
+/* Whether bf16 training is the fast choice on this CPU: AMX tiles, on
+ * which the tower's bf16 convolutions run (not ONEDNN_MAX_CPU_ISA-hidden).
+ * sente run's CPU learner trains bf16 by default where this holds. */
+bool trainer_bf16_fast(void);
+
 /* One optimizer step on b (b->n must equal the batch size): forward in
  * training mode, backward, running-stat update, clipping, update. 0, or -1
  * with trainer_error() set (a oneDNN or collective failure). st may be

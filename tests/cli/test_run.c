@@ -14,6 +14,7 @@
 #include "tests/cli/cli_util.h"
 #include "data/store.h"
 #include "engine/progress.h"
+#include "train/trainer.h"
 #include <time.h>
 
 /* Small settings so an iteration takes a second or two. */
@@ -168,6 +169,22 @@ Test(run, bf16_training, .timeout = 120)
 		snprintf(cmd, sizeof(cmd), "ls %s/models | wc -l", dir);
 		cli_test_shell(cmd, out, sizeof(out));
 		cr_assert_geq(atoi(out), 2, "a bf16 run saves its trained networks: %s", log);
+	}
+	/* Without --train-precision the CPU learner trains bf16 where AMX
+	 * makes it fast (trainer_bf16_fast), else fp32; --precision fp32
+	 * (self-play's) keeps the learner at fp32 too. */
+	const char *def = trainer_bf16_fast() ? "training cpu bf16" : "training cpu fp32";
+	const char *asks[2][2] = { { "", def }, { "--precision fp32", "training cpu fp32" } };
+	for (int k = 0; k < 2; k++) {
+		snprintf(cmd, sizeof(cmd),
+			 "%s run --dir %s/def%d --minutes 0.05 --blocks 1 --channels 8 "
+			 "--backend cpu --measure-every 0 %s 2>%s/logd",
+			 cli_test_bin(), dir, k, asks[k][0], dir);
+		st = system(cmd);
+		snprintf(cmd, sizeof(cmd), "cat %s/logd", dir);
+		cli_test_shell(cmd, log, sizeof(log));
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", log);
+		cr_assert(strstr(log, asks[k][1]), "want '%s': %s", asks[k][1], log);
 	}
 	/* fp16 is the GPU learner's: where the run trains on the CPU it
 	 * stops with the reason instead of training in fp32. */
