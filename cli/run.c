@@ -91,7 +91,8 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_SELFPLAY_LANES(&o.nn, &o.games_per_thread),
 		CLI_OPT_CALL("--sizes", NULL, &sizes, cli_opt_int_list, "LIST",
 			     "Go: one network for these board sizes (e.g. 9,13), each self-play "
-			     "game on one of them; the network's frame is the largest",
+			     "game on one of them; the network's frame is the largest (both "
+			     "learners; the GPU's not yet run on a device)",
 			     .lo = 5, .hi = 19, .def = "--size alone"),
 		CLI_OPT_INT("--learner-ranks", NULL, &o.learner_ranks, 1, 256, "L",
 			    "under mpirun: ranks 0..L-1 train (CPU, data parallel, the batch split "

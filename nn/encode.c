@@ -234,15 +234,23 @@ int nn_frame_action(const game *g, int a, int fw, int fh)
 	return a / w * fw + a % w;
 }
 
+void nn_board_planes(nn_encoding enc, int *on, int *also)
+{
+	*on = *also = -1;
+	if (enc == NN_ENC_GO_NATIVE)
+		*on = 26;
+	else if (enc == NN_ENC_LZ18) {
+		*on = 16;
+		*also = 17;
+	}
+}
+
 int nn_board_pool_weights(nn_encoding enc, const float *planes, int hw, float *w)
 {
-	const float *on = NULL, *also = NULL;
-	if (enc == NN_ENC_GO_NATIVE)
-		on = planes + (size_t)26 * hw;
-	else if (enc == NN_ENC_LZ18) {
-		on = planes + (size_t)16 * hw;
-		also = planes + (size_t)17 * hw;
-	}
+	int pon, palso;
+	nn_board_planes(enc, &pon, &palso);
+	const float *on = pon < 0 ? NULL : planes + (size_t)pon * hw;
+	const float *also = palso < 0 ? NULL : planes + (size_t)palso * hw;
 	int n = 0;
 	for (int p = 0; p < hw; p++) {
 		bool in = !on || on[p] > 0.5f || (also && also[p] > 0.5f);

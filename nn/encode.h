@@ -94,5 +94,9 @@ int nn_frame_action(const game *g, int a, int fw, int fh);
  * points on the board; a position with none gets the plain mean (1 / hw
  * everywhere) and returns hw. */
 int nn_board_pool_weights(nn_encoding enc, const float *planes, int hw, float *w);
+/* The planes nn_board_pool_weights reads for enc: the on-board plane into
+ * *on and a second one whose points are on the board too into *also, -1
+ * where there is none (Connect Four: every point is on the board). */
+void nn_board_planes(nn_encoding enc, int *on, int *also);
 
 #endif

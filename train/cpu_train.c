@@ -2268,9 +2268,9 @@ done:
 }
 
 int train_layer_se(int n, int c, int s, int h, int w, const float *u, const float *skip,
-		   const float *w1, const float *b1, const float *w2, const float *b2,
-		   const float *dy, float *y, float *du, float *dskip, float *dw1, float *db1,
-		   float *dw2, float *db2, char *err, size_t errlen)
+		   const float *pw, const float *w1, const float *b1, const float *w2,
+		   const float *b2, const float *dy, float *y, float *du, float *dskip,
+		   float *dw1, float *db1, float *dw2, float *db2, char *err, size_t errlen)
 {
 	size_t act = (size_t)n * c * h * w, N = (size_t)n, C = (size_t)c, S = (size_t)s;
 	float *buf = malloc(sizeof(float) * (N * (3 * C + S) + 3 * C + S));
@@ -2282,7 +2282,7 @@ int train_layer_se(int n, int c, int s, int h, int w, const float *u, const floa
 	nn_fc f1 = { .n_in = c, .n_out = s, .w = (float *)w1, .b = (float *)b1 };
 	nn_fc f2 = { .n_in = s, .n_out = 2 * c, .w = (float *)w2, .b = (float *)b2 };
 	tr_se_view v = {
-		.N = n, .C = c, .S = s, .HW = h * w, .layout = TR_SE_NCHW, .pw = NULL,
+		.N = n, .C = c, .S = s, .HW = h * w, .layout = TR_SE_NCHW, .pw = pw,
 		.f1 = &f1, .f2 = &f2,
 		.pool = buf, .hid = buf + N * C, .gate = buf + N * (C + S),
 		.dz = buf + N * (3 * C + S), .dhid = buf + N * (3 * C + S) + 2 * C,

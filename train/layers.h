@@ -32,13 +32,15 @@ int train_layer_fc(int n, int nin, int nout, const float *x, const float *wt, co
 /* Squeeze-excitation of an SE block (net.h) with bottleneck s over u, its
  * second batch norm's output: y = ReLU(sigmoid(z[0..c)) u + z[c..2c) +
  * skip), z = FC2(ReLU(FC1(the means of u's channels over the board))),
- * FC1 w1 [s][c] + b1, FC2 w2 [2c][s] + b2; skip may be NULL. Backward:
+ * FC1 w1 [s][c] + b1, FC2 w2 [2c][s] + b2; skip may be NULL; pw [n][h w]
+ * each point's weight in the means (masked pooling, nn_board_pool_weights)
+ * or NULL for the plain mean. Backward:
  * dskip the gradient before the ReLU, du, and the FCs' gradients. The
  * trainer's own loops (tr_se_forward, tr_se_backward). */
 int train_layer_se(int n, int c, int s, int h, int w, const float *u, const float *skip,
-		   const float *w1, const float *b1, const float *w2, const float *b2,
-		   const float *dy, float *y, float *du, float *dskip, float *dw1, float *db1,
-		   float *dw2, float *db2, char *err, size_t errlen);
+		   const float *pw, const float *w1, const float *b1, const float *w2,
+		   const float *b2, const float *dy, float *y, float *du, float *dskip,
+		   float *dw1, float *db1, float *dw2, float *db2, char *err, size_t errlen);
 
 /* Policy loss: mean over n rows of the cross-entropy of softmax(logits)
  * against target; dlogits (may be NULL) receives its gradient. */

@@ -2,8 +2,9 @@
  * --backend cuda` on one GPU, the launcher on two, a GPU checkpoint
  * resumed by the CPU learner, `sente run --backend cuda` sharing one
  * device between self-play and training, a Go run's ownership head
- * trained there by default, and a Connect Four run's opponent-reply head
- * (--opp-weight) trained there (not yet run on a device). Each test skips
+ * trained there by default, a Connect Four run's opponent-reply head
+ * (--opp-weight) and a Go run of several board sizes (--sizes) trained
+ * there (neither yet run on a device). Each test skips
  * itself, with a message, without the devices it needs. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -177,5 +178,19 @@ Test(gpu_learner, connect4_run_trains_the_opponent_reply_head, .timeout = 300)
 				      "--opp-weight 0.15 --measure-every 0");
 	double loss = gl_head_loss(log, "opponent-reply", "reply");
 	cr_assert(loss > 0.01 && loss < 3, "reply loss %g: %s", loss, log);
+	gl_rmdir(dir);
+}
+
+/* --sizes on the GPU: one network for 5x5 and 7x7 (its frame 7x7), SE
+ * blocks with their means masked to each board, trained by the GPU learner
+ * (no longer the CPU's) on games of both sizes from the device window. */
+Test(gpu_learner, go_run_of_several_sizes_trains_on_the_gpu, .timeout = 300)
+{
+	char dir[] = "/tmp/sente-gpus-XXXXXX";
+	const char *log = gl_run(dir, "--game go --sizes 5,7 --minutes 0.5 --blocks 1 "
+				      "--channels 16 --se-channels 8 --measure-every 0");
+	cr_assert(strstr(log, "5x5, 7x7") && strstr(log, "squeeze-excitation 8"), "%s", log);
+	double loss = gl_head_loss(log, "ownership", "ownership");
+	cr_assert(loss > 0.01 && loss < 2, "ownership loss %g: %s", loss, log);
 	gl_rmdir(dir);
 }

@@ -279,6 +279,7 @@ typedef struct se_ref {
 	int n, c, s, hw;                      /* shape */
 	double *u, *skip, *w1, *b1, *w2, *b2; /* inputs (NCHW), FCs */
 	const double *dy;                     /* upstream gradient */
+	const float *pw;                      /* [n][hw] pool weights, or NULL: 1 / hw */
 } se_ref;
 
 /* sum(y * dy), y = ReLU(sigmoid(z[0..c)) u + z[c..2c) + skip) with z =
@@ -293,7 +294,7 @@ static double se_objective(const se_ref *r, double *y)
 		for (int c = 0; c < C; c++) {
 			pool[c] = 0;
 			for (int p = 0; p < HW; p++)
-				pool[c] += u[c * HW + p] / HW;
+				pool[c] += u[c * HW + p] * (r->pw ? r->pw[n * HW + p] : 1.0 / HW);
 		}
 		for (int j = 0; j < S; j++) {
 			double h = r->b1[j];
@@ -319,7 +320,8 @@ static double se_objective(const se_ref *r, double *y)
 	return l;
 }
 
-Test(train_layers, se_backward_matches_finite_differences)
+/* pw: the pool weights of masked pooling ([N][H W]), or NULL. */
+static void check_se_fd(const float *pw)
 {
 	char err[256];
 	uint64_t r = 61;
@@ -329,12 +331,12 @@ Test(train_layers, se_backward_matches_finite_differences)
 	float *w2 = rand_floats(&r, 2 * C * S, -1, 1), *b2 = rand_floats(&r, 2 * C, -0.5, 0.5);
 	float *dy = rand_floats(&r, A, -1, 1);
 	float y[A], du[A], dskip[A], dw1[S * C], db1[S], dw2[2 * C * S], db2[2 * C];
-	cr_assert_eq(train_layer_se(N, C, S, H, W, u, skip, w1, b1, w2, b2, dy, y, du, dskip, dw1,
-				    db1, dw2, db2, err, sizeof(err)),
+	cr_assert_eq(train_layer_se(N, C, S, H, W, u, skip, pw, w1, b1, w2, b2, dy, y, du, dskip,
+				    dw1, db1, dw2, db2, err, sizeof(err)),
 		     0, "%s", err);
 	double *DY = to_double(dy, A), yref[A];
 	se_ref ref = { N, C, S, H * W, to_double(u, A), to_double(skip, A), to_double(w1, S * C),
-		       to_double(b1, S), to_double(w2, 2 * C * S), to_double(b2, 2 * C), DY };
+		       to_double(b1, S), to_double(w2, 2 * C * S), to_double(b2, 2 * C), DY, pw };
 	se_objective(&ref, yref);
 	int live = 0;
 	for (int i = 0; i < A; i++) {
@@ -368,6 +370,23 @@ Test(train_layers, se_backward_matches_finite_differences)
 	}
 	free(u), free(skip), free(w1), free(b1), free(w2), free(b2), free(dy), free(DY);
 	free(ref.u), free(ref.skip), free(ref.w1), free(ref.b1), free(ref.w2), free(ref.b2);
+}
+
+Test(train_layers, se_backward_matches_finite_differences)
+{
+	check_se_fd(NULL);
+}
+
+/* Masked pooling (a net of several sizes): position 0's board the 2x3
+ * lower left corner of the 3x4 frame, position 1's the whole frame. */
+Test(train_layers, se_masked_backward_matches_finite_differences)
+{
+	float pw[2 * 12];
+	for (int p = 0; p < 12; p++) {
+		pw[p] = p % 4 < 3 && p / 4 < 2 ? 1.0f / 6 : 0.0f;
+		pw[12 + p] = 1.0f / 12;
+	}
+	check_se_fd(pw);
 }
 
 /* ---- losses --------------------------------------------------------------- */

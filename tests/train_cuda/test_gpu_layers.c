@@ -17,6 +17,7 @@
  * the refusal without one is checked everywhere. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +34,10 @@ struct gl_case {
 	int nin, nout;                   /* fc: features in and out; losses: np, vo; opp
 					  * loss: np; se: nin the bottleneck, nout 1 with a
 					  * residual skip */
-	int with_wdl;                    /* losses: 1 wdl targets, 0 derived from value */
+	int with_wdl;                    /* losses: 1 wdl targets, 0 derived from value;
+					  * se: 1 means masked to a board of (h - 2) x
+					  * (w - 2) in the lower left corner of the h x w
+					  * frame (a net of several sizes) */
 	double tol;
 };
 
@@ -161,16 +165,31 @@ static double gl_run_se(const gl_case *k)
 	float *skip = k->nout ? gl_rand(act, -1, 1, &s) : NULL;
 	float *w1 = gl_rand(n1, -0.5f, 0.5f, &s), *b1 = gl_rand((size_t)sb, -0.2f, 0.2f, &s);
 	float *w2 = gl_rand(n2, -0.5f, 0.5f, &s), *b2 = gl_rand(2 * (size_t)c, -0.5f, 0.5f, &s);
+	/* Masked pooling: position i's board is the frame's lower left
+	 * (h - 2) x (w - 2) corner, or the whole frame for every third. */
+	float *pw = NULL;
+	if (k->with_wdl) {
+		int hw = k->h * k->w;
+		pw = malloc(sizeof(float) * (size_t)n * hw);
+		cr_assert(pw);
+		for (int i = 0; i < n; i++) {
+			int bw = i % 3 == 2 ? k->w : k->w - 2, bh = i % 3 == 2 ? k->h : k->h - 2;
+			for (int p = 0; p < hw; p++) {
+				bool on = p % k->w < bw && p / k->w < bh;
+				pw[(size_t)i * hw + p] = on ? 1.0f / (float)(bw * bh) : 0.0f;
+			}
+		}
+	}
 	float *out[2][7];
 	const size_t len[7] = { act, act, act, n1, (size_t)sb, n2, 2 * (size_t)c };
 	for (int v = 0; v < 2; v++)
 		for (int i = 0; i < 7; i++)
 			out[v][i] = gl_buf(len[i]);
-	cr_assert_eq(train_layer_se(n, c, sb, k->h, k->w, u, skip, w1, b1, w2, b2, dy, out[0][0],
+	cr_assert_eq(train_layer_se(n, c, sb, k->h, k->w, u, skip, pw, w1, b1, w2, b2, dy, out[0][0],
 				    out[0][1], out[0][2], out[0][3], out[0][4], out[0][5], out[0][6],
 				    err, sizeof(err)),
 		     0, "%s", err);
-	cr_assert_eq(gpu_layer_se(n, c, sb, k->h, k->w, u, skip, w1, b1, w2, b2, dy, out[1][0],
+	cr_assert_eq(gpu_layer_se(n, c, sb, k->h, k->w, u, skip, pw, w1, b1, w2, b2, dy, out[1][0],
 				  out[1][1], out[1][2], out[1][3], out[1][4], out[1][5], out[1][6],
 				  err, sizeof(err)),
 		     0, "%s", err);
@@ -183,6 +202,7 @@ static double gl_run_se(const gl_case *k)
 	free(u);
 	free(dy);
 	free(skip);
+	free(pw);
 	free(w1);
 	free(b1);
 	free(w2);
@@ -291,6 +311,9 @@ static const gl_case gl_cases[] = {
 	{ "se 4x16/8 9x9 with skip", gl_run_se, 4, 16, 9, 9, 8, 1, 0, 1e-4 },
 	{ "se 3x20/5 (padded) 19x19", gl_run_se, 3, 20, 19, 19, 5, 0, 0, 1e-4 },
 	{ "se 1x32/8 6x7 (one row) with skip", gl_run_se, 1, 32, 6, 7, 8, 1, 0, 1e-4 },
+	/* Means masked to each position's board (a net of several sizes). */
+	{ "se 4x16/8 9x9 masked to 7x7 with skip", gl_run_se, 4, 16, 9, 9, 8, 1, 1, 1e-4 },
+	{ "se 3x20/5 (padded) 13x13 masked to 11x11", gl_run_se, 3, 20, 13, 13, 5, 0, 1, 1e-4 },
 };
 
 Test(gpu_layers, every_layer_matches_the_cpu_trainer)
@@ -320,8 +343,8 @@ Test(gpu_layers, refuse_without_a_device)
 	cr_assert(err[0]);
 	float g[4];
 	err[0] = 0;
-	cr_assert_eq(gpu_layer_se(1, 1, 1, 2, 2, x, NULL, x, x, x, x, x, y, d, g, x, x, x, x, err,
-				  sizeof(err)),
+	cr_assert_eq(gpu_layer_se(1, 1, 1, 2, 2, x, NULL, NULL, x, x, x, x, x, y, d, g, x, x, x, x,
+				  err, sizeof(err)),
 		     1);
 	cr_assert(err[0]);
 }

@@ -53,6 +53,8 @@ typedef struct gr_case {
 	double komi;     /* Go */
 	int heads;       /* 1: ownership and score heads (Go), some games resigned */
 	int opp;         /* 1: the opponent-reply head */
+	uint32_t sizes;  /* Go: a net of several sizes (nn_arch.sizes, size the
+			  * largest), each game on one drawn from them; 0: one */
 } gr_case;
 
 static nn_arch gr_arch(const gr_case *k)
@@ -63,6 +65,8 @@ static nn_arch gr_arch(const gr_case *k)
 	nn_arch a = k->enc == NN_ENC_LZ18 ? nn_arch_lz(k->size, 1, 8) : nn_arch_default(&p, 1, 8);
 	a.ownership = a.score = k->heads;
 	a.opp_policy = k->opp;
+	a.sizes = k->sizes;
+	a.masked_pool = k->sizes != 0; /* as train/rundir.c makes such a net */
 	return a;
 }
 
@@ -75,6 +79,15 @@ static void gr_game(const gr_case *k, uint64_t *s, int max_moves, game_record *r
 	if (k->kind == GAME_KIND_GO) {
 		p.size = k->size;
 		p.komi = k->komi;
+	}
+	if (k->sizes) {
+		/* One of the net's sizes (the draw only where there are sizes,
+		 * so the other cases keep their games). */
+		int list[32], n = 0;
+		for (int b = 0; b < 32; b++)
+			if (k->sizes >> b & 1u)
+				list[n++] = b;
+		p.size = list[gr_rng(s) % (uint64_t)n];
 	}
 	game *g = malloc(sizeof(*g));
 	cr_assert(g);
@@ -305,6 +318,41 @@ static void gr_compare_opp(const game *g, int i, int sym, const game_record *r, 
 	}
 }
 
+/* Record rec of position g in L, a layout of several sizes, read directly
+ * (not through the expansion): its size word names g's size, its planes
+ * and counts are 0 off g's board (the lower left corner of the frame), and
+ * the counts on it are g's visits at their frame actions. */
+static void gr_check_framed(const gpu_replay_layout *L, const uint32_t *rec, const game *g)
+{
+	const gr_dims *d = &L->d;
+	int w = game_width(g), fw = L->frame_w;
+	cr_assert(d->size_off > 0 && d->n_sizes > 1);
+	cr_assert_lt(rec[d->size_off], (uint32_t)d->n_sizes);
+	cr_assert_eq(L->size[rec[d->size_off]], w, "size word %u for a %dx%d board",
+		     rec[d->size_off], w, w);
+	const uint32_t *masks = rec + d->plane_off + d->planes;
+	int on_board = 0;
+	for (int q = 0; q < d->hw; q++) {
+		bool off = q % fw >= w || q / fw >= w;
+		for (int c = 0; c < d->planes; c++) {
+			bool set = masks[c * d->words + q / 32] >> (q % 32) & 1u;
+			cr_assert(!(off && set),
+				  "plane %d set at frame point %d, off the %dx%d board", c, q, w, w);
+			on_board += !off && set;
+		}
+		if (off) {
+			cr_assert_eq(gr_count(rec, d, q), 0u,
+				     "a count at frame point %d off the board", q);
+			if (d->own_off)
+				cr_assert_eq(rec[d->own_off + 1 + q / GR_OWN_PER_WORD] >>
+						     (q % GR_OWN_PER_WORD * 2) & 3u, 0u);
+			if (d->opp_off)
+				cr_assert_eq(gr_count_at(rec + d->opp_off + 1, q), 0u);
+		}
+	}
+	cr_assert_gt(on_board, 0, "no plane set on the board");
+}
+
 static void gr_check_parity(const gr_case *k, int games, int max_moves)
 {
 	char err[256];
@@ -322,7 +370,7 @@ static void gr_check_parity(const gr_case *k, int games, int max_moves)
 	uint16_t counts[GAME_MAX_ACTIONS];
 	int hw = L.d.hw, c_pad = L.d.c_pad, planes = L.d.planes, na = L.d.n_actions;
 	uint64_t s = 0x9e3779b97f4a7c15ull ^ (uint64_t)(k->size * 31 + k->enc);
-	int checked = 0;
+	int checked = 0, by_size[GO_MAX_SIZE + 1] = { 0 };
 	gr_head_stats hs = { 0 };
 	gr_opp_stats os = { 0 };
 	float owner[GAME_MAX_ACTIONS];
@@ -370,14 +418,20 @@ static void gr_check_parity(const gr_case *k, int games, int max_moves)
 				if (k->opp)
 					gr_compare_opp(g, i, sym, &r, &hb, tb, &os);
 			}
+			if (k->sizes)
+				gr_check_framed(&L, recs + (size_t)idx * L.d.rec_words, g);
 			idx++;
 			checked++;
+			by_size[k->kind == GAME_KIND_GO ? game_width(g) : 0]++;
 		}
 		cr_assert_eq(idx, np);
 		free(recs);
 		record_free(&r);
 	}
 	cr_assert_gt(checked, 10, "only %d positions checked", checked);
+	for (int b = 0; b <= GO_MAX_SIZE; b++)
+		if (k->sizes >> b & 1u)
+			cr_assert_gt(by_size[b], 5, "only %d positions of size %d", by_size[b], b);
 	if (k->heads)
 		cr_assert(hs.with_own > 0 && hs.without_own > 0 && hs.plus > 0 && hs.minus > 0 &&
 			  hs.with_score > 0 && hs.without_score > 0,
@@ -396,35 +450,35 @@ static void gr_check_parity(const gr_case *k, int games, int max_moves)
 
 Test(gpu_replay, host_expansion_go9_lz18)
 {
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0, 0 };
 	gr_check_parity(&k, 4, 90);
 }
 
 Test(gpu_replay, host_expansion_go9_native)
 {
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 0, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 0, 0, 0 };
 	gr_check_parity(&k, 3, 90);
-	gr_case z = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 0.0, 0, 0 }; /* komi plane all zero */
+	gr_case z = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 0.0, 0, 0, 0 }; /* komi plane all zero */
 	gr_check_parity(&z, 1, 60);
-	gr_case n = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, -3.5, 0, 0 };
+	gr_case n = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, -3.5, 0, 0, 0 };
 	gr_check_parity(&n, 1, 60);
 }
 
 Test(gpu_replay, host_expansion_go19_lz18)
 {
-	gr_case k = { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0, 0 };
+	gr_case k = { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0, 0, 0 };
 	gr_check_parity(&k, 2, 70);
 }
 
 Test(gpu_replay, host_expansion_go19_native)
 {
-	gr_case k = { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 6.5, 0, 0 };
+	gr_case k = { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 6.5, 0, 0, 0 };
 	gr_check_parity(&k, 2, 70);
 }
 
 Test(gpu_replay, host_expansion_connect4)
 {
-	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0 };
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0, 0 };
 	gr_check_parity(&k, 12, 42);
 }
 
@@ -432,15 +486,15 @@ Test(gpu_replay, host_expansion_connect4)
  * last position counted) and resigned ones. */
 Test(gpu_replay, host_expansion_go9_heads)
 {
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0, 0 };
 	gr_check_parity(&k, 6, 90);
-	gr_case n = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 6.5, 1, 0 };
+	gr_case n = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 6.5, 1, 0, 0 };
 	gr_check_parity(&n, 6, 90);
 }
 
 Test(gpu_replay, host_expansion_go19_heads)
 {
-	gr_case k = { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 1, 0 };
+	gr_case k = { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 1, 0, 0 };
 	gr_check_parity(&k, 6, 70);
 }
 
@@ -449,22 +503,152 @@ Test(gpu_replay, host_expansion_go19_heads)
  * position), alone and beside the other heads. */
 Test(gpu_replay, host_expansion_go9_opp)
 {
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 1 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 1, 0 };
 	gr_check_parity(&k, 6, 90);
-	gr_case h = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 6.5, 1, 1 };
+	gr_case h = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 6.5, 1, 1, 0 };
 	gr_check_parity(&h, 6, 90);
 }
 
 Test(gpu_replay, host_expansion_go19_opp)
 {
-	gr_case k = { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 1, 1 };
+	gr_case k = { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 1, 1, 0 };
 	gr_check_parity(&k, 3, 70);
 }
 
 Test(gpu_replay, host_expansion_connect4_opp)
 {
-	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 1 };
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 1, 0 };
 	gr_check_parity(&k, 16, 42);
+}
+
+/* A net of several board sizes: games of each size in one window, each
+ * record framed as train_batch frames it (planes with the on-board plane,
+ * policy, ownership and reply at the frame's actions, the score over the
+ * frame's points), each symmetry turning the board in its corner, not the
+ * frame; against train_batch bit for bit, as the cases above. */
+#define GR_SIZES(a, b) ((1u << (a)) | (1u << (b)))
+
+Test(gpu_replay, host_expansion_sizes_9_13)
+{
+	gr_case k = { GAME_KIND_GO, 13, NN_ENC_GO_NATIVE, 7.5, 0, 0, GR_SIZES(9, 13) };
+	gr_check_parity(&k, 8, 80);
+	gr_case z = { GAME_KIND_GO, 13, NN_ENC_LZ18, 7.5, 0, 0, GR_SIZES(9, 13) };
+	gr_check_parity(&z, 8, 80);
+}
+
+Test(gpu_replay, host_expansion_sizes_7_9_heads_opp)
+{
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 1, 1, GR_SIZES(7, 9) };
+	gr_check_parity(&k, 10, 70);
+	gr_case z = { GAME_KIND_GO, 9, NN_ENC_LZ18, 6.5, 1, 0, GR_SIZES(7, 9) };
+	gr_check_parity(&z, 10, 70);
+}
+
+Test(gpu_replay, host_expansion_sizes_5_9_13_heads)
+{
+	gr_case k = { GAME_KIND_GO, 13, NN_ENC_GO_NATIVE, 7.5, 1, 1,
+		      GR_SIZES(5, 9) | GR_SIZES(13, 13) };
+	gr_check_parity(&k, 12, 60);
+}
+
+/* The tables of a layout of several sizes: per size and symmetry a
+ * permutation of the frame's points and actions that keeps the board's
+ * corner (symmetry 0 the identity, points off the board and the pass
+ * fixed); records carry a size word; a size the net does not play is
+ * refused. */
+Test(gpu_replay, sizes_layout_tables_and_refusals)
+{
+	char err[256];
+	gr_case k = { GAME_KIND_GO, 13, NN_ENC_GO_NATIVE, 7.5, 1, 1, GR_SIZES(9, 13) };
+	nn_arch a = gr_arch(&k);
+	gpu_replay_layout L, one;
+	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
+	gr_case k1 = { GAME_KIND_GO, 13, NN_ENC_GO_NATIVE, 7.5, 1, 1, 0 };
+	nn_arch a1 = gr_arch(&k1);
+	cr_assert_eq(gpu_replay_layout_init(&one, &a1, err, sizeof(err)), 0, "%s", err);
+	const gr_dims *d = &L.d;
+	cr_assert_eq(d->n_sizes, 2);
+	cr_assert(L.size[0] == 9 && L.size[1] == 13 && L.frame_w == 13 && L.frame_h == 13);
+	cr_assert_eq(d->hw, 169);
+	cr_assert_eq(d->n_actions, 170);
+	/* The size word is the record's last; one size has none. */
+	cr_assert_eq(one.d.size_off, 0);
+	cr_assert_eq(one.d.n_sizes, 1);
+	cr_assert_eq(d->size_off, one.d.rec_words);
+	cr_assert_eq(d->rec_words, one.d.rec_words + 1);
+	/* The frame's own size reads the one-size layout's tables. */
+	size_t pt = (size_t)d->n_sym * d->hw, at = (size_t)d->n_sym * d->n_actions;
+	cr_assert_eq(memcmp(L.point_inv + pt, one.point_inv, sizeof(int16_t) * pt), 0);
+	cr_assert_eq(memcmp(L.action_inv + at, one.action_inv, sizeof(int16_t) * at), 0);
+	for (int s = 0; s < d->n_sym; s++) {
+		const int16_t *p9 = L.point_inv + (size_t)s * d->hw;
+		const int16_t *a9 = L.action_inv + (size_t)s * d->n_actions;
+		bool seen[170] = { false };
+		int moved = 0;
+		for (int q = 0; q < d->hw; q++) {
+			int x = q % 13, y = q / 13;
+			cr_assert(p9[q] >= 0 && p9[q] < d->hw && !seen[p9[q]]);
+			seen[p9[q]] = true;
+			cr_assert_eq(a9[q], p9[q], "sym %d point %d: action %d, point %d", s, q,
+				     a9[q], p9[q]);
+			if (x >= 9 || y >= 9)
+				cr_assert_eq(p9[q], q, "sym %d: point %d off the board moved", s, q);
+			else
+				cr_assert(p9[q] % 13 < 9 && p9[q] / 13 < 9,
+					  "sym %d: %d left the board", s, q);
+			moved += p9[q] != q;
+		}
+		cr_assert_eq(a9[169], 169, "the pass moved");
+		cr_assert_eq(moved > 0, s != 0, "sym %d moved %d points", s, moved);
+	}
+	/* Symmetry 1 of the 9x9 board, checked against the game's own: point
+	 * (x, y) of the output shows the 9x9 point the inverse takes it to. */
+	game *g = malloc(sizeof(*g));
+	cr_assert(g);
+	game_params p9 = game_params_default(GAME_KIND_GO);
+	p9.size = 9;
+	cr_assert_eq(game_init(g, &p9), GAME_OK);
+	for (int s = 0; s < d->n_sym; s++) {
+		int inv = game_symmetry_inverse(g, s);
+		for (int q9 = 0; q9 < 81; q9++) {
+			int c = game_symmetry_move(g, inv, q9);
+			int fq = q9 / 9 * 13 + q9 % 9, fc = c / 9 * 13 + c % 9;
+			cr_assert_eq(L.action_inv[(size_t)s * d->n_actions + fq], fc);
+		}
+	}
+	/* A 11x11 position and record: not a size of the net. */
+	game_params p11 = p9;
+	p11.size = 11;
+	cr_assert_eq(game_init(g, &p11), GAME_OK);
+	uint32_t *rec = calloc((size_t)d->rec_words, sizeof(uint32_t));
+	int16_t mv = 0;
+	uint16_t cnt = 1;
+	cr_assert_eq(gpu_replay_pack_position(&L, g, &mv, &cnt, 1, 0.0f, rec, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "11x11"), "%s", err);
+	game_record r;
+	gr_case k11 = { GAME_KIND_GO, 11, NN_ENC_GO_NATIVE, 7.5, 1, 1, 0 };
+	uint64_t sd = 5;
+	gr_game(&k11, &sd, 20, &r);
+	uint32_t *out = calloc((size_t)d->rec_words * 20, sizeof(uint32_t));
+	cr_assert_eq(gpu_replay_pack_game(&L, &r, 0, out, 20, err, sizeof(err)), -1);
+	record_free(&r);
+	/* A 9x9 position: its pass goes to the frame's pass, its size word
+	 * is 0, and a move past its 82 actions is refused. */
+	cr_assert_eq(game_init(g, &p9), GAME_OK);
+	mv = (int16_t)game_pass_move(g);
+	cr_assert_eq(gpu_replay_pack_position(&L, g, &mv, &cnt, 1, 0.0f, rec, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_eq(rec[d->size_off], 0u);
+	cr_assert_eq(gr_count(rec, d, 169), 1u);
+	cr_assert_eq(gr_count(rec, d, 81), 0u);
+	mv = 82;
+	cr_assert_eq(gpu_replay_pack_position(&L, g, &mv, &cnt, 1, 0.0f, rec, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "action"), "%s", err);
+	free(out);
+	free(rec);
+	free(g);
+	gpu_replay_layout_free(&one);
+	gpu_replay_layout_free(&L);
 }
 
 /* A 9x9 game played out: moves drawn by the plain prior (which fills no
@@ -557,7 +741,7 @@ static void gr_check_game_heads(const gpu_replay_layout *L, const nn_arch *a,
 Test(gpu_replay, host_heads_played_out_and_resigned)
 {
 	char err[256];
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay_layout L;
 	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
@@ -615,7 +799,7 @@ Test(gpu_replay, host_heads_played_out_and_resigned)
 Test(gpu_replay, score_target_rounding)
 {
 	char err[256];
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay_layout L;
 	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
@@ -669,9 +853,9 @@ Test(gpu_replay, score_target_rounding)
 Test(gpu_replay, heads_append_to_the_record)
 {
 	char err[256];
-	gr_case plain = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 };
-	gr_case heads = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0 };
-	gr_case c4 = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0 };
+	gr_case plain = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0, 0 };
+	gr_case heads = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0, 0 };
+	gr_case c4 = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0, 0 };
 	nn_arch ap = gr_arch(&plain), ah = gr_arch(&heads), ac = gr_arch(&c4);
 	gpu_replay_layout P, H, C;
 	cr_assert_eq(gpu_replay_layout_init(&P, &ap, err, sizeof(err)), 0, "%s", err);
@@ -742,7 +926,7 @@ Test(gpu_replay, heads_append_to_the_record)
 Test(gpu_replay, host_opp_reply_cases)
 {
 	char err[256];
-	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 1 };
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 1, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay_layout L;
 	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
@@ -846,16 +1030,19 @@ Test(gpu_replay, opp_appends_to_the_record)
 		int off, words;
 	} cases[] = {
 		/* 115 words + 1 total + ceil(82 / 2) counts */
-		{ { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 }, { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 1 },
+		{ { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0, 0 },
+		  { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 1, 0 },
 		  115, 157 },
 		/* after the ownership and score words (123) */
-		{ { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0 }, { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 1 },
+		{ { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0, 0 },
+		  { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 1, 0 },
 		  123, 165 },
 		/* 1668 bytes + 4 + 181 words */
-		{ { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0, 0 },
-		  { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0, 1 }, 417, 599 },
+		{ { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0, 0, 0 },
+		  { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0, 1, 0 }, 417, 599 },
 		/* 15 words + 1 + ceil(7 / 2) */
-		{ { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0 }, { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 1 },
+		{ { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0, 0 },
+		  { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 1, 0 },
 		  15, 20 },
 	};
 	for (int c = 0; c < (int)(sizeof(cases) / sizeof(cases[0])); c++) {
@@ -893,22 +1080,26 @@ Test(gpu_replay, opp_appends_to_the_record)
 		/* pack_opp: nothing on a layout without the head; a move outside
 		 * the actions and a count past 16 bits refused. */
 		uint32_t *rec = ro;
+		game *g0 = malloc(sizeof(*g0));
+		cr_assert(g0 && game_init(g0, &r.params) == GAME_OK);
 		uint32_t keep[1024];
 		cr_assert_lt(wo, 1024);
 		memcpy(keep, rp, wp * 4);
 		int16_t m2[2] = { 0, 0 };
 		uint16_t c2[2] = { 40000, 30000 };
-		cr_assert_eq(gpu_replay_pack_opp(&P, m2, c2, 2, rp, err, sizeof(err)), 0);
+		cr_assert_eq(gpu_replay_pack_opp(&P, g0, m2, c2, 2, rp, err, sizeof(err)), 0);
 		cr_assert_eq(memcmp(keep, rp, wp * 4), 0, "a layout without the head changed");
-		cr_assert_eq(gpu_replay_pack_opp(&O, m2, c2, 2, rec, err, sizeof(err)), -1);
+		cr_assert_eq(gpu_replay_pack_opp(&O, g0, m2, c2, 2, rec, err, sizeof(err)), -1);
 		cr_assert(strstr(err, "65535"), "%s", err);
 		int16_t bad = (int16_t)O.d.n_actions;
-		cr_assert_eq(gpu_replay_pack_opp(&O, &bad, c2, 1, rec, err, sizeof(err)), -1);
+		cr_assert_eq(gpu_replay_pack_opp(&O, g0, &bad, c2, 1, rec, err, sizeof(err)), -1);
 		cr_assert(strstr(err, "action"), "%s", err);
 		/* Repeated moves add up, as train_batch_opp_target's += does. */
 		uint16_t c3[2] = { 3, 5 };
-		cr_assert_eq(gpu_replay_pack_opp(&O, m2, c3, 2, rec, err, sizeof(err)), 0, "%s", err);
+		cr_assert_eq(gpu_replay_pack_opp(&O, g0, m2, c3, 2, rec, err, sizeof(err)), 0, "%s",
+			     err);
 		cr_assert(rec[O.d.opp_off] == 8 && gr_count_at(rec + O.d.opp_off + 1, 0) == 8);
+		free(g0);
 		free(rp);
 		free(ro);
 		record_free(&r);
@@ -924,11 +1115,11 @@ Test(gpu_replay, record_bytes)
 		gr_case k;
 		size_t bytes;
 	} want[] = {
-		{ { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0, 0 }, 1668 },
-		{ { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 0, 0 }, 2136 },
-		{ { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 }, 460 },
-		{ { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 0, 0 }, 604 },
-		{ { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0 }, 60 },
+		{ { GAME_KIND_GO, 19, NN_ENC_LZ18, 7.5, 0, 0, 0 }, 1668 },
+		{ { GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 0, 0, 0 }, 2136 },
+		{ { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0, 0 }, 460 },
+		{ { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 0, 0, 0 }, 604 },
+		{ { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0, 0 }, 60 },
 	};
 	char err[256];
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -945,7 +1136,7 @@ Test(gpu_replay, record_bytes)
 Test(gpu_replay, layout_refuses_mismatch)
 {
 	char err[256] = "";
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0, 0 };
 	nn_arch a = gr_arch(&k);
 	a.encoding = NN_ENC_C4;
 	gpu_replay_layout L;
@@ -957,7 +1148,7 @@ Test(gpu_replay, layout_refuses_mismatch)
 Test(gpu_replay, pack_game_skip_and_max)
 {
 	char err[256];
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay_layout L;
 	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
@@ -1055,10 +1246,10 @@ static void gr_stream_free(gr_stream *st)
 
 /* Adds the stream's games in calls of 1, 2, 3, ... games and checks after
  * each that the ring holds exactly the newest positions at their slots. */
-static void gr_check_ring(int device, int64_t window, int chunk)
+static void gr_check_ring_of(const gr_case *kc, int device, int64_t window, int chunk)
 {
 	char err[256];
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 };
+	gr_case k = *kc;
 	nn_arch a = gr_arch(&k);
 	gpu_replay *gr = gpu_replay_new(&a, window, device, err, sizeof(err));
 	cr_assert(gr, "%s", err);
@@ -1102,6 +1293,20 @@ static void gr_check_ring(int device, int64_t window, int chunk)
 	gpu_replay_free(gr);
 }
 
+static void gr_check_ring(int device, int64_t window, int chunk)
+{
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0, 0 };
+	gr_check_ring_of(&k, device, window, chunk);
+}
+
+/* Records of 9x9 and 13x13 games (a net of both) side by side in one ring,
+ * each with its size word, wrapping as those of one size do. */
+Test(gpu_replay, host_ring_holds_several_sizes)
+{
+	gr_case k = { GAME_KIND_GO, 13, NN_ENC_GO_NATIVE, 7.5, 1, 1, GR_SIZES(9, 13) };
+	gr_check_ring_of(&k, GPU_REPLAY_HOST, 97, 13);
+}
+
 Test(gpu_replay, host_ring_wraps_and_drops_oldest)
 {
 	gr_check_ring(GPU_REPLAY_HOST, 97, 0);
@@ -1112,7 +1317,7 @@ Test(gpu_replay, host_ring_wraps_and_drops_oldest)
 Test(gpu_replay, host_window_refuses_sampling)
 {
 	char err[256] = "";
-	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0 };
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay *gr = gpu_replay_new(&a, 10, GPU_REPLAY_HOST, err, sizeof(err));
 	cr_assert(gr, "%s", err);
@@ -1281,14 +1486,17 @@ Test(gpu_replay, device_expansion_matches_host)
 {
 	gr_need_device();
 	static const gr_case cases[] = {
-		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 },
-		{ GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 0, 0 },
-		{ GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0 },
-		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0 },
-		{ GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 1, 0 },
+		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0, 0 },
+		{ GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 0, 0, 0 },
+		{ GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0, 0 },
+		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 0, 0 },
+		{ GAME_KIND_GO, 19, NN_ENC_GO_NATIVE, 7.5, 1, 0, 0 },
 		/* The opponent-reply head, alone and beside the others. */
-		{ GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 1 },
-		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 1 },
+		{ GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 1, 0 },
+		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 1, 1, 0 },
+		/* Several board sizes: framed records, a table set per size. */
+		{ GAME_KIND_GO, 13, NN_ENC_GO_NATIVE, 7.5, 1, 1, GR_SIZES(9, 13) },
+		{ GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0, GR_SIZES(7, 9) },
 	};
 	for (int c = 0; c < (int)(sizeof(cases) / sizeof(cases[0])); c++)
 		for (int dt = NN_DTYPE_FP32; dt <= NN_DTYPE_BF16; dt++)
@@ -1307,7 +1515,7 @@ Test(gpu_replay, draws_uniform_over_window_and_symmetries)
 	gr_need_device();
 	char err[256];
 	enum { W = 1000, N = 1000000 };
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0, 0 };
 	gr_stream st;
 	gpu_replay *gr = gr_filled(&k, W, 60, 80, &st);
 	cr_assert_eq(gpu_replay_positions(gr), W, "the games should fill the window");
@@ -1344,7 +1552,7 @@ Test(gpu_replay, draws_depend_on_seed_and_counter)
 	gr_need_device();
 	char err[256];
 	enum { N = 512 };
-	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0 };
+	gr_case k = { GAME_KIND_CONNECT4, 0, NN_ENC_C4, 0, 0, 0, 0 };
 	gr_stream st;
 	gpu_replay *gr = gr_filled(&k, 5000, 300, 42, &st);
 	int64_t a[N], b[N];
@@ -1380,7 +1588,7 @@ Test(gpu_replay, shares_reassemble_the_batch)
 	gr_need_device();
 	char err[256];
 	enum { N = 96, H = 40 };
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 0, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_GO_NATIVE, 7.5, 0, 0, 0 };
 	gr_stream st;
 	gpu_replay *gr = gr_filled(&k, 400, 10, 80, &st);
 	const gpu_replay_layout *L = gpu_replay_get_layout(gr);
@@ -1448,7 +1656,7 @@ Test(gpu_replay, appends_while_sampling_stay_valid)
 	gr_need_device();
 	char err[256];
 	enum { W = 300, N = 128 };
-	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0 };
+	gr_case k = { GAME_KIND_GO, 9, NN_ENC_LZ18, 7.5, 0, 0, 0 };
 	nn_arch a = gr_arch(&k);
 	gpu_replay *gr = gpu_replay_new(&a, W, 0, err, sizeof(err));
 	cr_assert(gr, "%s", err);

@@ -12,6 +12,7 @@
 
 #include "engine/fileio.h"
 #include "nn/cuda/cuda.h"
+#include "nn/encode.h"
 #include "tests/gpu_skip.h"
 #include "tests/train/train_util.h"
 #include "train/checkpoint.h"
@@ -84,7 +85,7 @@ Test(gpu_train, options_defaults_parse_and_check)
 	cr_assert_eq(gpu_train_options_check(&b, 64, err, sizeof(err)), -1);
 }
 
-Test(gpu_train, refuses_without_device_or_with_several_sizes)
+Test(gpu_train, refuses_only_without_a_device)
 {
 	char err[256] = "";
 	nn_net *net = tu_net(GAME_KIND_GO, 9, 1, 16, 1);
@@ -115,20 +116,18 @@ Test(gpu_train, refuses_without_device_or_with_several_sizes)
 	}
 	gpu_trainer_free(st);
 	nn_net_free(se);
-	/* An SE net of several sizes stays on the CPU (the window holds one). */
-	nn_net *multi = tu_net_heads(GAME_KIND_GO, 9, 1, 16, TU_SE | TU_MASK, 1);
-	err[0] = 0;
-	cr_assert_null(gpu_trainer_new(multi, &o, &g, err, sizeof(err)));
-	cr_assert(strstr(err, "several board sizes") || strstr(err, "not built"), "%s", err);
-	nn_net_free(multi);
 	/* The training heads, the opponent-reply head of either game among
-	 * them, train on the GPU too (check_step below): on a device they are
+	 * them, and nets of several sizes, SE ones with their means masked,
+	 * train on the GPU too (check_step below): on a device they are
 	 * taken, without one refused for the device alone, never for the
-	 * head. */
-	nn_net *heads[3] = { tu_net_heads(GAME_KIND_GO, 9, 1, 16, TU_OWN | TU_SCORE, 1),
+	 * head or the sizes. */
+	nn_net *heads[5] = { tu_net_heads(GAME_KIND_GO, 9, 1, 16, TU_OWN | TU_SCORE, 1),
 			     tu_net_heads(GAME_KIND_GO, 9, 1, 16, TU_OPP | TU_OWN | TU_SCORE, 1),
-			     tu_net_heads(GAME_KIND_CONNECT4, 0, 1, 16, TU_OPP, 1) };
-	for (int k = 0; k < 3; k++) {
+			     tu_net_heads(GAME_KIND_CONNECT4, 0, 1, 16, TU_OPP, 1),
+			     tu_net_heads(GAME_KIND_GO, 9, 1, 16, TU_MASK, 1),
+			     tu_net_heads(GAME_KIND_GO, 9, 1, 16, TU_SE | TU_MASK | TU_OWN, 1) };
+	cr_assert(heads[3]->arch.sizes && heads[4]->arch.masked_pool);
+	for (int k = 0; k < 5; k++) {
 		err[0] = 0;
 		gpu_trainer *t = gpu_trainer_new(heads[k], &o, &g, err, sizeof(err));
 		if (nn_cuda_device_count() > 0 && gpu_train_built()) {
@@ -138,6 +137,7 @@ Test(gpu_train, refuses_without_device_or_with_several_sizes)
 			cr_assert(strstr(err, "device") || strstr(err, "not built"), "net %d: %s", k,
 				  err);
 			cr_assert_null(strstr(err, "opponent-reply"), "%s", err);
+			cr_assert_null(strstr(err, "sizes"), "%s", err);
 		}
 		gpu_trainer_free(t);
 		nn_net_free(heads[k]);
@@ -440,13 +440,31 @@ static void check_head_grads(const nn_net *net, const float *gg, const float *cg
 
 /* One fp32 GPU step against the CPU trainer's: losses, gradient, weights;
  * heads: the training heads on the net (TU_OPP; TU_OWN, TU_SCORE: Go
- * only), and TU_SE for squeeze-excitation blocks. */
+ * only), TU_SE for squeeze-excitation blocks, and TU_MASK for a Go net of
+ * two sizes (5x5 in the frame of `size`, every other position of the
+ * batch on 5x5) with masked pooling. */
 static void check_step(game_kind kind, int size, train_optimizer opt, int wdl, int heads)
 {
 	nn_net *net = tu_net_heads(kind, size, 2, 16, heads, 11);
 	if (heads & TU_SE)
 		cr_assert(net->block[0].se1.w && net->block[1].se1.w, "no SE blocks");
 	train_batch *b = tu_batch(net, 16, 12, 0, wdl);
+	if (heads & TU_MASK) {
+		/* Positions of both sizes, so that a mean over the frame (not
+		 * the board) or a target off the 5x5 board would show. */
+		int hw = b->frame_w * b->frame_h, small = 0;
+		float *pw = malloc(sizeof(float) * (size_t)hw);
+		cr_assert(pw);
+		for (int i = 0; i < b->n; i++) {
+			int on = nn_board_pool_weights(net->arch.encoding,
+						       b->planes + (size_t)i * b->in_size, hw, pw);
+			small += on == 25;
+			cr_assert(on == 25 || on == hw, "position %d: %d points on its board", i,
+				  on);
+		}
+		cr_assert(small > 0 && small < b->n, "%d of %d positions on 5x5", small, b->n);
+		free(pw);
+	}
 	trainer *ct = cpu_trainer(net, opt, 16);
 	gpu_trainer *gt = gpu_for(net, ct, NN_DTYPE_FP32, 0);
 	size_t nf = net->n_floats;
@@ -631,6 +649,33 @@ Test(gpu_train, fp32_step_matches_cpu_go_opp_heads_adamw)
 	check_step(GAME_KIND_GO, 9, TRAIN_OPTIMIZER_ADAMW, 0, TU_OPP | TU_OWN | TU_SCORE);
 }
 
+/* Nets of several board sizes (5x5 in a 9x9 frame, masked pooling): the
+ * batch's framed positions, and SE means over each position's own board
+ * (tk_board_pool_weights from the on-board plane, as the CPU trainer's
+ * nn_board_pool_weights); plain and SE, SGD and AdamW, with the heads.
+ * Each case says its name on stderr first, so a failure names it. */
+Test(gpu_train, fp32_steps_match_cpu_go_sizes)
+{
+	NEED_DEVICE();
+	static const struct {
+		const char *name;
+		train_optimizer opt;
+		int heads;
+	} cases[] = {
+		{ "plain sgd", TRAIN_OPTIMIZER_SGD, TU_MASK },
+		{ "plain heads adamw", TRAIN_OPTIMIZER_ADAMW, TU_MASK | TU_OWN | TU_SCORE },
+		{ "se sgd", TRAIN_OPTIMIZER_SGD, TU_MASK | TU_SE },
+		{ "se adamw", TRAIN_OPTIMIZER_ADAMW, TU_MASK | TU_SE },
+		{ "se heads sgd", TRAIN_OPTIMIZER_SGD, TU_MASK | TU_SE | TU_OWN | TU_SCORE },
+		{ "se opp heads sgd", TRAIN_OPTIMIZER_SGD,
+		  TU_MASK | TU_SE | TU_OPP | TU_OWN | TU_SCORE },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fprintf(stderr, "fp32_steps_match_cpu_go_sizes: %s\n", cases[i].name);
+		check_step(GAME_KIND_GO, 9, cases[i].opt, 0, cases[i].heads);
+	}
+}
+
 Test(gpu_train, fp32_step_matches_cpu_connect4_opp_se_sgd)
 {
 	NEED_DEVICE();
@@ -707,6 +752,12 @@ Test(gpu_train, mixed_precision_tracks_fp32_se, .timeout = 120)
 	check_mixed(TU_SE | TU_OWN | TU_SCORE);
 }
 
+Test(gpu_train, mixed_precision_tracks_fp32_sizes_se, .timeout = 120)
+{
+	NEED_DEVICE();
+	check_mixed(TU_MASK | TU_SE | TU_OWN | TU_SCORE);
+}
+
 Test(gpu_train, mixed_precision_tracks_fp32_opp, .timeout = 120)
 {
 	NEED_DEVICE();
@@ -774,7 +825,7 @@ static train_batch *half_of(const nn_net *net, const train_batch *b, int from, i
  * opponent-reply head (either game); TU_SE: SE blocks. */
 static void check_micro(int heads)
 {
-	int go = (heads & (TU_OWN | TU_SCORE)) != 0;
+	int go = (heads & (TU_OWN | TU_SCORE | TU_MASK)) != 0;
 	nn_net *net = go ? tu_net_heads(GAME_KIND_GO, 9, 2, 16, heads, 41)
 			 : tu_net_heads(GAME_KIND_CONNECT4, 0, 2, 16, heads, 41);
 	train_batch *b = tu_batch(net, 16, 42, 0, !go);
@@ -847,6 +898,14 @@ Test(gpu_train, micro_batches_average_half_batch_gradients_se_heads)
 {
 	NEED_DEVICE();
 	check_micro(TU_SE | TU_OWN | TU_SCORE);
+}
+
+/* Several sizes with SE: each micro-batch's pool weights from its own
+ * positions. */
+Test(gpu_train, micro_batches_average_half_batch_gradients_sizes_se)
+{
+	NEED_DEVICE();
+	check_micro(TU_MASK | TU_SE | TU_OWN | TU_SCORE);
 }
 
 Test(gpu_train, micro_batches_average_half_batch_gradients_opp)

@@ -210,9 +210,9 @@ out:
 }
 
 int gpu_layer_se(int n, int c, int s, int h, int w, const float *u, const float *skip,
-		 const float *w1, const float *b1, const float *w2, const float *b2,
-		 const float *dy, float *y, float *du, float *dskip, float *dw1, float *db1,
-		 float *dw2, float *db2, char *err, size_t errlen)
+		 const float *pw, const float *w1, const float *b1, const float *w2,
+		 const float *b2, const float *dy, float *y, float *du, float *dskip,
+		 float *dw1, float *db1, float *dw2, float *db2, char *err, size_t errlen)
 {
 	if (gl_no_device(err, errlen))
 		return 1;
@@ -221,11 +221,12 @@ int gpu_layer_se(int n, int c, int s, int h, int w, const float *u, const float 
 	size_t n1 = (size_t)s * c, n2 = (size_t)2 * c * s;
 	float *base = NULL, *hbuf = NULL;
 	float *ud, *skd, *gd, *yd, *gsd, *dud, *w1d, *b1d, *w2d, *b2d, *gw1, *gb1, *gw2, *gb2, *pool,
-		*hid, *gate, *dz, *dhid, *dpool;
+		*hid, *gate, *dz, *dhid, *dpool, *pwd;
 	float **pieces[] = { &ud, &skd, &gd, &yd, &gsd, &dud, &w1d, &b1d, &w2d, &b2d, &gw1,
-			     &gb1, &gw2, &gb2, &pool, &hid, &gate, &dz, &dhid, &dpool };
+			     &gb1, &gw2, &gb2, &pool, &hid, &gate, &dz, &dhid, &dpool, &pwd };
 	const size_t sizes[] = { act, act, act, act, act, act, n1, (size_t)s, n2, 2 * (size_t)c,
-				 n1, (size_t)s, n2, 2 * (size_t)c, nc, ns, 2 * nc, 2 * nc, ns, nc };
+				 n1, (size_t)s, n2, 2 * (size_t)c, nc, ns, 2 * nc, 2 * nc, ns, nc,
+				 (size_t)n * hw };
 	if (gl_alloc(&base, pieces, sizes, (int)(sizeof(sizes) / sizeof(sizes[0])), &hbuf, act, err,
 		     errlen) < 0) {
 		rc = -1;
@@ -240,11 +241,15 @@ int gpu_layer_se(int n, int c, int s, int h, int w, const float *u, const float 
 		rc = -1;
 		goto out;
 	}
+	/* The pool weights are [n][hw] on both sides: no reordering. */
+	if (pw)
+		GL_UP(pwd, pw, (size_t)n * hw);
 	/* The gradients start at 0 (gl_alloc) and tk_se_backward adds. */
 	tk_se e = { .m = n, .hw = hw, .cp = cp, .creal = c, .s = s,
 		    .w1 = w1d, .b1 = b1d, .w2 = w2d, .b2 = b2d,
 		    .gw1 = gw1, .gb1 = gb1, .gw2 = gw2, .gb2 = gb2,
-		    .pool = pool, .hid = hid, .gate = gate, .dz = dz, .dhid = dhid, .dpool = dpool };
+		    .pool = pool, .hid = hid, .gate = gate, .dz = dz, .dhid = dhid, .dpool = dpool,
+		    .pw = pw ? pwd : NULL };
 	const nn_dtype f = NN_DTYPE_FP32;
 	CUDA_CHECK(tk_se_forward(&e, ud, f, skip ? skd : NULL, f, yd, f, 0));
 	CUDA_CHECK(tk_se_backward(&e, gd, f, yd, f, ud, f, gsd, f, dud, f, 0));
@@ -357,9 +362,9 @@ int gpu_layer_fc(int n, int nin, int nout, const float *x, const float *wt, cons
 }
 
 int gpu_layer_se(int n, int c, int s, int h, int w, const float *u, const float *skip,
-		 const float *w1, const float *b1, const float *w2, const float *b2,
-		 const float *dy, float *y, float *du, float *dskip, float *dw1, float *db1,
-		 float *dw2, float *db2, char *err, size_t errlen)
+		 const float *pw, const float *w1, const float *b1, const float *w2,
+		 const float *b2, const float *dy, float *y, float *du, float *dskip,
+		 float *dw1, float *db1, float *dw2, float *db2, char *err, size_t errlen)
 {
 	GL_REFUSE();
 }

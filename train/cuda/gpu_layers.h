@@ -28,11 +28,11 @@ int gpu_layer_fc(int n, int nin, int nout, const float *x, const float *wt, cons
 		 const float *dy, float *y, float *dx, float *dw, float *db, char *err,
 		 size_t errlen);
 /* Squeeze-excitation of an SE block (tk_se_forward, tk_se_backward): as
- * train_layer_se; skip may be NULL. */
+ * train_layer_se; skip and pw may be NULL. */
 int gpu_layer_se(int n, int c, int s, int h, int w, const float *u, const float *skip,
-		 const float *w1, const float *b1, const float *w2, const float *b2,
-		 const float *dy, float *y, float *du, float *dskip, float *dw1, float *db1,
-		 float *dw2, float *db2, char *err, size_t errlen);
+		 const float *pw, const float *w1, const float *b1, const float *w2,
+		 const float *b2, const float *dy, float *y, float *du, float *dskip,
+		 float *dw1, float *db1, float *dw2, float *db2, char *err, size_t errlen);
 /* Both losses of n rows (tk_loss): the means train_loss_policy and
  * train_loss_value return, and their gradients (dlogits [n][np], dvout
  * [n][vo]); wdl may be NULL (the target derived from value). */

@@ -17,6 +17,41 @@ enum { GR_MAX_IN = 27 * GO_MAX_SIZE * GO_MAX_SIZE };
 
 /* ---- host side ---------------------------------------------------------- */
 
+/* Frame point q of L's frame as a point of g's board (in its lower left
+ * corner), or -1 off the board. */
+static int board_point(const gpu_replay_layout *L, const game *g, int q)
+{
+	int fw = L->frame_w, x = q % fw, y = q / fw;
+	int w = game_width(g);
+	return x < w && y < game_height(g) ? y * w + x : -1;
+}
+
+/* Table set (k, s) of L: board g (size L->size[k]) under symmetry s, each
+ * output point or action of the frame mapped to the canonical one it
+ * shows (the inverse symmetry's image on the board, nn_frame_action's
+ * place in the frame), those off the board to themselves. */
+static void layout_tables(gpu_replay_layout *L, const game *g, int k, int s)
+{
+	const gr_dims *d = &L->d;
+	int fw = L->frame_w, fh = L->frame_h, w = game_width(g);
+	int inv = game_symmetry_inverse(g, s);
+	int16_t *pt = L->point_inv + ((size_t)k * d->n_sym + s) * d->hw;
+	int16_t *at = L->action_inv + ((size_t)k * d->n_sym + s) * d->n_actions;
+	for (int q = 0; q < d->hw; q++) {
+		int qb = board_point(L, g, q);
+		/* As nn/encode.c moves planes, then into the frame. */
+		int p = qb < 0 ? -1 : nn_encode_sym_point(g, inv, qb);
+		pt[q] = (int16_t)(p < 0 ? q : p / w * fw + p % w);
+	}
+	for (int b = 0; b < d->n_actions; b++) {
+		int ab = b;
+		if (game_width(g) != fw || game_height(g) != fh)
+			ab = b == fw * fh ? game_pass_move(g) : board_point(L, g, b);
+		at[b] = (int16_t)(ab < 0 ? b
+				  : nn_frame_action(g, game_symmetry_move(g, inv, ab), fw, fh));
+	}
+}
+
 int gpu_replay_layout_init(gpu_replay_layout *L, const nn_arch *a, char *err, size_t errlen)
 {
 	memset(L, 0, sizeof(*L));
@@ -53,6 +88,8 @@ int gpu_replay_layout_init(gpu_replay_layout *L, const nn_arch *a, char *err, si
 	}
 	L->params = p;
 	L->enc = a->encoding;
+	L->frame_w = a->board_w;
+	L->frame_h = a->board_h;
 	gr_dims *d = &L->d;
 	d->hw = a->board_w * a->board_h;
 	d->planes = a->in_planes;
@@ -60,6 +97,11 @@ int gpu_replay_layout_init(gpu_replay_layout *L, const nn_arch *a, char *err, si
 	d->c_pad = nn_pad8(d->planes);
 	d->n_actions = a->policy_outputs;
 	d->n_sym = game_num_symmetries(g);
+	d->n_sizes = nn_arch_size_list(a, L->size, GR_MAX_SIZES);
+	if (d->n_sizes == 0) {
+		d->n_sizes = 1;
+		L->size[0] = p.size;
+	}
 	d->plane_off = GR_HEADER_WORDS;
 	d->count_off = d->plane_off + (int)nn_pack_stride(d->planes, d->hw);
 	d->rec_words = d->count_off + (d->n_actions + 1) / 2;
@@ -75,20 +117,25 @@ int gpu_replay_layout_init(gpu_replay_layout *L, const nn_arch *a, char *err, si
 		d->opp_off = d->rec_words;
 		d->rec_words += 1 + (d->n_actions + 1) / 2;
 	}
-	L->point_inv = malloc(sizeof(int16_t) * (size_t)d->n_sym * (size_t)d->hw);
-	L->action_inv = malloc(sizeof(int16_t) * (size_t)d->n_sym * (size_t)d->n_actions);
+	if (d->n_sizes > 1)
+		d->size_off = d->rec_words++;
+	size_t sets = (size_t)d->n_sizes * (size_t)d->n_sym;
+	L->point_inv = malloc(sizeof(int16_t) * sets * (size_t)d->hw);
+	L->action_inv = malloc(sizeof(int16_t) * sets * (size_t)d->n_actions);
 	if (!L->point_inv || !L->action_inv) {
 		snprintf(err, errlen, "gpu replay: out of memory");
 		goto out;
 	}
-	for (int s = 0; s < d->n_sym; s++) {
-		int inv = game_symmetry_inverse(g, s);
-		/* Output point q shows what symmetry s carried there: the
-		 * inverse's image of q, as nn/encode.c moves planes. */
-		for (int q = 0; q < d->hw; q++)
-			L->point_inv[s * d->hw + q] = (int16_t)nn_encode_sym_point(g, inv, q);
-		for (int b = 0; b < d->n_actions; b++)
-			L->action_inv[s * d->n_actions + b] = (int16_t)game_symmetry_move(g, inv, b);
+	for (int k = 0; k < d->n_sizes; k++) {
+		game_params pk = p;
+		pk.size = L->size[k];
+		if (game_init(g, &pk) != GAME_OK || game_num_symmetries(g) != d->n_sym) {
+			snprintf(err, errlen, "gpu replay: no %s board of size %d",
+				 game_kind_name(a->game), L->size[k]);
+			goto out;
+		}
+		for (int s = 0; s < d->n_sym; s++)
+			layout_tables(L, g, k, s);
 	}
 	rc = 0;
 out:
@@ -160,20 +207,53 @@ static int pack_counts(const gr_dims *d, const int16_t *moves, const uint16_t *c
 	return 0;
 }
 
-/* Everything of a record but the heads' words: planes, counts, value. */
+/* The index of g's board size in L's list, or -1 (with a message) when g
+ * is not a game of L's. */
+static int size_index(const gpu_replay_layout *L, const game *g, char *err, size_t errlen)
+{
+	int w = game_width(g), h = game_height(g);
+	if (g->params.kind == L->params.kind) {
+		/* One size: the frame itself (Connect Four's is not square). */
+		if (L->d.n_sizes == 1 && w == L->frame_w && h == L->frame_h)
+			return 0;
+		for (int k = 0; L->d.n_sizes > 1 && k < L->d.n_sizes; k++)
+			if (w == L->size[k] && h == L->size[k])
+				return k;
+	}
+	snprintf(err, errlen, "gpu replay: a %s %dx%d position does not fit the buffer's %s %dx%d",
+		 game_kind_name(g->params.kind), w, h, game_kind_name(L->params.kind), L->frame_w,
+		 L->frame_h);
+	return -1;
+}
+
+/* n moves of g into frame actions of L (nn_frame_action), into out. 0, or
+ * -1 with a message (a move outside g's actions). */
+static int frame_moves(const gpu_replay_layout *L, const game *g, const int16_t *moves, int n,
+		       int16_t *out, char *err, size_t errlen)
+{
+	int na = game_num_actions(g);
+	for (int i = 0; i < n; i++) {
+		if (moves[i] < 0 || moves[i] >= na) {
+			snprintf(err, errlen, "gpu replay: visit to action %d of %d", moves[i], na);
+			return -1;
+		}
+		out[i] = (int16_t)nn_frame_action(g, moves[i], L->frame_w, L->frame_h);
+	}
+	return 0;
+}
+
+/* Everything of a record but the heads' words: planes, counts, value, and
+ * the size word of a layout of several sizes; framed (replay_elem.h). */
 static int pack_body(const gpu_replay_layout *L, const game *g, const int16_t *moves,
 		     const uint16_t *counts, int n_visits, float value, uint32_t *rec, char *err,
 		     size_t errlen)
 {
 	const gr_dims *d = &L->d;
-	if (g->params.kind != L->params.kind || game_width(g) * game_height(g) != d->hw ||
-	    game_num_actions(g) != d->n_actions) {
-		snprintf(err, errlen, "gpu replay: a %s position does not fit the buffer's %s",
-			 game_kind_name(g->params.kind), game_kind_name(L->params.kind));
+	int k = size_index(L, g, err, errlen);
+	if (k < 0)
 		return -1;
-	}
 	float planes[GR_MAX_IN];
-	if (nn_encode(g, L->enc, planes) != d->planes) {
+	if (nn_encode_frame(g, L->enc, 0, L->frame_w, L->frame_h, planes) != d->planes) {
 		snprintf(err, errlen, "gpu replay: encoding %s does not fit the position",
 			 nn_encoding_name(L->enc));
 		return -1;
@@ -189,8 +269,14 @@ static int pack_body(const gpu_replay_layout *L, const game *g, const int16_t *m
 		return -1;
 	}
 	memset(rec + d->count_off, 0, sizeof(uint32_t) * (size_t)(d->rec_words - d->count_off));
+	int16_t framed[GAME_MAX_ACTIONS];
+	if (n_visits > GAME_MAX_ACTIONS) {
+		snprintf(err, errlen, "gpu replay: %d visit entries", n_visits);
+		return -1;
+	}
 	uint32_t total = 0;
-	if (pack_counts(d, moves, counts, n_visits, rec + d->count_off, &total, err, errlen) != 0)
+	if (frame_moves(L, g, moves, n_visits, framed, err, errlen) != 0 ||
+	    pack_counts(d, framed, counts, n_visits, rec + d->count_off, &total, err, errlen) != 0)
 		return -1;
 	if (total == 0) {
 		snprintf(err, errlen, "gpu replay: a position without visits has no policy target");
@@ -198,6 +284,8 @@ static int pack_body(const gpu_replay_layout *L, const game *g, const int16_t *m
 	}
 	memcpy(&rec[GR_WORD_VALUE], &value, sizeof(value));
 	rec[GR_WORD_TOTAL] = total;
+	if (d->size_off)
+		rec[d->size_off] = (uint32_t)k;
 	return 0;
 }
 
@@ -215,11 +303,9 @@ int gpu_replay_pack_heads(const gpu_replay_layout *L, const game *g, const float
 			  double score, uint32_t *rec, char *err, size_t errlen)
 {
 	const gr_dims *d = &L->d;
-	if (game_width(g) * game_height(g) != d->hw) {
-		snprintf(err, errlen, "gpu replay: a position of %d points in a buffer for %d",
-			 game_width(g) * game_height(g), d->hw);
+	if (size_index(L, g, err, errlen) < 0)
 		return -1;
-	}
+	int np = game_width(g) * game_height(g);
 	/* From the side to move's view, as train_batch_own_target and
 	 * train_batch_score_target turn them. */
 	bool black = game_to_move(g) == GAME_BLACK;
@@ -229,7 +315,9 @@ int gpu_replay_pack_heads(const gpu_replay_layout *L, const game *g, const float
 							  GR_OWN_PER_WORD));
 		if (owner) {
 			float side = black ? 1.0f : -1.0f;
-			for (int p = 0; p < d->hw; p++) {
+			/* Off a smaller board the codes stay 0 (+0), as the CPU
+			 * target's row is zeroed there. */
+			for (int p = 0; p < np; p++) {
 				if (!(owner[p] > -2.0f && owner[p] < 2.0f)) {
 					snprintf(err, errlen, "gpu replay: owner %g of point %d",
 						 (double)owner[p], p);
@@ -238,7 +326,8 @@ int gpu_replay_pack_heads(const gpu_replay_layout *L, const game *g, const float
 				/* The CPU window keeps owners as int8 (game_owner). */
 				float v = side * (float)(int8_t)owner[p];
 				uint32_t c = (signbit(v) ? 2u : 0u) | (v != 0 ? 1u : 0u);
-				w[1 + p / GR_OWN_PER_WORD] |= c << (p % GR_OWN_PER_WORD * 2);
+				int q = nn_frame_action(g, p, L->frame_w, L->frame_h);
+				w[1 + q / GR_OWN_PER_WORD] |= c << (q % GR_OWN_PER_WORD * 2);
 			}
 			w[0] = 1;
 		}
@@ -247,7 +336,7 @@ int gpu_replay_pack_heads(const gpu_replay_layout *L, const game *g, const float
 		uint32_t u = GR_SCORE_NONE;
 		if (!isnan(score)) {
 			/* train_batch_score_target's rounding: in double, then
-			 * to float. */
+			 * to float; over the frame's points. */
 			float f = (float)((black ? score : -score) / d->hw);
 			if (!isnan(f))
 				memcpy(&u, &f, sizeof(u));
@@ -257,18 +346,26 @@ int gpu_replay_pack_heads(const gpu_replay_layout *L, const game *g, const float
 	return 0;
 }
 
-int gpu_replay_pack_opp(const gpu_replay_layout *L, const int16_t *moves, const uint16_t *counts,
-			int n, uint32_t *rec, char *err, size_t errlen)
+int gpu_replay_pack_opp(const gpu_replay_layout *L, const game *g, const int16_t *moves,
+			const uint16_t *counts, int n, uint32_t *rec, char *err, size_t errlen)
 {
 	const gr_dims *d = &L->d;
 	if (!d->opp_off)
 		return 0;
+	if (size_index(L, g, err, errlen) < 0)
+		return -1;
+	if (n < 0 || n > GAME_MAX_ACTIONS) {
+		snprintf(err, errlen, "gpu replay: %d reply entries", n);
+		return -1;
+	}
 	uint32_t *w = rec + d->opp_off;
 	memset(w, 0, sizeof(uint32_t) * (size_t)(1 + (d->n_actions + 1) / 2));
 	/* A total of 0 (no reply, or counts all 0, which leave the words 0)
 	 * is no target, as train_batch_opp_target's row of zeros. */
 	uint32_t total = 0;
-	if (pack_counts(d, moves, counts, n, w + 1, &total, err, errlen) != 0)
+	int16_t framed[GAME_MAX_ACTIONS];
+	if (frame_moves(L, g, moves, n, framed, err, errlen) != 0 ||
+	    pack_counts(d, framed, counts, n, w + 1, &total, err, errlen) != 0)
 		return -1;
 	w[0] = total;
 	return 0;
@@ -277,8 +374,10 @@ int gpu_replay_pack_opp(const gpu_replay_layout *L, const int16_t *moves, const 
 int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int skip,
 			 uint32_t *out, int max, char *err, size_t errlen)
 {
-	if (r->params.kind != L->params.kind ||
-	    (game_desc_from_params(&L->params)->has_size && r->params.size != L->params.size)) {
+	bool size_ok = !game_desc_from_params(&L->params)->has_size;
+	for (int k = 0; k < L->d.n_sizes; k++)
+		size_ok |= r->params.size == L->size[k];
+	if (r->params.kind != L->params.kind || !size_ok) {
 		snprintf(err, errlen, "gpu replay: a %s %d record in a buffer for %s %d",
 			 game_kind_name(r->params.kind), r->params.size,
 			 game_kind_name(L->params.kind), L->params.size);
@@ -324,7 +423,8 @@ int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int s
 				goto out;
 			if (L->d.opp_off) {
 				nv = record_reply_targets(r, i, moves, counts);
-				if (gpu_replay_pack_opp(L, moves, counts, nv, rec, err, errlen) != 0)
+				if (gpu_replay_pack_opp(L, g, moves, counts, nv, rec, err,
+							errlen) != 0)
 					goto out;
 			}
 			n++;
@@ -353,8 +453,11 @@ int gpu_replay_expand_host(const gpu_replay_layout *L, const uint32_t *records,
 			return -1;
 	for (int i = 0; i < count; i++) {
 		const uint32_t *rec = records + (size_t)slots[i] * d->rec_words;
-		const int16_t *pt = L->point_inv + (size_t)syms[i] * d->hw;
-		const int16_t *at = L->action_inv + (size_t)syms[i] * d->n_actions;
+		int set = gr_table(rec, d, syms[i]);
+		if (set < 0 || set >= d->n_sizes * d->n_sym)
+			return -1;
+		const int16_t *pt = L->point_inv + (size_t)set * d->hw;
+		const int16_t *at = L->action_inv + (size_t)set * d->n_actions;
 		size_t base = (size_t)i * d->hw * d->c_pad;
 		for (int q = 0; q < d->hw; q++)
 			for (int c = 0; c < d->c_pad; c++) {
@@ -466,8 +569,9 @@ static int device_init(gpu_replay *gr, char *err, size_t errlen)
 	const gr_dims *d = &gr->L.d;
 	size_t rec_bytes = gpu_replay_record_bytes(&gr->L);
 	size_t ring = rec_bytes * (size_t)gr->window;
-	size_t pt = sizeof(int16_t) * (size_t)d->n_sym * d->hw;
-	size_t at = sizeof(int16_t) * (size_t)d->n_sym * d->n_actions;
+	size_t sets = (size_t)d->n_sizes * (size_t)d->n_sym;
+	size_t pt = sizeof(int16_t) * sets * d->hw;
+	size_t at = sizeof(int16_t) * sets * d->n_actions;
 	if (cudaGetDeviceCount(&n_dev) != cudaSuccess || gr->device >= n_dev) {
 		cudaGetLastError(); /* clear the sticky "no driver" error */
 		snprintf(err, errlen, "gpu replay: no CUDA device %d (%d found)", gr->device, n_dev);

@@ -45,17 +45,27 @@ extern "C" {
 
 /* ---- host side: records and their expansion (no device needed) -------- */
 
+/* Board sizes a layout holds at most (Go's 5 .. 19). */
+enum { GR_MAX_SIZES = 15 };
+
 /* What a record looks like for one network architecture, with the
  * symmetry tables the expansion reads. */
 typedef struct gpu_replay_layout {
 	game_params params;  /* game and board (komi comes from each record) */
 	nn_encoding enc;     /* input encoding of the records */
-	gr_dims d;           /* record and expansion shape */
-	/* [n_sym][hw]: under symmetry s, output point q shows canonical point
-	 * point_inv[s * hw + q] (the inverse symmetry's image of q) */
+	gr_dims d;           /* record and expansion shape (a frame's for a net
+			      * of several sizes: replay_elem.h) */
+	/* the board size of each table set k < d.n_sizes (a record's size
+	 * word), ascending; [0] the frame's for a net of one size */
+	int size[GR_MAX_SIZES];
+	int frame_w, frame_h; /* the network's board: the frame of every size */
+	/* [n_sizes][n_sym][hw]: under symmetry s, output point q of a board of
+	 * size[k] shows canonical point point_inv[(k * n_sym + s) * hw + q]
+	 * (the inverse symmetry's image of q; q itself off the board) */
 	int16_t *point_inv;
-	/* [n_sym][n_actions]: output action b takes the target of action
-	 * action_inv[s * n_actions + b] (pass stays pass) */
+	/* [n_sizes][n_sym][n_actions]: output action b takes the target of
+	 * action action_inv[(k * n_sym + s) * n_actions + b] (pass stays pass,
+	 * an action off the board stays itself) */
 	int16_t *action_inv;
 	/* value target (1 - l) z + l q: z the game's result, q the root value
 	 * the search recorded (record_value_target); 0, the default: z */
@@ -63,7 +73,8 @@ typedef struct gpu_replay_layout {
 } gpu_replay_layout;
 
 /* The layout for networks of architecture a, tables from the game's own
- * symmetry function (engine/game.h). 0, or -1 with a message (an arch
+ * symmetry function (engine/game.h), a set per board size for a net of
+ * several sizes (records framed: replay_elem.h). 0, or -1 with a message (an arch
  * whose encoding does not fit its game, or short memory). */
 int gpu_replay_layout_init(gpu_replay_layout *L, const nn_arch *a, char *err, size_t errlen);
 /* Frees the tables; accepts NULL and a zeroed layout. */
@@ -94,13 +105,14 @@ int gpu_replay_pack_position(const gpu_replay_layout *L, const game *g, const in
  * does not fit L, an owner outside -1 .. 1). */
 int gpu_replay_pack_heads(const gpu_replay_layout *L, const game *g, const float *owner,
 			  double score, uint32_t *rec, char *err, size_t errlen);
-/* Writes the opponent-reply target into record rec where L has the head
- * (nothing otherwise): n (move, count) pairs in the record's canonical
- * orientation, record_reply_targets' for the position; n 0, or counts
+/* Writes the opponent-reply target into record rec of position g where L
+ * has the head (nothing otherwise): n (move, count) pairs of g's actions in
+ * the record's canonical orientation, record_reply_targets' for the
+ * position; n 0, or counts
  * summing to 0, for none. 0, or -1 with a message (a move outside the
  * actions, more than 65535 visits to one). */
-int gpu_replay_pack_opp(const gpu_replay_layout *L, const int16_t *moves, const uint16_t *counts,
-			int n, uint32_t *rec, char *err, size_t errlen);
+int gpu_replay_pack_opp(const gpu_replay_layout *L, const game *g, const int16_t *moves,
+			const uint16_t *counts, int n, uint32_t *rec, char *err, size_t errlen);
 /* Packs the positions of a whole game, in move order, replaying its moves
  * once (twice for the final owners where L has the ownership head and
  * nobody resigned), skipping the first `skip` of them: at most `max`

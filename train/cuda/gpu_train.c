@@ -30,6 +30,13 @@
  * the policy FC's) has NOT yet run on a device: the gpu_train tests named
  * *_opp* and gpu_replay's opponent-reply expansion on a device are
  * written and compiled but were skipped where they were built.
+ * Nets of several board sizes (nn_arch.sizes: framed batches, and SE means
+ * masked to each position's board by tk_board_pool_weights from the
+ * on-board plane, as the CPU trainer's nn_board_pool_weights) have NOT
+ * yet run on a device either: the gpu_train tests named *_sizes_*, the
+ * masked "se" rows of gpu_layers, gpu_replay's several-size expansion on a
+ * device and gpu_learner/go_run_of_several_sizes_trains_on_the_gpu are
+ * written and compiled but were skipped where they were built.
  */
 #include "train/cuda/gpu_train.h"
 
@@ -40,6 +47,7 @@
 #include <string.h>
 
 #include "nn/cuda/cuda.h"
+#include "nn/encode.h"
 #include "train/checkpoint.h"
 
 gpu_train_options gpu_train_options_default(void)
@@ -170,6 +178,11 @@ struct gpu_trainer {
 	gt_layer *layer;
 	int J;                   /* BN channels in all */
 	int se_s;                /* SE bottleneck S; 0 without SE blocks */
+	/* Masked pooling (arch.masked_pool with SE blocks): the micro-batch's
+	 * [m][hw] pool weights, made from its on-board plane(s) (on, also:
+	 * nn_board_planes) before the forward, else NULL. */
+	float *pool_w;
+	int pool_on, pool_also;
 	int64_t step;
 	uint64_t rng;
 	double scale;            /* loss scale */
@@ -274,15 +287,20 @@ static size_t gt_carve_acts(gpu_trainer *t, char *base, int m)
 			e->pool = pool, e->hid = hid, e->gate = gate;
 		}
 	}
-	/* The SE backward's scratch, shared by the blocks. */
+	/* The SE backward's scratch and the pool weights, shared by the blocks. */
 	int sc = t->se_s ? a->channels : 0;
+	int masked = t->se_s && a->masked_pool;
 	float *sdz = gt_carve(base, &off, sizeof(float) * m * 2 * sc);
 	float *sdh = gt_carve(base, &off, sizeof(float) * m * t->se_s);
 	float *sdp = gt_carve(base, &off, sizeof(float) * m * sc);
+	float *spw = gt_carve(base, &off, masked ? sizeof(float) * rows : 0);
+	if (base)
+		t->pool_w = masked ? spw : NULL;
 	for (int l = 0; base && l < t->L; l++)
 		if (t->layer[l].se) {
 			tk_se *e = &t->layer[l].sop;
 			e->dz = sdz, e->dhid = sdh, e->dpool = sdp;
+			e->pw = base && masked ? spw : NULL;
 		}
 	/* BN partials are per layer output: the tower's and both heads' widths. */
 	int cmax = t->c;
@@ -563,11 +581,6 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 		snprintf(err, errlen, "value head of %d outputs: 1 or 3 train", a->value_outputs);
 		return NULL;
 	}
-	if (a->sizes) {
-		snprintf(err, errlen, "the net plays several board sizes, which the GPU learner's "
-			 "window does not hold yet: train it on the CPU (--backend cpu)");
-		return NULL;
-	}
 	if (net->n_floats >= (size_t)INT32_MAX) {
 		snprintf(err, errlen, "net of %zu floats: too large for the index maps",
 			 net->n_floats);
@@ -593,6 +606,7 @@ gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 	t->hw = a->board_w * a->board_h;
 	t->cin = nn_pad8(a->in_planes), t->c = nn_pad8(a->channels);
 	t->pp = nn_pad8(a->policy_channels), t->vp = nn_pad8(a->value_channels);
+	nn_board_planes(a->encoding, &t->pool_on, &t->pool_also);
 	t->dt = g->precision; /* fp32, fp16 or bf16: checked above */
 	t->esz = nn_dtype_size(t->dt);
 	t->cdt = t->dt == NN_DTYPE_FP16 ? CUDNN_DATA_HALF
@@ -907,7 +921,10 @@ static int gt_micro(gpu_trainer *t, const gpu_batch *b, int mi, int hooks)
 	const float *w = t->w;
 	int first = mi == 0;
 
-	/* Forward. */
+	/* Forward; masked pooling's weights first, from the input planes. */
+	if (t->pool_w)
+		CUDA_CHECK(tk_board_pool_weights(x, t->dt, m, t->hw, t->cin, t->pool_on,
+						 t->pool_also, t->pool_w, t->stream));
 	if (gt_layer_fwd(t, &t->layer[0], x, NULL, rows, first, err, errlen) < 0)
 		return -1;
 	for (int i = 0; i < B; i++) {

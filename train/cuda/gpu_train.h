@@ -30,8 +30,9 @@
  * The training heads (nn/net.h), Go's ownership and score and the
  * opponent-reply head of either game, train as on the CPU (trainer.h:
  * the same losses, weights and targets, from the batch's own/score/opp
- * arrays); nets of several board sizes are refused (train them on the
- * CPU).
+ * arrays); nets of several board sizes train on framed batches with their
+ * SE means masked to each position's board (nn_arch.masked_pool), as the
+ * CPU trainer's.
  * Backward hands finished ranges to the hooks (grad_hooks.h), the tail
  * first; the clipping and the optimizer read the gradient after finish().
  *
@@ -83,7 +84,7 @@ typedef struct gpu_trainer gpu_trainer;
 
 /* A trainer for a copy of net (training form, plain or squeeze-excitation
  * blocks) on g->device with o's batch and optimizer. NULL with a message:
- * bad options, a net of several sizes, no device, a cuDNN/cuBLAS that
+ * bad options, no device, a cuDNN/cuBLAS that
  * cannot be loaded, short memory. */
 gpu_trainer *gpu_trainer_new(const nn_net *net, const train_options *o,
 			     const gpu_train_options *g, char *err, size_t errlen);

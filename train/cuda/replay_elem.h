@@ -33,9 +33,23 @@
  *                       (record_reply_targets: the next move's visits, or
  *                       the move played with count 1), in the same
  *                       canonical orientation, so one symmetry turns both
- * own_off, score_off and opp_off are 0 without the head (word 0 is the
- * value, so 0 can mark "absent"); a layout without heads ends after the
- * counts.
+ *   [size_off]          a net of several board sizes only: the index of the
+ *                       record's board size in the layout's list (which
+ *                       symmetry tables its expansion reads)
+ * own_off, score_off, opp_off and size_off are 0 without the head or the
+ * sizes (word 0 is the value, so 0 can mark "absent"); a layout without
+ * heads ends after the counts.
+ *
+ * A net of several board sizes (nn_arch.sizes): every record is FRAMED as
+ * train/batch.c frames a position, in the canonical orientation: the planes
+ * of nn_encode_frame (the board in the frame's lower left corner, 0 outside
+ * it), the counts, ownership codes and reply counts at the frame's actions
+ * (nn_frame_action), the score over the frame's points. hw and n_actions
+ * are the frame's. A symmetry turns the board, not the frame, so each size
+ * has its own tables: under symmetry s a frame point or action on the board
+ * shows the canonical one the board's inverse symmetry gives, one off the
+ * board shows itself (whose planes, counts and codes are all 0), the pass
+ * stays the pass. A record of one size's net needs no size word: one set.
  *
  * Why dense counts: a fixed slot of 2 bytes per action holds any search
  * without truncation (record_visit counts are uint16 already), needs no
@@ -81,6 +95,8 @@ typedef struct gr_dims {
 	int own_off;    /* first word of the ownership target, 0: no head */
 	int score_off;  /* the word of the score target, 0: no head */
 	int opp_off;    /* first word of the opponent-reply target, 0: no head */
+	int size_off;   /* the word of the board size's index, 0: one size */
+	int n_sizes;    /* board sizes, each a set of n_sym tables (1: one size) */
 	int rec_words;  /* words per record */
 } gr_dims;
 
@@ -101,6 +117,14 @@ SENTE_HD float gr_float_from_bits(uint32_t u)
 	memcpy(&f, &u, sizeof(f));
 	return f;
 #endif
+}
+
+/* Which set of symmetry tables a record under symmetry sym reads: its
+ * size's (tables [n_sizes][n_sym][hw or n_actions]). */
+SENTE_HD int gr_table(const uint32_t *rec, const gr_dims *d, int sym)
+{
+	int k = d->size_off ? (int)rec[d->size_off] : 0;
+	return k * d->n_sym + sym;
 }
 
 /* Count of action a in dense uint16 counts starting at word w. */

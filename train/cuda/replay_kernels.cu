@@ -41,7 +41,7 @@ __global__ void expand_planes(gr_dims d, const uint32_t *records, const int16_t 
 		int q = (int)(nq % d.hw);
 		int n = (int)(nq / d.hw);
 		const uint32_t *rec = records + slots[n] * (long)d.rec_words;
-		const int16_t *pt = pt_all + (long)syms[n] * d.hw;
+		const int16_t *pt = pt_all + (long)gr_table(rec, &d, syms[n]) * d.hw;
 		cuda_st(out, i, gr_plane_elem(rec, &d, pt, q, c));
 	}
 }
@@ -66,7 +66,7 @@ __global__ void expand_targets(gr_dims d, const uint32_t *records, const int16_t
 		int b = (int)(i % d.n_actions);
 		int n = (int)(i / d.n_actions);
 		const uint32_t *rec = records + slots[n] * (long)d.rec_words;
-		const int16_t *at = at_all + (long)syms[n] * d.n_actions;
+		const int16_t *at = at_all + (long)gr_table(rec, &d, syms[n]) * d.n_actions;
 		t.policy[i] = gr_policy_elem(rec, &d, at, b);
 		if (t.opp)
 			t.opp[i] = gr_opp_elem(rec, &d, at, b);
@@ -104,7 +104,7 @@ extern "C" cudaError_t grk_expand(gr_dims d, const uint32_t *records, const int1
 {
 	if (count <= 0)
 		return cudaGetLastError();
-	const int16_t *pt = tables, *at = tables + (long)d.n_sym * d.hw;
+	const int16_t *pt = tables, *at = tables + (long)d.n_sizes * d.n_sym * d.hw;
 	slots += first;
 	syms += first;
 	long np = (long)count * d.hw * d.c_pad, nt = (long)count * d.n_actions;

@@ -25,8 +25,9 @@ cudaError_t grk_draw(uint64_t seed, uint64_t counter, int n, int64_t held, int n
  * [count][hw][c_pad] of out->dtype (fp32, fp16 or bf16), policy
  * [count][n_actions], value [count], wdl [count][3] (may be NULL), and
  * own [count][hw], own_w, score, score_w [count], opp [count][n_actions]
- * where not NULL (only for the heads d has: the caller checks). tables: point_inv [n_sym][hw]
- * then action_inv [n_sym][n_actions]. */
+ * where not NULL (only for the heads d has: the caller checks). tables:
+ * point_inv [n_sizes][n_sym][hw] then action_inv [n_sizes][n_sym][n_actions]
+ * (replay_elem.h's gr_table picks a record's set). */
 cudaError_t grk_expand(gr_dims d, const uint32_t *records, const int16_t *tables,
 		       const int64_t *slots, const int *syms, int first, int count,
 		       const gpu_batch *out, cudaStream_t st);

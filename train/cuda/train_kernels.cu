@@ -382,17 +382,58 @@ static dim3 se_grid(int m, int cp)
 	return dim3((unsigned)((cp + SE_TX - 1) / SE_TX), (unsigned)(m < 65535 ? m : 65535));
 }
 
-__global__ void k_se_pool(const void *u, int du, int m, int hw, int cp, int creal, float *pool)
+/* pw: [m][hw] each point's weight in the means (masked pooling), summed in
+ * double as tr_se_forward sums them; NULL: the plain mean. */
+__global__ void k_se_pool(const void *u, int du, const float *pw, int m, int hw, int cp, int creal,
+			  float *pool)
 {
 	int c = blockIdx.x * SE_TX + threadIdx.x;
 	if (c >= creal)
 		return;
 	for (long n = blockIdx.y; n < m; n += gridDim.y) {
 		double s = 0;
+		if (pw) {
+			for (int p = 0; p < hw; p++)
+				s += (double)cuda_ld(u, (n * hw + p) * cp + c, du) * pw[n * hw + p];
+			pool[n * creal + c] = (float)s;
+			continue;
+		}
 		for (int p = 0; p < hw; p++)
 			s += cuda_ld(u, (n * hw + p) * cp + c, du);
 		pool[n * creal + c] = (float)(s / hw);
 	}
+}
+
+/* One thread per position: nn_board_pool_weights over its NHWC planes. */
+__global__ void k_board_pool_weights(const void *x, int dx, int m, int hw, int cin, int on,
+				     int also, float *w)
+{
+	long n = blockIdx.x * (long)blockDim.x + threadIdx.x;
+	if (n >= m)
+		return;
+	const long at = n * hw * cin;
+	int k = 0;
+	for (int p = 0; p < hw; p++) {
+		bool in = on < 0 || cuda_ld(x, at + (long)p * cin + on, dx) > 0.5f ||
+			  (also >= 0 && cuda_ld(x, at + (long)p * cin + also, dx) > 0.5f);
+		w[n * hw + p] = in ? 1.0f : 0.0f;
+		k += in;
+	}
+	if (!k) {
+		for (int p = 0; p < hw; p++)
+			w[n * hw + p] = 1.0f;
+		k = hw;
+	}
+	for (int p = 0; p < hw; p++)
+		w[n * hw + p] /= (float)k;
+}
+
+extern "C" cudaError_t tk_board_pool_weights(const void *x, nn_dtype dx, int m, int hw, int cin,
+					     int on, int also, float *w, cudaStream_t s)
+{
+	if (m > 0)
+		k_board_pool_weights<<<(m + 127) / 128, 128, 0, s>>>(x, dx, m, hw, cin, on, also, w);
+	return cudaGetLastError();
 }
 
 __global__ void k_se_apply(const void *u, int du, const float *gate, long M, int hw, int cp,
@@ -419,7 +460,8 @@ extern "C" cudaError_t tk_se_forward(const tk_se *e, const void *u, nn_dtype du,
 	int C = e->creal;
 	long M = (long)e->m * e->hw;
 	cudaError_t r;
-	k_se_pool<<<se_grid(e->m, e->cp), SE_TX, 0, s>>>(u, du, e->m, e->hw, e->cp, C, e->pool);
+	k_se_pool<<<se_grid(e->m, e->cp), SE_TX, 0, s>>>(u, du, e->pw, e->m, e->hw, e->cp, C,
+						     e->pool);
 	if ((r = tk_fc_small(e->pool, e->m, C, e->w1, e->b1, e->s, TK_ACT_RELU, e->hid, s)) !=
 		    cudaSuccess ||
 	    (r = tk_fc_small(e->hid, e->m, e->s, e->w2, e->b2, 2 * C, TK_ACT_SE_GATE, e->gate, s)) !=
@@ -458,8 +500,8 @@ __global__ void k_se_bwd(const void *g, int dg, const void *y, int dyt, const vo
 	}
 }
 
-__global__ void k_se_bwd_u(const void *gs, int dgs, const float *gate, const float *dpool, long M,
-			   int hw, int cp, int creal, void *du, int dut)
+__global__ void k_se_bwd_u(const void *gs, int dgs, const float *gate, const float *dpool,
+			   const float *pw, long M, int hw, int cp, int creal, void *du, int dut)
 {
 	long total = M * cp;
 	float inv = 1.0f / (float)hw;
@@ -469,7 +511,10 @@ __global__ void k_se_bwd_u(const void *gs, int dgs, const float *gate, const flo
 		float v = 0.0f;
 		if (c < creal) {
 			long n = i / cp / hw;
-			v = gate[n * 2 * creal + c] * cuda_ld(gs, i, dgs) + dpool[n * creal + c] * inv;
+			/* The mean's gradient: each point's weight in it. */
+			float wp = pw ? pw[i / cp] : inv; /* point i / cp of all M */
+			v = gate[n * 2 * creal + c] * cuda_ld(gs, i, dgs) +
+			    dpool[n * creal + c] * wp;
 		}
 		cuda_st(du, i, dut, v);
 	}
@@ -492,8 +537,8 @@ extern "C" cudaError_t tk_se_backward(const tk_se *e, const void *g, nn_dtype dg
 	    (r = tk_fc_small_backward(e->pool, m, C, e->w1, e->s, e->dhid, e->dpool, e->gw1, e->gb1,
 				      1, s)) != cudaSuccess)
 		return r;
-	k_se_bwd_u<<<cuda_grid(M * e->cp, 256), 256, 0, s>>>(gs, dgs, e->gate, e->dpool, M, e->hw,
-							      e->cp, C, gu, dgu);
+	k_se_bwd_u<<<cuda_grid(M * e->cp, 256), 256, 0, s>>>(gs, dgs, e->gate, e->dpool, e->pw, M,
+							      e->hw, e->cp, C, gu, dgu);
 	return cudaGetLastError();
 }
 

@@ -127,7 +127,16 @@ typedef struct tk_se {
 	float *pool, *hid, *gate;       /* forward, kept for the backward: [m][C] means,
 					 * [m][S] ReLU(se1), [m][2C] sigmoid | shift */
 	float *dz, *dhid, *dpool;       /* backward scratch: [m][2C], [m][S], [m][C] */
+	const float *pw;                /* [m][hw] each point's weight in the means
+					 * (masked pooling, tk_board_pool_weights),
+					 * or NULL: 1 / hw */
 } tk_se;
+/* nn_board_pool_weights of m positions' input planes x (NHWC rows of cin
+ * channels, type dx) into w [m][hw]: 1 / (points on the board) where
+ * channel `on` (or `also`, -1: none) is above 0.5, else 0; every point
+ * when `on` is -1 or a position has none (nn_board_planes gives them). */
+cudaError_t tk_board_pool_weights(const void *x, nn_dtype dx, int m, int hw, int cin, int on,
+				  int also, float *w, cudaStream_t st);
 /* y = ReLU(sigmoid(z[c]) u + z[C + c] [+ skip]) with z = se2(ReLU(se1(the
  * channel means of u))) per position, 0 past creal. */
 cudaError_t tk_se_forward(const tk_se *e, const void *u, nn_dtype du, const void *skip,
