@@ -347,11 +347,12 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 	lo.reuse_cap = o->reuse_cap;
 	lo.value_q_weight = (float)o->value_q_weight;
 	lo.device = o->nn.n_gpus ? o->nn.gpus[0] : 0;
-	/* int8 is for self-play on the CPU: the learner stays at its default. */
-	if (o->nn.precision_given && o->nn.precision != NN_DTYPE_INT8)
-		lo.precision = o->nn.precision;
-	if (o->train_precision_given)
-		lo.precision = o->train_precision;
+	/* The learner's arithmetic: --train-precision, else --precision unless
+	 * it is int8 (self-play's on the CPU), else the learner's default. */
+	bool told = o->train_precision_given ||
+		    (o->nn.precision_given && o->nn.precision != NN_DTYPE_INT8);
+	if (told)
+		lo.precision = o->train_precision_given ? o->train_precision : o->nn.precision;
 	bool want_cuda = wants_cuda(o);
 	int ranks = o->learners ? comm_size(o->learners) : 1;
 	if (ranks > 1) {
@@ -380,8 +381,6 @@ static learner *open_learner(loop *r, char *err, size_t errlen)
 		/* The CPU learner: bf16 on AMX unless told otherwise; it learned
 		 * more per CPU minute there (docs/LEARNING.md, "The bf16 learner
 		 * on 9x9 Go"). */
-		bool told = o->train_precision_given ||
-			    (o->nn.precision_given && o->nn.precision != NN_DTYPE_INT8);
 		if (!told)
 			lo.precision = trainer_bf16_fast() ? NN_DTYPE_BF16 : NN_DTYPE_FP32;
 		L = learner_new(&learner_cpu, r->net, &lo, err, errlen);
