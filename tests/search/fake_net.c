@@ -45,6 +45,8 @@ static int c4_forward(void *ctx, int batch, const float *planes, float *logits, 
 				q += p[42 + y * 7 + a];
 			}
 			logits[b * 7 + a] = o + 10 * q;
+			if (f->full_logit != 0 && o + q == 6)
+				logits[b * 7 + a] = f->full_logit;
 			own += o;
 			opp += q;
 		}

@@ -24,6 +24,7 @@ typedef struct fake_net {
 	atomic_int positions;    /* positions evaluated */
 	atomic_int max_batch_seen;
 	atomic_int fail;         /* 1: forward returns -1 */
+	float full_logit;        /* fake_c4: nonzero, the logit of a full column */
 } fake_net;
 
 void fake_c4_init(fake_net *f, int max_batch, int delay_us);

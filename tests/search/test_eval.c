@@ -424,6 +424,33 @@ Test(eval, uniform_without_network)
 	eval_free(ev);
 }
 
+/* The softmax is over the legal moves: an illegal move's logit, however
+ * far above theirs (all of theirs would underflow against it) and even
+ * NaN, changes nothing in their policy. */
+Test(eval, an_illegal_moves_logit_leaves_the_legal_policy_alone)
+{
+	const float extreme[] = { 1000.0f, INFINITY, NAN, -1000.0f };
+	for (size_t t = 0; t < sizeof(extreme) / sizeof(extreme[0]); t++) {
+		fake_net f;
+		evaluator *ev = queue_c4(&f, 0);
+		f.full_logit = extreme[t];
+		game g;
+		game_params p = game_params_default(GAME_KIND_CONNECT4);
+		game_init(&g, &p);
+		for (int i = 0; i < 6; i++)
+			cr_assert_eq(game_play(&g, 3), GAME_OK);
+		cr_assert_eq(game_play(&g, 0), GAME_OK);
+		float pol[GAME_MAX_ACTIONS], v;
+		cr_assert_eq(eval_position(ev, &g, pol, &v), 0);
+		cr_assert_eq(pol[3], 0, "the full column has no prior (logit %g)", extreme[t]);
+		cr_assert(fake_answer_ok(&g, pol, v),
+			  "the legal columns get the softmax of their own logits (full column's %g)",
+			  extreme[t]);
+		cr_assert(pol[0] > pol[1], "not the uniform fallback (logit %g)", extreme[t]);
+		eval_free(ev);
+	}
+}
+
 Test(eval, backend_failure_is_reported)
 {
 	fake_net f;
