@@ -200,9 +200,9 @@ static void run_selfplay_ranks(const char *dir, int games, nn_backend_kind kind,
 }
 
 /* `mpirun -np 3 sente selfplay --games 9`, the ranks as threads: exactly 9
- * games stored though both workers (3 games at once each) have games under
- * way when the ninth comes, games from both, and rank 0's totals carry the
- * workers' network evaluations. */
+ * games stored though the workers (3 games at once each) have games under
+ * way when the ninth comes, each game with its worker's name, and rank 0's
+ * totals carry the workers' network evaluations. */
 Test(distributed, selfplay_ranks_store_exactly_the_games_asked_for, .timeout = 120)
 {
 	char dir[] = "/tmp/sente-dist-sp-XXXXXX", db[256];
@@ -217,7 +217,13 @@ Test(distributed, selfplay_ranks_store_exactly_the_games_asked_for, .timeout = 1
 	sqlite3 *s;
 	cr_assert_eq(sqlite3_open(db, &s), SQLITE_OK);
 	cr_assert_eq(query_int(s, "SELECT count(*) FROM games"), 9);
-	cr_assert_eq(query_int(s, "SELECT count(DISTINCT worker) FROM games"), 2);
+	/* Every game names the worker that played it. Which workers' games
+	 * come in first is the scheduler's: on a loaded machine one worker
+	 * can play all nine while the other still builds its network, so
+	 * "games from both" is not asserted. */
+	cr_assert_eq(query_int(s, "SELECT count(*) FROM games WHERE worker IS NULL OR worker = ''"), 0);
+	int workers = query_int(s, "SELECT count(DISTINCT worker) FROM games");
+	cr_assert(workers >= 1 && workers <= 2, "games from %d workers (2 play)", workers);
 	sqlite3_close(s);
 	loop_test_rmdir(dir);
 }
