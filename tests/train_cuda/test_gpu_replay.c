@@ -624,13 +624,15 @@ Test(gpu_replay, sizes_layout_tables_and_refusals)
 	int16_t mv = 0;
 	uint16_t cnt = 1;
 	cr_assert_eq(gpu_replay_pack_position(&L, g, &mv, &cnt, 1, 0.0f, rec, err, sizeof(err)), -1);
-	cr_assert(strstr(err, "11x11"), "%s", err);
+	cr_assert(strstr(err, "11x11") && strstr(err, "9x9, 13x13"), "%s", err);
 	game_record r;
 	gr_case k11 = { GAME_KIND_GO, 11, NN_ENC_GO_NATIVE, 7.5, 1, 1, 0 };
 	uint64_t sd = 5;
 	gr_game(&k11, &sd, 20, &r);
 	uint32_t *out = calloc((size_t)d->rec_words * 20, sizeof(uint32_t));
 	cr_assert_eq(gpu_replay_pack_game(&L, &r, 0, out, 20, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "go 11 record") && strstr(err, "9x9, 13x13"),
+		  "the refusal names the record's size and the buffer's: %s", err);
 	record_free(&r);
 	/* A 9x9 position: its pass goes to the frame's pass, its size word
 	 * is 0, and a move past its 82 actions is refused. */

@@ -207,6 +207,21 @@ static int pack_counts(const gr_dims *d, const int16_t *moves, const uint16_t *c
 	return 0;
 }
 
+/* What L holds, for a refusal: "go 19x19", or with several sizes "go
+ * 9x9, 13x13". */
+static const char *layout_text(const gpu_replay_layout *L, char *buf, size_t len)
+{
+	int at = snprintf(buf, len, "%s ", game_kind_name(L->params.kind));
+	if (L->d.n_sizes <= 1) {
+		snprintf(buf + at, len - (size_t)at, "%dx%d", L->frame_w, L->frame_h);
+		return buf;
+	}
+	for (int k = 0; k < L->d.n_sizes && at < (int)len; k++)
+		at += snprintf(buf + at, len - (size_t)at, "%s%dx%d", k ? ", " : "", L->size[k],
+			       L->size[k]);
+	return buf;
+}
+
 /* The index of g's board size in L's list, or -1 (with a message) when g
  * is not a game of L's. */
 static int size_index(const gpu_replay_layout *L, const game *g, char *err, size_t errlen)
@@ -220,9 +235,9 @@ static int size_index(const gpu_replay_layout *L, const game *g, char *err, size
 			if (w == L->size[k] && h == L->size[k])
 				return k;
 	}
-	snprintf(err, errlen, "gpu replay: a %s %dx%d position does not fit the buffer's %s %dx%d",
-		 game_kind_name(g->params.kind), w, h, game_kind_name(L->params.kind), L->frame_w,
-		 L->frame_h);
+	char held[160];
+	snprintf(err, errlen, "gpu replay: a %s %dx%d position does not fit the buffer's %s",
+		 game_kind_name(g->params.kind), w, h, layout_text(L, held, sizeof(held)));
 	return -1;
 }
 
@@ -378,9 +393,9 @@ int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int s
 	for (int k = 0; k < L->d.n_sizes; k++)
 		size_ok |= r->params.size == L->size[k];
 	if (r->params.kind != L->params.kind || !size_ok) {
-		snprintf(err, errlen, "gpu replay: a %s %d record in a buffer for %s %d",
-			 game_kind_name(r->params.kind), r->params.size,
-			 game_kind_name(L->params.kind), L->params.size);
+		char held[160];
+		snprintf(err, errlen, "gpu replay: a %s %d record in a buffer for %s",
+			 game_kind_name(r->params.kind), r->params.size, layout_text(L, held, sizeof(held)));
 		return -1;
 	}
 	int written = -1, idx = 0, n = 0;
