@@ -203,41 +203,21 @@ void eval_clear_cache(evaluator *ev)
 
 /* ---- server --------------------------------------------------------------- */
 
-/* Softmax of the logits over the request's legal moves, into its policy.
- * The shift is the largest of all the logits (a contiguous loop, eight
- * lanes at once: the legal ones sit behind an index each), the sum
- * a float's (at most GAME_MAX_ACTIONS terms of at most 1), and one
- * reciprocal instead of a division per move: this runs on the network's
- * thread for every position evaluated. */
-static void answer_request(eval_request *r, const float *logits, int n_logits, float value)
+/* Softmax of the logits over the request's legal moves, into its policy:
+ * the sum a float's (at most GAME_MAX_ACTIONS terms of at most 1) and one
+ * reciprocal instead of a division per move, since this runs on the
+ * network's thread for every position evaluated. */
+static void answer_request(eval_request *r, const float *logits, float value)
 {
 	float ex[GAME_MAX_ACTIONS];
-	float m8[8] = { -INFINITY, -INFINITY, -INFINITY, -INFINITY,
-			-INFINITY, -INFINITY, -INFINITY, -INFINITY };
-	int i8 = 0;
-	for (; i8 + 8 <= n_logits; i8 += 8)
-		for (int j = 0; j < 8; j++)
-			m8[j] = logits[i8 + j] > m8[j] ? logits[i8 + j] : m8[j];
-	for (; i8 < n_logits; i8++)
-		m8[0] = logits[i8] > m8[0] ? logits[i8] : m8[0];
-	float mx = m8[0];
-	for (int j = 1; j < 8; j++)
-		mx = m8[j] > mx ? m8[j] : mx;
+	float mx = -INFINITY;
+	for (int i = 0; i < r->n_legal; i++)
+		if (logits[r->logit_idx[i]] > mx)
+			mx = logits[r->logit_idx[i]];
 	float sum = 0;
 	for (int i = 0; i < r->n_legal; i++) {
 		ex[i] = expf(logits[r->logit_idx[i]] - mx);
 		sum += ex[i];
-	}
-	/* An illegal move's logit so far above every legal one that all of
-	 * theirs underflowed: shift by the largest legal logit instead. */
-	if (sum == 0 && r->n_legal > 0) {
-		mx = -INFINITY;
-		for (int i = 0; i < r->n_legal; i++)
-			mx = fmaxf(mx, logits[r->logit_idx[i]]);
-		for (int i = 0; i < r->n_legal; i++) {
-			ex[i] = expf(logits[r->logit_idx[i]] - mx);
-			sum += ex[i];
-		}
 	}
 	memset(r->policy, 0, sizeof(float) * (size_t)r->n_actions);
 	/* A NaN from a broken network must not poison the tree: fall back to
@@ -327,7 +307,7 @@ static void *server_main(void *arg)
 		if (rc != 0)
 			atomic_fetch_add(&ev->n_failures, 1);
 		for (int i = 0; i < k && rc == 0; i++) {
-			answer_request(batch[i], s->logits + (size_t)i * (size_t)outs, outs, s->values[i]);
+			answer_request(batch[i], s->logits + (size_t)i * (size_t)outs, s->values[i]);
 			/* The transformed position's point sym(p) is our point p. */
 			const float *own = s->own + (size_t)i * (size_t)ev->n_points;
 			for (int p = 0; batch[i]->own && p < batch[i]->n_points; p++)

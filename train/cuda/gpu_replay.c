@@ -208,17 +208,15 @@ static int pack_counts(const gr_dims *d, const int16_t *moves, const uint16_t *c
 }
 
 /* What L holds, for a refusal: "go 19x19", or with several sizes "go
- * 9x9, 13x13". */
+ * 9x9, 13x13" (nn_arch_sizes_text's words for the net's boards). */
 static const char *layout_text(const gpu_replay_layout *L, char *buf, size_t len)
 {
-	int at = snprintf(buf, len, "%s ", game_kind_name(L->params.kind));
-	if (L->d.n_sizes <= 1) {
-		snprintf(buf + at, len - (size_t)at, "%dx%d", L->frame_w, L->frame_h);
-		return buf;
-	}
-	for (int k = 0; k < L->d.n_sizes && at < (int)len; k++)
-		at += snprintf(buf + at, len - (size_t)at, "%s%dx%d", k ? ", " : "", L->size[k],
-			       L->size[k]);
+	nn_arch a = { .board_w = L->frame_w, .board_h = L->frame_h };
+	for (int k = 0; L->d.n_sizes > 1 && k < L->d.n_sizes; k++)
+		a.sizes |= 1u << L->size[k];
+	char boards[128];
+	snprintf(buf, len, "%s %s", game_kind_name(L->params.kind),
+		 nn_arch_sizes_text(&a, boards, sizeof(boards)));
 	return buf;
 }
 
