@@ -328,6 +328,12 @@ typedef struct tr_convw {
 typedef struct tr_bn_prims {
 	dnnl_memory_desc_t data, stat; /* activation layout; [C] statistics */
 	tr_op fwd, inf, bwd;           /* training forward, inference forward, backward */
+	/* The same with the ReLU after it fused in (oneDNN's fuse_norm_relu):
+	 * the forward writes relu(BN(z)) and a mask of where it passed, which
+	 * the backward applies to its output gradient, so neither pass reads
+	 * or writes the activations a second time for the ReLU. */
+	tr_op fwd_relu, bwd_relu;
+	dnnl_memory_desc_t ws;         /* that mask's layout */
 } tr_bn_prims;
 
 typedef struct tr_relu_prims {
@@ -524,12 +530,54 @@ static int tr_bn_prims_make(tr_ctx *c, tr_bn_prims *p, const dnnl_memory_desc_t 
 							       flags | dnnl_use_global_stats));
 	if (tr_op_make(c, &d, NULL, &p->inf, NULL, err, errlen) < 0)
 		goto fail;
+	dnnl_primitive_desc_destroy(fpd);
+	fpd = NULL;
+	DNNL_CHECK(dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_training, data,
+							       NN_BN_EPS,
+							       flags | dnnl_fuse_norm_relu));
+	if (tr_op_make(c, &d, NULL, &p->fwd_relu, &fpd, err, errlen) < 0)
+		goto fail;
+	p->ws = *dnnl_primitive_desc_query_md(fpd, dnnl_query_workspace_md, 0);
+	DNNL_CHECK(dnnl_batch_normalization_backward_desc_init(&d, dnnl_backward, data, data,
+								NN_BN_EPS, flags | dnnl_fuse_norm_relu));
+	if (tr_op_make(c, &d, fpd, &p->bwd_relu, NULL, err, errlen) < 0)
+		goto fail;
 	goto out;
 fail:
 	rc = -1;
 out:
 	if (fpd)
 		dnnl_primitive_desc_destroy(fpd);
+	return rc;
+}
+
+/* dst = src0 + src1 over layout `data`, then a ReLU when `relu`: oneDNN's
+ * binary add, on every thread (in place with dst = src0). */
+static int tr_add_make(tr_ctx *c, tr_op *op, const dnnl_memory_desc_t *data, int relu, char *err,
+		       size_t errlen)
+{
+	int rc = 0;
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_post_ops_t po = NULL;
+	dnnl_primitive_desc_t pd = NULL;
+	dnnl_binary_desc_t d;
+	DNNL_CHECK(dnnl_binary_desc_init(&d, dnnl_binary_add, data, data, data));
+	DNNL_CHECK(dnnl_primitive_attr_create(&attr));
+	DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+	if (relu) {
+		DNNL_CHECK(dnnl_post_ops_create(&po));
+		DNNL_CHECK(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
+		DNNL_CHECK(dnnl_primitive_attr_set_post_ops(attr, po));
+	}
+	DNNL_CHECK(dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL));
+	rc = tr_op_from_pd(c, pd, op, err, errlen);
+out:
+	if (pd)
+		dnnl_primitive_desc_destroy(pd);
+	if (po)
+		dnnl_post_ops_destroy(po);
+	if (attr)
+		dnnl_primitive_attr_destroy(attr);
 	return rc;
 }
 
@@ -686,6 +734,10 @@ typedef struct tr_layer {
 	dnnl_memory_t mean, var;   /* batch statistics of the last training pass */
 	dnnl_memory_t z;           /* conv output (BN input) */
 	dnnl_memory_t a;           /* BN output (+ skip), ReLU in place: the layer output */
+	dnnl_memory_t ws;          /* ReLU mask of the fused BN (layers without a skip), or NULL */
+	int fused;                 /* the last training forward ran the fused BN + ReLU */
+	dnnl_memory_t lp;          /* bf16 convs: the source as the forward rounded it, which
+				    * the backward reuses */
 	struct tr_se *se;          /* the block's squeeze-excitation (its second layer), or NULL */
 } tr_layer;
 
@@ -755,9 +807,8 @@ struct trainer {
 	dnnl_memory_t dvout;      /* value-output gradient */
 	int blocked;              /* 1: activations nChw16c, 0: NHWC */
 	int winograd;             /* 1: the tower's 3x3 convs are Winograd's */
-	dnnl_memory_t lp_src, lp_g; /* bf16 tower: a layer's source and output
-				   * gradient in bf16 (shared: made again where a
-				   * pass needs them) */
+	dnnl_memory_t lp_g;       /* bf16 tower: a layer's output gradient in bf16 (shared) */
+	tr_op add_relu, add;      /* tower layout: a + skip then ReLU; gradient sums */
 	tr_se *se;                /* [blocks] SE state (blk NULL: a plain block), or NULL */
 	float *se_buf;            /* one allocation: every SE block's pool, hid, gate, then
 				   * the shared scratch of the backward pass */
@@ -876,7 +927,8 @@ static float *tr_g(const trainer *t, const float *p)
 /* Memories of layer l (conv cv) over the net and gradient arrays, plus its
  * activations. */
 static int tr_layer_bind(trainer *t, tr_layer *L, nn_conv *cv, const tr_conv_prims *cp,
-			 const tr_bn_prims *bp, const tr_relu_prims *rp, char *err, size_t errlen)
+			 const tr_bn_prims *bp, const tr_relu_prims *rp, int skip, char *err,
+			 size_t errlen)
 {
 	tr_ctx *c = &t->c;
 	L->conv = cv;
@@ -894,6 +946,11 @@ static int tr_layer_bind(trainer *t, tr_layer *L, nn_conv *cv, const tr_conv_pri
 	    tr_buf(c, &bp->stat, &L->mean, err, errlen) < 0 ||
 	    tr_buf(c, &bp->stat, &L->var, err, errlen) < 0 ||
 	    tr_buf(c, &cp->dst, &L->z, err, errlen) < 0 || tr_buf(c, &cp->dst, &L->a, err, errlen) < 0)
+		return -1;
+	/* A layer without a skip has its ReLU right after the BN: fused. */
+	if (!skip && tr_buf(c, &bp->ws, &L->ws, err, errlen) < 0)
+		return -1;
+	if (cp->bf16 && tr_buf(c, &cp->src_lp, &L->lp, err, errlen) < 0)
 		return -1;
 	return 0;
 }
@@ -1249,19 +1306,21 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 			     errlen) < 0 ||
 	    tr_relu_prims_make(c, &t->rp_hid, &t->ip_v1.dst, err, errlen) < 0)
 		goto fail;
-	if (tr_layer_bind(t, &t->layer[0], &n->input, &t->cp_in, &t->bp_tower, &t->rp_tower, err,
+	if (tr_layer_bind(t, &t->layer[0], &n->input, &t->cp_in, &t->bp_tower, &t->rp_tower, 0, err,
 			  errlen) < 0)
 		goto fail;
 	for (int i = 0; i < a->blocks; i++)
 		if (tr_layer_bind(t, &t->layer[1 + 2 * i], &n->block[i].conv1, &t->cp_tower,
-				  &t->bp_tower, &t->rp_tower, err, errlen) < 0 ||
+				  &t->bp_tower, &t->rp_tower, 0, err, errlen) < 0 ||
 		    tr_layer_bind(t, &t->layer[2 + 2 * i], &n->block[i].conv2, &t->cp_tower,
-				  &t->bp_tower, &t->rp_tower, err, errlen) < 0)
+				  &t->bp_tower, &t->rp_tower, 1, err, errlen) < 0)
 			goto fail;
 	if (tr_layer_bind(t, &t->layer[t->n_layer - 2], &n->policy_conv, &t->cp_pol, &t->bp_pol,
-			  &t->rp_pol, err, errlen) < 0 ||
+			  &t->rp_pol, 0, err, errlen) < 0 ||
 	    tr_layer_bind(t, &t->layer[t->n_layer - 1], &n->value_conv, &t->cp_val, &t->bp_val,
-			  &t->rp_val, err, errlen) < 0 ||
+			  &t->rp_val, 0, err, errlen) < 0 ||
+	    tr_add_make(c, &t->add_relu, &t->cp_in.dst, 1, err, errlen) < 0 ||
+	    tr_add_make(c, &t->add, &t->cp_in.dst, 0, err, errlen) < 0 ||
 	    tr_fc_bind(t, &t->fc_pol, &n->policy_fc, &t->ip_pol, err, errlen) < 0 ||
 	    tr_fc_bind(t, &t->fc_v1, &n->value_fc1, &t->ip_v1, err, errlen) < 0 ||
 	    tr_fc_bind(t, &t->fc_v2, &n->value_fc2, &t->ip_v2, err, errlen) < 0 ||
@@ -1308,9 +1367,7 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 	for (int i = 0; i < 4; i++)
 		if (tr_buf(c, &t->cp_in.dst, &t->g[i], err, errlen) < 0)
 			goto fail;
-	if (a->blocks && bf16 &&
-	    (tr_buf(c, &t->cp_tower.src_lp, &t->lp_src, err, errlen) < 0 ||
-	     tr_buf(c, &t->cp_tower.dst_lp, &t->lp_g, err, errlen) < 0))
+	if (a->blocks && bf16 && tr_buf(c, &t->cp_tower.dst_lp, &t->lp_g, err, errlen) < 0)
 		goto fail;
 	for (int i = 0; i < 3; i++)
 		if (tr_buf(c, &t->cp_pol.dst, &t->gp[i], err, errlen) < 0 ||
@@ -1441,12 +1498,24 @@ static int tr_layer_fwd(trainer *t, tr_layer *L, dnnl_memory_t src, dnnl_memory_
 	/* An SE layer's BN writes the gate's input, kept for the backward. */
 	dnnl_memory_t bn = L->se ? L->se->u : L->a;
 	dnnl_memory_t in = src;
+	/* BN and ReLU as one pass where the ReLU follows the BN (no skip, no
+	 * SE); not when ranks share the statistics, since the output is made
+	 * again with the global ones and the mask would be the local one's. */
+	int fuse = training && L->ws && !skip && !L->se && !tr_sync(t);
+	L->fused = fuse;
 	if (L->cp->bf16) {
-		RUN(&L->cp->src_to_lp, { DNNL_ARG_FROM, src }, { DNNL_ARG_TO, t->lp_src });
-		in = t->lp_src;
+		RUN(&L->cp->src_to_lp, { DNNL_ARG_FROM, src }, { DNNL_ARG_TO, L->lp });
+		in = L->lp;
 	}
 	RUN(&L->cp->fwd, { DNNL_ARG_SRC, in }, { DNNL_ARG_WEIGHTS, L->w.w_fwd },
 	    { DNNL_ARG_BIAS, L->w.b }, { DNNL_ARG_DST, L->z });
+	if (fuse) {
+		RUN(&L->bp->fwd_relu, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_DST, bn },
+		    { DNNL_ARG_MEAN, L->mean }, { DNNL_ARG_VARIANCE, L->var },
+		    { DNNL_ARG_SCALE, L->gamma }, { DNNL_ARG_SHIFT, L->beta },
+		    { DNNL_ARG_WORKSPACE, L->ws });
+		return 0;
+	}
 	if (training) {
 		RUN(&L->bp->fwd, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_DST, bn },
 		    { DNNL_ARG_MEAN, L->mean }, { DNNL_ARG_VARIANCE, L->var },
@@ -1467,15 +1536,11 @@ static int tr_layer_fwd(trainer *t, tr_layer *L, dnnl_memory_t src, dnnl_memory_
 		DNNL_CHECK(dnnl_stream_wait(c->stream));
 		tr_se_fwd(t, L);
 	}
-	if (skip) {
-		DNNL_CHECK(dnnl_stream_wait(c->stream));
-		float *x = tr_ptr(L->a);
-		const float *s = tr_ptr(skip);
-		size_t cnt = tr_floats(L->a);
-		for (size_t i = 0; i < cnt; i++)
-			x[i] += s[i];
-	}
-	RUN(&L->rp->fwd, { DNNL_ARG_SRC, L->a }, { DNNL_ARG_DST, L->a });
+	if (skip)
+		RUN(&t->add_relu, { DNNL_ARG_SRC_0, L->a }, { DNNL_ARG_SRC_1, skip },
+		    { DNNL_ARG_DST, L->a });
+	else
+		RUN(&L->rp->fwd, { DNNL_ARG_SRC, L->a }, { DNNL_ARG_DST, L->a });
 out:
 	return rc;
 }
@@ -1490,31 +1555,40 @@ static int tr_layer_bwd(trainer *t, tr_layer *L, dnnl_memory_t src, dnnl_memory_
 	char *err = t->err;
 	size_t errlen = sizeof(t->err);
 	int rc = 0;
-	RUN(&L->rp->bwd, { DNNL_ARG_DST, L->a }, { DNNL_ARG_DIFF_DST, ga },
-	    { DNNL_ARG_DIFF_SRC, gb });
-	/* An SE layer's BN gets the gradient through the gate, in ga (whose
-	 * contents are spent); gb stays the skip's. */
-	dnnl_memory_t gbn = gb;
-	if (L->se) {
-		DNNL_CHECK(dnnl_stream_wait(c->stream));
-		tr_se_bwd(t, L, gb, ga);
-		gbn = ga;
+	if (L->fused) {
+		/* The ReLU's backward is the BN's mask: gb is not written (no
+		 * skip reads it). */
+		RUN(&L->bp->bwd_relu, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_MEAN, L->mean },
+		    { DNNL_ARG_VARIANCE, L->var }, { DNNL_ARG_SCALE, L->gamma },
+		    { DNNL_ARG_SHIFT, L->beta }, { DNNL_ARG_WORKSPACE, L->ws },
+		    { DNNL_ARG_DIFF_DST, ga }, { DNNL_ARG_DIFF_SRC, gc },
+		    { DNNL_ARG_DIFF_SCALE, L->dgamma }, { DNNL_ARG_DIFF_SHIFT, L->dbeta });
+	} else {
+		RUN(&L->rp->bwd, { DNNL_ARG_DST, L->a }, { DNNL_ARG_DIFF_DST, ga },
+		    { DNNL_ARG_DIFF_SRC, gb });
+		/* An SE layer's BN gets the gradient through the gate, in ga
+		 * (whose contents are spent); gb stays the skip's. */
+		dnnl_memory_t gbn = gb;
+		if (L->se) {
+			DNNL_CHECK(dnnl_stream_wait(c->stream));
+			tr_se_bwd(t, L, gb, ga);
+			gbn = ga;
+		}
+		RUN(&L->bp->bwd, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_MEAN, L->mean },
+		    { DNNL_ARG_VARIANCE, L->var }, { DNNL_ARG_SCALE, L->gamma },
+		    { DNNL_ARG_SHIFT, L->beta }, { DNNL_ARG_DIFF_DST, gbn }, { DNNL_ARG_DIFF_SRC, gc },
+		    { DNNL_ARG_DIFF_SCALE, L->dgamma }, { DNNL_ARG_DIFF_SHIFT, L->dbeta });
 	}
-	RUN(&L->bp->bwd, { DNNL_ARG_SRC, L->z }, { DNNL_ARG_MEAN, L->mean },
-	    { DNNL_ARG_VARIANCE, L->var }, { DNNL_ARG_SCALE, L->gamma }, { DNNL_ARG_SHIFT, L->beta },
-	    { DNNL_ARG_DIFF_DST, gbn }, { DNNL_ARG_DIFF_SRC, gc }, { DNNL_ARG_DIFF_SCALE, L->dgamma },
-	    { DNNL_ARG_DIFF_SHIFT, L->dbeta });
 	if (tr_sync(t)) {
 		DNNL_CHECK(dnnl_stream_wait(c->stream));
 		if (tr_bn_sync_grad(t, L, gc) < 0)
 			return -1;
 	}
-	/* bf16: the source is rounded again (the forward's copy is gone). */
+	/* bf16: the source as the forward rounded it. */
 	dnnl_memory_t x = src, gy = gc;
 	if (L->cp->bf16) {
-		RUN(&L->cp->src_to_lp, { DNNL_ARG_FROM, src }, { DNNL_ARG_TO, t->lp_src });
 		RUN(&L->cp->dst_to_lp, { DNNL_ARG_FROM, gc }, { DNNL_ARG_TO, t->lp_g });
-		x = t->lp_src;
+		x = L->lp;
 		gy = t->lp_g;
 	}
 	RUN(&L->cp->bwd_w, { DNNL_ARG_SRC, x }, { DNNL_ARG_DIFF_DST, gy },
@@ -1813,8 +1887,8 @@ static int tr_pass(trainer *t, const train_batch *b, int training, int grad, tra
 		RUN(&t->head_from_plain[1], { DNNL_ARG_FROM, vg }, { DNNL_ARG_TO, t->gv[0] });
 	if (tr_layer_bwd(t, Lv, top, t->gv[0], t->gv[1], t->gv[2], t->g[1]) < 0)
 		return -1;
-	DNNL_CHECK(dnnl_stream_wait(c->stream));
-	tr_add(t->g[0], t->g[1]);
+	RUN(&t->add, { DNNL_ARG_SRC_0, t->g[0] }, { DNNL_ARG_SRC_1, t->g[1] },
+	    { DNNL_ARG_DST, t->g[0] });
 	/* Tower backward, block by block: g[0] holds the gradient of the block
 	 * output; g[1] keeps the pre-ReLU gradient for the skip. */
 	for (int i = B - 1; i >= 0; i--) {
@@ -1823,8 +1897,8 @@ static int tr_pass(trainer *t, const train_batch *b, int training, int grad, tra
 		if (tr_layer_bwd(t, l2l, l1->a, t->g[0], t->g[1], t->g[2], t->g[3]) < 0 ||
 		    tr_layer_bwd(t, l1, x0, t->g[3], t->g[0], t->g[2], t->g[0]) < 0)
 			return -1;
-		DNNL_CHECK(dnnl_stream_wait(c->stream));
-		tr_add(t->g[0], t->g[1]);
+		RUN(&t->add, { DNNL_ARG_SRC_0, t->g[0] }, { DNNL_ARG_SRC_1, t->g[1] },
+		    { DNNL_ARG_DST, t->g[0] });
 	}
 	if (tr_layer_bwd(t, &t->layer[0], t->in, t->g[0], t->g[1], t->g[2], NULL) < 0)
 		return -1;
