@@ -16,8 +16,10 @@
  *   reordered in when needed; the head activations are reordered to NCHW
  *   for the inner products, which read them as a flat [N][C*H*W]
  *   (channel-major, as net.h says), and their gradients back. Every tower
- *   activation and its gradient share one layout without padding, so the
- *   residual add is a plain loop.
+ *   activation and its gradient share one layout without padding, which
+ *   the squeeze-excitation loops walk as plain arrays. A ReLU right after a batch norm is fused into it (oneDNN's
+ *   fuse_norm_relu, its mask kept for the backward); the residual add
+ *   and its ReLU are one oneDNN binary pass.
  * - Weights: the user-side tensors are the trainer's own nn_net (OIHW / OI);
  *   conv weights are reordered into the formats the primitives chose
  *   ("any") at the start of each pass, and weight gradients back to OIHW
@@ -1229,9 +1231,9 @@ trainer *trainer_new(const nn_net *net, const train_options *o, char *err, size_
 		goto fail;
 	tr_ctx *c = &t->c;
 	int pc = a->policy_channels, vc = a->value_channels, hw = H * W;
-	/* A blocked layout pads channels to 16, which the plain loop of the
-	 * residual add would walk over: blocked only for widths without
-	 * padding. The head convs write the same layout (padded there, which
+	/* A blocked layout pads channels to 16, which the squeeze-excitation
+	 * loops over tower activations would walk over: blocked only for
+	 * widths without padding. The head convs write the same layout (padded there, which
 	 * only oneDNN primitives touch) since a blocked source with another
 	 * destination layout has no fast kernel. */
 	if (o->layout == TRAIN_LAYOUT_BLOCKED && C % 16) {
@@ -1547,7 +1549,8 @@ out:
 
 /* Backward of one conv layer: ga is the gradient of its output; gb and gc
  * are clobbered (gb ends holding the gradient before the ReLU, which a
- * residual skip needs); the input gradient goes to gout when not NULL. */
+ * residual skip needs, except after a fused BN + ReLU, which has no skip
+ * and leaves gb alone); the input gradient goes to gout when not NULL. */
 static int tr_layer_bwd(trainer *t, tr_layer *L, dnnl_memory_t src, dnnl_memory_t ga,
 			dnnl_memory_t gb, dnnl_memory_t gc, dnnl_memory_t gout)
 {
