@@ -201,16 +201,20 @@ out:
 	return rc;
 }
 
-/* The primitive for op descriptor `desc` (hint: its forward pd, or NULL).
- * When pd_out is given the pd is returned there (the caller destroys it). */
-static int tr_op_make(tr_ctx *c, const_dnnl_op_desc_t desc, const_dnnl_primitive_desc_t hint,
-		      tr_op *op, dnnl_primitive_desc_t *pd_out, char *err, size_t errlen)
+/* The primitive for op descriptor `desc` (hint: its forward pd, or NULL),
+ * with post-ops po (NULL: none). When pd_out is given the pd is returned
+ * there (the caller destroys it). */
+static int tr_op_make_po(tr_ctx *c, const_dnnl_op_desc_t desc, const_dnnl_primitive_desc_t hint,
+			 const_dnnl_post_ops_t po, tr_op *op, dnnl_primitive_desc_t *pd_out,
+			 char *err, size_t errlen)
 {
 	int rc = 0;
 	dnnl_primitive_attr_t attr = NULL;
 	dnnl_primitive_desc_t pd = NULL;
 	DNNL_CHECK(dnnl_primitive_attr_create(&attr));
 	DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+	if (po)
+		DNNL_CHECK(dnnl_primitive_attr_set_post_ops(attr, po));
 	DNNL_CHECK(dnnl_primitive_desc_create(&pd, desc, attr, c->engine, hint));
 	if (tr_op_from_pd(c, pd, op, err, errlen) < 0) {
 		rc = -1;
@@ -226,6 +230,12 @@ out:
 	if (attr)
 		dnnl_primitive_attr_destroy(attr);
 	return rc;
+}
+
+static int tr_op_make(tr_ctx *c, const_dnnl_op_desc_t desc, const_dnnl_primitive_desc_t hint,
+		      tr_op *op, dnnl_primitive_desc_t *pd_out, char *err, size_t errlen)
+{
+	return tr_op_make_po(c, desc, hint, NULL, op, pd_out, err, errlen);
 }
 
 static int tr_reorder_make(tr_ctx *c, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
@@ -559,27 +569,17 @@ static int tr_add_make(tr_ctx *c, tr_op *op, const dnnl_memory_desc_t *data, int
 		       size_t errlen)
 {
 	int rc = 0;
-	dnnl_primitive_attr_t attr = NULL;
 	dnnl_post_ops_t po = NULL;
-	dnnl_primitive_desc_t pd = NULL;
 	dnnl_binary_desc_t d;
 	DNNL_CHECK(dnnl_binary_desc_init(&d, dnnl_binary_add, data, data, data));
-	DNNL_CHECK(dnnl_primitive_attr_create(&attr));
-	DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
 	if (relu) {
 		DNNL_CHECK(dnnl_post_ops_create(&po));
 		DNNL_CHECK(dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f));
-		DNNL_CHECK(dnnl_primitive_attr_set_post_ops(attr, po));
 	}
-	DNNL_CHECK(dnnl_primitive_desc_create(&pd, &d, attr, c->engine, NULL));
-	rc = tr_op_from_pd(c, pd, op, err, errlen);
+	rc = tr_op_make_po(c, &d, NULL, po, op, NULL, err, errlen);
 out:
-	if (pd)
-		dnnl_primitive_desc_destroy(pd);
 	if (po)
 		dnnl_post_ops_destroy(po);
-	if (attr)
-		dnnl_primitive_attr_destroy(attr);
 	return rc;
 }
 
