@@ -69,6 +69,7 @@ int cli_run(int argc, char **argv)
 	bool dir_given = false, blocks_given = false, channels_given = false, par_given = false;
 	bool visits_given = false, cheap_given = false, window_given = false;
 	bool tmoves_given = false, tend_given = false, carry_given = false;
+	bool sched_given = false, drops_given = false;
 	cli_int_list drops = { .v = o.lr_drops, .cap = TRAIN_MAX_LR_STEPS, .n = &o.n_lr_drops };
 	cli_int_list sizes = { .v = o.sizes, .cap = SELFPLAY_MAX_SIZES, .n = &o.n_sizes };
 	const cli_opt opts[] = {
@@ -151,12 +152,13 @@ int cli_run(int argc, char **argv)
 			       "sgd (Nesterov momentum 0.9, L2) or adamw", .def = "sgd"),
 		CLI_OPT_CHOICE("--lr-schedule", NULL, &o.lr_schedule, schedules, "S",
 			       "constant; step (times --lr-gamma at each of --lr-drops); cosine "
-			       "(to --lr-min over --lr-total-steps)", .def = "constant"),
+			       "(to --lr-min over --lr-total-steps)", .given = &sched_given,
+			       .def = "constant; step when --lr-drops is given"),
 		CLI_OPT_INT("--lr-warmup", NULL, &o.lr_warmup, 0, 1000000000L, "N",
 			    "linear warm-up of the learning rate from 0 over N steps"),
 		CLI_OPT_CALL("--lr-drops", NULL, &drops, cli_opt_int_list, "LIST",
 			     "steps at which the step schedule drops the rate", .lo = 1,
-			     .hi = 1000000000L, .def = "none"),
+			     .hi = 1000000000L, .given = &drops_given, .def = "none"),
 		CLI_OPT_REAL("--lr-gamma", NULL, &o.lr_gamma, 0, 1, "G", "factor per drop"),
 		CLI_OPT_INT("--lr-total-steps", NULL, &o.lr_total_steps, 1, 1000000000L, "N",
 			    "length of the cosine schedule"),
@@ -279,6 +281,10 @@ int cli_run(int argc, char **argv)
 		o.explore.temperature_end = o.explore.temperature_moves;
 	if (!carry_given)
 		o.carry_games = d.carry_games;
+	/* Drops without a schedule ask for the step schedule; the constant
+	 * default would ignore them. */
+	if (drops_given && !sched_given)
+		o.lr_schedule = (int)TRAIN_LR_SCHEDULE_STEP;
 
 	o.log = stderr;
 	o.stop = &stop_flag;

@@ -249,6 +249,45 @@ static void run_config(const char *dir, char *config, size_t len)
 	store_close(db);
 }
 
+/* The config of a short run with the small network and args, in a
+ * folder of its own that is removed after. */
+static void short_run_config(const char *args, char *config, size_t len)
+{
+	char dir[] = "/tmp/sente-run-XXXXXX", cmd[2048];
+	cr_assert(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd),
+		 "%s run --dir %s --minutes 0.05 " SMALL " --measure-every 0 %s 2>/dev/null",
+		 cli_test_bin(), dir, args);
+	int st = system(cmd);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d", args, st);
+	run_config(dir, config, len);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	system(cmd);
+}
+
+/* The learning rate is constant unless asked otherwise; --lr-drops alone
+ * asks for the step schedule (the constant one would ignore the drops),
+ * and --lr-schedule given beside it wins. */
+Test(run, lr_drops_alone_select_the_step_schedule, .timeout = 160)
+{
+	const struct {
+		const char *args, *want[2];
+	} cases[] = {
+		{ "", { "\nlr-schedule constant\n", "\nlr-drops none\n" } },
+		{ "--game go --size 5 --lr-drops 900", { "\nlr-schedule step\n", "\nlr-drops 900\n" } },
+		{ "--lr-drops 7,9 --lr-gamma 0.5", { "\nlr-schedule step\n", "\nlr-gamma 0.5\n" } },
+		{ "--lr-drops 7 --lr-schedule constant", { "\nlr-schedule constant\n", "\nlr-drops 7\n" } },
+		{ "--lr-schedule cosine", { "\nlr-schedule cosine\n", "\nlr-drops none\n" } },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char config[4096];
+		short_run_config(cases[i].args, config, sizeof(config));
+		for (int k = 0; k < 2; k++)
+			cr_assert(strstr(config, cases[i].want[k]), "%s: want %s in %s", cases[i].args,
+				  cases[i].want[k], config);
+	}
+}
+
 /* Carrying games is Go's default and not Connect Four's; either flag
  * overrides it, and the run's config records what was in force. */
 Test(run, carry_games_default_depends_on_the_game, .timeout = 120)
@@ -262,16 +301,8 @@ Test(run, carry_games_default_depends_on_the_game, .timeout = 120)
 		{ "--carry-games", "\ncarry-games 1\n" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char dir[] = "/tmp/sente-run-XXXXXX", cmd[2048], config[4096];
-		cr_assert(mkdtemp(dir));
-		snprintf(cmd, sizeof(cmd),
-			 "%s run --dir %s --minutes 0.05 " SMALL " --measure-every 0 %s 2>/dev/null",
-			 cli_test_bin(), dir, cases[i].args);
-		int st = system(cmd);
-		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d", cases[i].args, st);
-		run_config(dir, config, sizeof(config));
+		char config[4096];
+		short_run_config(cases[i].args, config, sizeof(config));
 		cr_assert(strstr(config, cases[i].want), "%s: %s", cases[i].args, config);
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		system(cmd);
 	}
 }
