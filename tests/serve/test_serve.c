@@ -4,6 +4,7 @@
  * and no byte of the database changed by any of it. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -297,6 +298,75 @@ Test(serve, snapshot_and_export)
 	cr_assert_eq(count_char(buf, '\n'), 5);
 	cr_assert(strstr(buf, "\"name\":\"lr\",\"value\":null}"), "%s", buf);
 	free(buf);
+	store_close(db);
+	rm_dir(dir);
+}
+
+/* One writer of the report: its own handle on the run's database, as a
+ * run and `sente eval` each have. */
+typedef struct report_writer {
+	const char *db_path, *out;
+	int failures;
+	char err[512];
+} report_writer;
+
+static void *write_reports(void *arg)
+{
+	report_writer *w = arg;
+	store *db = store_open(w->db_path, w->err, sizeof(w->err));
+	if (!db) {
+		w->failures = -1;
+		return NULL;
+	}
+	for (int i = 0; i < 40; i++)
+		if (serve_page_save(db, w->out, w->err, sizeof(w->err)) != 0)
+			w->failures++;
+	store_close(db);
+	return NULL;
+}
+
+/* A run and `sente eval` write DIR/report.html at the same moments: each
+ * save succeeds, the page left is whole, and no temporary file stays
+ * (with one shared temporary name, one writer truncated the other's file
+ * and renamed it away under it). */
+Test(serve, report_written_by_two_at_once)
+{
+	char dir[] = "/tmp/sente-serve-XXXXXX", err[512], path[600], out[600];
+	cr_assert(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/sente.db", dir);
+	store *db = store_open(path, err, sizeof(err));
+	cr_assert(db, "%s", err);
+	const char *names[] = { "loss" };
+	for (int step = 1; step <= 200; step++) {
+		double v = 3.0 / step;
+		cr_assert_eq(store_add_metrics(db, step, names, &v, 1), 0);
+	}
+	snprintf(out, sizeof(out), "%s/report.html", dir);
+	report_writer w[2] = { { .db_path = path, .out = out }, { .db_path = path, .out = out } };
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, write_reports, &w[i]), 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(w[i].failures, 0, "writer %d: %d saves failed: %s", i, w[i].failures,
+			     w[i].err);
+	size_t n;
+	char *html = (char *)slurp(out, &n);
+	html[n] = 0;
+	cr_assert(strstr(html, "\"loss\":{\"step\":[1,2,3,"), "the data is embedded");
+	cr_assert_eq(strstr(html, "</html>"), html + n - strlen("</html>\n"),
+		     "the page ends once, at its end");
+	free(html);
+	struct stat st;
+	cr_assert_eq(stat(out, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0644, "readable by all: %o", st.st_mode & 0777);
+	DIR *d = opendir(dir);
+	cr_assert(d);
+	struct dirent *e;
+	while ((e = readdir(d)))
+		cr_assert(strncmp(e->d_name, "report.html.", 12) != 0, "left behind: %s", e->d_name);
+	closedir(d);
 	store_close(db);
 	rm_dir(dir);
 }
