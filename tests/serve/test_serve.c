@@ -260,13 +260,22 @@ Test(serve, live_run_fuzz_and_clients_without_a_write, .timeout = 120)
 	rm_dir(dir);
 }
 
+/* A new database in a new folder under /tmp (dir a mkdtemp template);
+ * path gets the database's path. */
+static store *temp_store(char *dir, char *path, size_t len)
+{
+	char err[512];
+	cr_assert(mkdtemp(dir));
+	snprintf(path, len, "%s/sente.db", dir);
+	store *db = store_open(path, err, sizeof(err));
+	cr_assert(db, "%s", err);
+	return db;
+}
+
 Test(serve, snapshot_and_export)
 {
 	char dir[] = "/tmp/sente-serve-XXXXXX", err[512], path[600], out[600];
-	cr_assert(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/sente.db", dir);
-	store *db = store_open(path, err, sizeof(err));
-	cr_assert(db, "%s", err);
+	store *db = temp_store(dir, path, sizeof(path));
 	const char *names[] = { "loss", "c4_error_net" };
 	double v1[] = { 2.5, 0.4 }, v2[] = { 2.0, 0.3 };
 	cr_assert_eq(store_add_metrics(db, 10, names, v1, 2), 0);
@@ -331,11 +340,8 @@ static void *write_reports(void *arg)
  * and renamed it away under it). */
 Test(serve, report_written_by_two_at_once)
 {
-	char dir[] = "/tmp/sente-serve-XXXXXX", err[512], path[600], out[600];
-	cr_assert(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/sente.db", dir);
-	store *db = store_open(path, err, sizeof(err));
-	cr_assert(db, "%s", err);
+	char dir[] = "/tmp/sente-serve-XXXXXX", path[600], out[600];
+	store *db = temp_store(dir, path, sizeof(path));
 	const char *names[] = { "loss" };
 	for (int step = 1; step <= 200; step++) {
 		double v = 3.0 / step;
