@@ -9,14 +9,15 @@
 #include "loop/harness.h"
 
 static const char eval_about[] =
-	"Measures every saved model of a run afterwards, outside its timed\n"
-	"minutes, and sets each against the compute the run had spent to reach it\n"
-	"(self-play and training: wall seconds, the process's CPU seconds, network\n"
-	"evaluations; measurement, reports and gating are not counted).\n"
+	"Measures the saved models of a run afterwards (about 24 spread over its\n"
+	"compute, or --every), outside its timed minutes, and sets each against\n"
+	"the compute the run had spent to reach it (self-play and training: wall\n"
+	"seconds, the process's CPU seconds, network evaluations; measurement,\n"
+	"reports and gating are not counted).\n"
 	"\n"
 	"Connect Four: the error rate on each solver-labelled set of data/connect4,\n"
-	"the network alone on every position and a --visits search on --positions\n"
-	"positions of each set. Go: --games games against GNU Go at --gnugo-level,\n"
+	"the network alone and a --visits search, on every position (or on\n"
+	"--positions of each set). Go: --games games against GNU Go at --gnugo-level,\n"
 	"which also scores them. Results are kept in DIR/sente.db: running the\n"
 	"command again measures only what is missing (Ctrl-C loses at most the\n"
 	"model in progress). The table goes to stdout, --csv FILE writes it as\n"
@@ -25,7 +26,7 @@ static const char eval_about[] =
 	"Connect Four with --precision bf16 or int8: the network runs at that\n"
 	"precision of the CPU backend, as self-play's would (int8 calibrated the\n"
 	"same way), and its results are kept as their own methods (net@int8,\n"
-	"search-v200-p100@int8) beside the fp32 ones.\n"
+	"search-v200@int8) beside the fp32 ones.\n"
 	"\n"
 	"With --compare, the runs given (DIR, or LABEL=DIR; a folder named\n"
 	"NAME-sN is labelled NAME) are set side by side at equal compute, --at\n"
@@ -56,12 +57,13 @@ int cli_eval(int argc, char **argv)
 			     .def = "all"),
 		CLI_OPT_REAL("--every", NULL, &o.every, 0, 1e7, "M",
 			     "a model about every M minutes of compute, with the first and the "
-			     "last (0: every model)"),
+			     "last (0: every model)",
+			     .def = "the run's compute in 24 steps"),
 		CLI_OPT_INT("--visits", NULL, &o.visits, 1, 100000, "V",
 			    "search visits per position (Connect Four) or per move (Go)"),
 		CLI_OPT_INT("--positions", NULL, &o.positions, 0, 100000, "N",
 			    "Connect Four: positions of each set for the search, spread over it "
-			    "(0: all)"),
+			    "(0: all)", .def = "all"),
 		CLI_OPT_FLAG("--net-only", NULL, &o.net_only,
 			     "Connect Four: the network alone, no search"),
 		CLI_OPT_CHOICE("--precision", NULL, &prec, precisions, "fp32|bf16|int8",

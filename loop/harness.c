@@ -195,7 +195,8 @@ harness_options harness_options_default(void)
 	harness_options o;
 	memset(&o, 0, sizeof(o));
 	o.visits = 200;
-	o.positions = 100;
+	o.positions = 0;
+	o.every = -1;
 	o.axis = HARNESS_AXIS_CPU;
 	o.gnugo_level = 1;
 	o.games = 20;
@@ -410,14 +411,42 @@ static int check_precision(const harness_options *o, const char *file, char *err
 	return rc;
 }
 
-/* Which models to measure: all, the ids asked for, or about one per
- * `every` minutes on the axis (the first at or past each multiple) with
- * the first and the last. Marks pick[i]; -1 with a message for an id the
- * run does not have. */
+/* A model's place on the axis, in seconds, for choosing (wall seconds for a model from
+ * before CPU time was kept). */
+static double model_x(const hmodel *m, harness_axis axis)
+{
+	double x = axis_seconds(m, axis);
+	return isnan(x) ? m->c.seconds : x;
+}
+
+int harness_spaced(const double *x, int n, double every, bool *pick)
+{
+	double step = every >= 0 || n == 0 ? every * 60 : x[n - 1] / HARNESS_AUTO_STEPS;
+	int picked = 0;
+	if (!(step > 0)) {
+		for (int i = 0; i < n; i++)
+			pick[i] = true;
+		return n;
+	}
+	double next = 0;
+	for (int i = 0; i < n; i++) {
+		if (i == 0 || i == n - 1 || x[i] >= next) {
+			pick[i] = true;
+			while (next <= x[i])
+				next += step;
+		}
+		picked += pick[i];
+	}
+	return picked;
+}
+
+/* Which models to measure: the ids asked for, and (when none are, or with
+ * --every) those harness_spaced picks. Marks pick[i]; -1 with a message
+ * for an id the run does not have. */
 static int choose(const harness_options *o, const hrun *h, bool *pick, char *err, size_t errlen)
 {
 	for (int i = 0; i < h->nm; i++)
-		pick[i] = o->n_models == 0 && o->every <= 0;
+		pick[i] = false;
 	for (int k = 0; k < o->n_models; k++) {
 		int i;
 		for (i = 0; i < h->nm && h->m[i].id != o->models[k]; i++)
@@ -429,19 +458,16 @@ static int choose(const harness_options *o, const hrun *h, bool *pick, char *err
 		}
 		pick[i] = true;
 	}
-	if (o->every > 0) {
-		double next = 0;
-		for (int i = 0; i < h->nm; i++) {
-			double x = axis_seconds(&h->m[i], o->axis);
-			if (isnan(x))
-				x = h->m[i].c.seconds; /* a model from before CPU time was kept */
-			if (x >= next) {
-				pick[i] = true;
-				while (next <= x)
-					next += o->every * 60;
-			}
+	if (o->n_models == 0 || o->every > 0) {
+		double *x = malloc((size_t)h->nm * sizeof(*x));
+		if (!x) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
 		}
-		pick[0] = pick[h->nm - 1] = true;
+		for (int i = 0; i < h->nm; i++)
+			x[i] = model_x(&h->m[i], o->axis);
+		harness_spaced(x, h->nm, o->every, pick);
+		free(x);
 	}
 	return 0;
 }
@@ -653,9 +679,13 @@ int harness_eval(const harness_options *o, char *err, size_t errlen)
 		if (o->precision != NN_DTYPE_FP32)
 			snprintf(at, sizeof(at), "@%s", nn_dtype_name(o->precision));
 		snprintf(c.method[c.n_methods++], 64, "net%s", at);
+		/* The search on every position is "search-vN", on P a set
+		 * "search-vN-pP". */
+		char per[24] = "";
+		if (o->positions > 0)
+			snprintf(per, sizeof(per), "-p%d", o->positions);
 		if (!o->net_only)
-			snprintf(c.method[c.n_methods++], 64, "search-v%d-p%d%s", o->visits,
-				 o->positions, at);
+			snprintf(c.method[c.n_methods++], 64, "search-v%d%s%s", o->visits, per, at);
 		if (o->precision != NN_DTYPE_FP32 && check_precision(o, h.m[0].file, err, errlen) != 0)
 			goto out;
 	} else {

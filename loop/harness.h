@@ -5,15 +5,15 @@
  *
  *   Connect Four (a game with solver-labelled positions): the error rate
  *   on each set of data/connect4, the network alone on every position
- *   (method "net") and an N-visit search on P positions a set, spread
- *   over it (method "search-vN-pP");
+ *   (method "net") and an N-visit search on every position (method
+ *   "search-vN"), or on P positions a set, spread over it ("search-vN-pP");
  *   Go: a match against GNU Go at a level, which also scores the games
  *   (method "gnugo-lL-vN-gG": the win rate, draws half).
  *
  * Connect Four can be measured with the network at another precision of
  * the CPU backend (bf16, int8: the backend self-play would run, int8
  * calibrated the same way); its methods then carry the precision
- * ("net@int8", "search-vN-pP@int8"), beside the fp32 ones, which keep
+ * ("net@int8", "search-vN@int8"), beside the fp32 ones, which keep
  * their plain names.
  *
  * Every measurement is stored in the run's database (store_evaluation,
@@ -41,6 +41,10 @@
 
 /* Most models harness_options.models may name; most points of a compare. */
 #define HARNESS_MAX_LIST 256
+/* The default spacing of the models measured: the run's compute (its last
+ * model's, on the axis) in this many equal steps, so a 10-minute run and a
+ * 10-hour one take about as long to measure. */
+#define HARNESS_AUTO_STEPS 24
 /* Most runs harness_compare takes. */
 #define HARNESS_MAX_RUNS 64
 
@@ -54,7 +58,8 @@ typedef enum harness_axis {
 typedef struct harness_options {
 	char dir[4096];            /* the run's folder */
 	int visits;                /* search visits per position (C4) or move (Go) */
-	int positions;             /* C4: positions per set for the search; 0 all */
+	int positions;             /* C4: positions per set for the search; 0 (the
+				    * default) all */
 	bool net_only;             /* C4: the network alone, no search */
 	nn_dtype precision;        /* C4: the CPU backend's arithmetic (fp32, bf16,
 				    * int8); fp32 by default */
@@ -62,7 +67,9 @@ typedef struct harness_options {
 	int n_models;              /* ... when > 0 */
 	double every;              /* > 0: a model about every this many minutes of
 				    * compute (the first at or past each multiple),
-				    * plus the first and the last */
+				    * plus the first and the last; 0: every model;
+				    * < 0 (the default): the same with the run's
+				    * compute split into HARNESS_AUTO_STEPS */
 	harness_axis axis;         /* what `every` and the chart count */
 	int gnugo_level;           /* Go: GNU Go's --level */
 	int games;                 /* Go: games against it per model */
@@ -79,6 +86,13 @@ typedef struct harness_options {
 } harness_options;
 
 harness_options harness_options_default(void);
+
+/* The models `every` picks among n whose compute is x[] (seconds on the
+ * axis, ascending): every minutes > 0 the first at or past each multiple,
+ * with the first and the last; 0 all; < 0 as > 0 with the last's compute
+ * in HARNESS_AUTO_STEPS steps. Sets pick[i] (leaves the others as they
+ * are); returns how many are set. */
+int harness_spaced(const double *x, int n, double every, bool *pick);
 
 /* Measures the models of o->dir that are not yet measured, prints the
  * table of every model's figures against its compute to o->log, writes

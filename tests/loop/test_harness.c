@@ -135,6 +135,38 @@ Test(harness, compute_grows_and_leaves_out_measurement, .timeout = 240)
 	loop_test_rmdir(dir);
 }
 
+/* Every stored row, for comparing the database before and after. */
+typedef struct snap {
+	char method[64], part[32];
+	int n;
+	double score, created;
+} snap;
+typedef struct snaps {
+	snap r[256];
+	int n;
+} snaps;
+
+static int take_row(void *ctx, const store_evaluation *e)
+{
+	snaps *s = ctx;
+	cr_assert(s->n < 256);
+	snap *x = &s->r[s->n++];
+	snprintf(x->method, sizeof(x->method), "%s", e->method);
+	snprintf(x->part, sizeof(x->part), "%s", e->part);
+	x->n = e->n;
+	x->score = e->score;
+	x->created = e->created;
+	return 0;
+}
+
+static void take(const char *dir, int64_t model, const char *method, snaps *s)
+{
+	store *db = open_db(dir);
+	s->n = 0;
+	cr_assert_eq(store_evaluations(db, model, method, take_row, s), s->n);
+	store_close(db);
+}
+
 Test(harness, measures_every_model_once_then_compares, .timeout = 240)
 {
 	char dir[] = "/tmp/sente-harness-XXXXXX", err[1024];
@@ -192,6 +224,23 @@ Test(harness, measures_every_model_once_then_compares, .timeout = 240)
 	cr_assert_eq(v5_m2.n, 0, "model 2 was not asked for");
 	store_close(db);
 
+	/* The default: the search on every position, as the network alone,
+	 * named without a count. */
+	cr_assert_eq(harness_options_default().positions, 0);
+	o.positions = 0;
+	cr_assert_eq(harness_eval(&o, err, sizeof(err)), 0, "%s", err);
+	snaps every_pos, net3;
+	take(dir, 3, "search-v5", &every_pos);
+	take(dir, 3, "net", &net3);
+	cr_assert_eq(every_pos.n, 7);
+	cr_assert_eq(net3.n, 7);
+	for (int i = 0; i < 7; i++)
+		for (int j = 0; j < 7; j++)
+			if (!strcmp(every_pos.r[i].part, net3.r[j].part))
+				cr_assert_eq(every_pos.r[i].n, net3.r[j].n, "%s: every position",
+					     net3.r[j].part);
+	o.positions = 2;
+
 	/* A model far worse than one before it is listed as a regression. */
 	db = open_db(dir);
 	store_evaluation worse[2] = {
@@ -247,38 +296,6 @@ Test(harness, measures_every_model_once_then_compares, .timeout = 240)
 	co.csv[0] = 0;
 	cr_assert_eq(harness_compare(&co, err, sizeof(err)), 0, "%s", err);
 	loop_test_rmdir(dir);
-}
-
-/* Every stored row, for comparing the database before and after. */
-typedef struct snap {
-	char method[64], part[32];
-	int n;
-	double score, created;
-} snap;
-typedef struct snaps {
-	snap r[256];
-	int n;
-} snaps;
-
-static int take_row(void *ctx, const store_evaluation *e)
-{
-	snaps *s = ctx;
-	cr_assert(s->n < 256);
-	snap *x = &s->r[s->n++];
-	snprintf(x->method, sizeof(x->method), "%s", e->method);
-	snprintf(x->part, sizeof(x->part), "%s", e->part);
-	x->n = e->n;
-	x->score = e->score;
-	x->created = e->created;
-	return 0;
-}
-
-static void take(const char *dir, int64_t model, const char *method, snaps *s)
-{
-	store *db = open_db(dir);
-	s->n = 0;
-	cr_assert_eq(store_evaluations(db, model, method, take_row, s), s->n);
-	store_close(db);
 }
 
 /* The measuring evaluator runs at the precision it is given: int8
@@ -376,6 +393,43 @@ Test(harness, int8_beside_fp32, .timeout = 240)
 		newest_again = fmax(newest_again, again.r[i].created);
 	cr_assert_eq(newest_again, newest, "no row was written again");
 	loop_test_rmdir(dir);
+}
+
+/* Which models are measured: by default about HARNESS_AUTO_STEPS spread
+ * evenly over the run's compute, whatever its length; --every M one per M
+ * minutes; 0 every model; the first and the last always. */
+Test(harness, spaces_the_models_over_the_compute)
+{
+	enum { N = 1201 };
+	static double x[N];
+	static bool pick[N];
+	int lengths[] = { 10, 120, 600 }; /* minutes of compute */
+	for (int k = 0; k < 3; k++) {
+		for (int i = 0; i < N; i++)
+			x[i] = lengths[k] * 60.0 * i / (N - 1);
+		memset(pick, 0, sizeof(pick));
+		int got = harness_spaced(x, N, -1, pick);
+		cr_assert(got >= HARNESS_AUTO_STEPS && got <= HARNESS_AUTO_STEPS + 2,
+			  "%d minutes: %d models", lengths[k], got);
+		cr_assert(pick[0] && pick[N - 1], "the first and the last");
+		/* Evenly: no gap between picked models over twice the step. */
+		double step = x[N - 1] / HARNESS_AUTO_STEPS, last = 0;
+		for (int i = 1; i < N; i++)
+			if (pick[i]) {
+				cr_assert(x[i] - last <= 2 * step, "a gap of %.0f s at %d", x[i] - last, i);
+				last = x[i];
+			}
+	}
+	memset(pick, 0, sizeof(pick));
+	cr_assert_eq(harness_spaced(x, N, 60, pick), 11, "600 minutes, one per 60 and the last");
+	memset(pick, 0, sizeof(pick));
+	cr_assert_eq(harness_spaced(x, N, 0, pick), N, "0: every model");
+	/* A single model, or all at 0 seconds: each is measured. */
+	double zero[3] = { 0, 0, 0 };
+	bool p3[3] = { false };
+	cr_assert_eq(harness_spaced(zero, 3, -1, p3), 3);
+	bool p1[1] = { false };
+	cr_assert_eq(harness_spaced(zero, 1, -1, p1), 1);
 }
 
 Test(harness, labels_drop_the_seed)
