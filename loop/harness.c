@@ -411,8 +411,8 @@ static int check_precision(const harness_options *o, const char *file, char *err
 	return rc;
 }
 
-/* A model's place on the axis, in seconds, for choosing (wall seconds for a model from
- * before CPU time was kept). */
+/* A model's place on the axis, in seconds, for choosing which to measure
+ * (wall seconds for a model from before CPU time was kept). */
 static double model_x(const hmodel *m, harness_axis axis)
 {
 	double x = axis_seconds(m, axis);
