@@ -68,7 +68,7 @@ int cli_run(int argc, char **argv)
 	 * after the parse, unless given. */
 	bool dir_given = false, blocks_given = false, channels_given = false, par_given = false;
 	bool visits_given = false, cheap_given = false, window_given = false;
-	bool tmoves_given = false, tend_given = false, carry_given = false;
+	bool tmoves_given = false, tend_given = false, tfloor_given = false, carry_given = false;
 	bool sched_given = false, drops_given = false;
 	cli_int_list drops = { .v = o.lr_drops, .cap = TRAIN_MAX_LR_STEPS, .n = &o.n_lr_drops };
 	cli_int_list sizes = { .v = o.sizes, .cap = SELFPLAY_MAX_SIZES, .n = &o.n_sizes };
@@ -181,9 +181,10 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_INT("--temperature-end", NULL, &o.explore.temperature_end, 0, 100000, "N",
 			    "ply where the temperature has fallen linearly to --temperature-floor "
 			    "(at most --temperature-moves: a step)", .given = &tend_given,
-			    .def = "--temperature-moves"),
+			    .def = "C4 20, Go the board size"),
 		CLI_OPT_REAL("--temperature-floor", NULL, &o.explore.temperature_floor, 0, 10, "T",
-			     "temperature after --temperature-end (0: the most visited move)"),
+			     "temperature after --temperature-end (0: the most visited move)",
+			     .given = &tfloor_given, .def = "C4 0.2, Go 0"),
 		CLI_OPT_REAL("--cpuct", NULL, &o.explore.cpuct, 0.01, 100, "C",
 			     "self-play PUCT exploration constant"),
 		CLI_OPT_REAL("--fpu", NULL, &o.explore.fpu_reduction, 0, 10, "F",
@@ -278,7 +279,9 @@ int cli_run(int argc, char **argv)
 	if (!tmoves_given)
 		o.explore.temperature_moves = d.explore.temperature_moves;
 	if (!tend_given)
-		o.explore.temperature_end = o.explore.temperature_moves;
+		o.explore.temperature_end = d.explore.temperature_end;
+	if (!tfloor_given)
+		o.explore.temperature_floor = d.explore.temperature_floor;
 	if (!carry_given)
 		o.carry_games = d.carry_games;
 	/* Drops without a schedule ask for the step schedule; the constant

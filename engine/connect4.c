@@ -124,6 +124,10 @@ static void c4_numbers(const game_params *p, game_numbers *out)
 	out->actions = C4_WIDTH;
 	out->typical_length = 22;
 	out->temperature_moves = 8;
+	/* Falling to 0.2 by ply 20 and staying there keeps self-play's games
+	 * apart (docs/LEARNING.md, "A temperature floor"). */
+	out->temperature_end = 20;
+	out->temperature_floor = 0.2;
 	out->opening_moves = 2;
 	out->max_moves = C4_CELLS;
 	out->resign_after = 8;

@@ -19,7 +19,12 @@ typedef struct game_numbers {
 	int width, height;     /* board columns and rows */
 	int actions;           /* policy size: points (+ pass); game_num_actions */
 	int typical_length;    /* plies of a typical game, for first guesses */
-	int temperature_moves; /* self-play: plies chosen in proportion to visits */
+	int temperature_moves; /* self-play: plies at temperature 1 (in proportion to visits) */
+	/* Self-play's temperature falls linearly from 1 after temperature_moves
+	 * to temperature_floor at ply temperature_end (<= temperature_moves: a
+	 * step) and stays there (0: the most visited move). */
+	int temperature_end;
+	double temperature_floor;
 	int opening_moves;     /* match: random plies that open each game */
 	int max_moves;         /* match: move limit, then the game is scored as it stands */
 	int resign_after;      /* self-play: no resignation before this ply */

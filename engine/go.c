@@ -922,6 +922,8 @@ static void go_numbers(const game_params *p, game_numbers *out)
 	out->actions = n * n + 1;
 	out->typical_length = n * n;
 	out->temperature_moves = n;
+	out->temperature_end = n; /* a step to the most visited move */
+	out->temperature_floor = 0;
 	/* Random match openings: 4 plies from 9x9 up, 2 on the small boards. */
 	out->opening_moves = n >= 9 ? 4 : 2;
 	out->max_moves = 3 * n * n;

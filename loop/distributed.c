@@ -479,8 +479,7 @@ static int take_model(worker_rank *k)
 			selfplay_take_sizes(&k->so, &net->arch);
 		}
 		k->so.game = game_params_sized(gp.kind, gp.size, gp.komi);
-		if (k->so.explore.temperature_moves < 0)
-			k->so.explore.temperature_moves = selfplay_options_default(&k->so.game).explore.temperature_moves;
+		selfplay_explore_settle(&k->so.explore, &k->so.game);
 		k->sp = selfplay_new(&k->so, k->err, sizeof(k->err));
 		if (!k->sp)
 			goto out;

@@ -102,8 +102,8 @@ selfplay_options selfplay_options_default(const game_params *g)
 	o.explore = (selfplay_explore){
 		.temperature = 1,
 		.temperature_moves = n.temperature_moves,
-		.temperature_end = n.temperature_moves,
-		.temperature_floor = 0,
+		.temperature_end = n.temperature_end,
+		.temperature_floor = n.temperature_floor,
 		.cpuct = mo.cpuct,
 		.fpu_reduction = mo.fpu_reduction,
 		.fpu_root = mo.fpu_root,
@@ -126,6 +126,17 @@ selfplay_options selfplay_options_default(const game_params *g)
 void selfplay_take_sizes(selfplay_options *o, const nn_arch *a)
 {
 	o->n_sizes = nn_arch_size_list(a, o->sizes, SELFPLAY_MAX_SIZES);
+}
+
+void selfplay_explore_settle(selfplay_explore *x, const game_params *g)
+{
+	game_numbers n = game_numbers_of(g);
+	if (x->temperature_moves < 0)
+		x->temperature_moves = n.temperature_moves;
+	if (x->temperature_end < 0)
+		x->temperature_end = n.temperature_end;
+	if (x->temperature_floor < 0)
+		x->temperature_floor = n.temperature_floor;
 }
 
 double selfplay_temperature(const selfplay_explore *o, int ply)

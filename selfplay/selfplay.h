@@ -129,8 +129,9 @@ typedef int (*selfplay_game_fn)(void *ctx, const game_record *r, int64_t model_i
 typedef struct selfplay selfplay;
 
 /* Defaults for 2 CPU cores: 16 games at once, 200 full / 40 cheap visits,
- * 25% full searches, temperature for the first moves (8 for Connect Four,
- * size for Go), resign at 5% at most (three searches in a row, not in the
+ * 25% full searches, the game's temperature schedule (Connect Four: 1
+ * for 8 plies, falling to 0.2 at ply 20; Go: 1 for as many plies as the
+ * board's size, then the most visited move), resign at 5% at most (three searches in a row, not in the
  * first quarter of the board or 8 Connect Four plies) with 10% of games
  * never resigning. */
 selfplay_options selfplay_options_default(const game_params *g);
@@ -138,6 +139,10 @@ selfplay_options selfplay_options_default(const game_params *g);
  * so that self-play with it plays each of them; none (game.size alone) for
  * a net of one size. */
 void selfplay_take_sizes(selfplay_options *o, const nn_arch *a);
+/* The temperature schedule's fields left negative (the game's, for a
+ * worker that learns its game from the first model) filled in from game
+ * g's numbers. */
+void selfplay_explore_settle(selfplay_explore *x, const game_params *g);
 /* The temperature of the move at ply `ply` (0-based) under x's schedule. */
 double selfplay_temperature(const selfplay_explore *x, int ply);
 

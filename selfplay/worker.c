@@ -42,7 +42,10 @@ selfplay_worker_options selfplay_worker_options_default(void)
 	memset(&o, 0, sizeof(o));
 	game_params gp = game_desc_by_name("connect4")->defaults;
 	o.play = selfplay_options_default(&gp);
+	/* The game's schedule, once the game is known (open_selfplay). */
 	o.play.explore.temperature_moves = -1;
+	o.play.explore.temperature_end = -1;
+	o.play.explore.temperature_floor = -1;
 	o.poll_seconds = 10;
 	o.max_store_failures = 3;
 	return o;
@@ -145,8 +148,7 @@ static int open_selfplay(worker *w, const nn_net *net, char *err, size_t errlen)
 	so.progress = &w->prog;
 	if (net)
 		selfplay_take_sizes(&so, &net->arch);
-	if (so.explore.temperature_moves < 0)
-		so.explore.temperature_moves = selfplay_options_default(&w->game).explore.temperature_moves;
+	selfplay_explore_settle(&so.explore, &w->game);
 	w->sp = selfplay_new(&so, err, errlen);
 	if (!w->sp)
 		return -1;

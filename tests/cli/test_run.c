@@ -265,6 +265,19 @@ static void short_run_config(const char *args, char *config, size_t len)
 	system(cmd);
 }
 
+/* A short run's flags and a line its config must hold. */
+typedef struct {
+	const char *args, *want;
+} run_case;
+
+/* A short run with args records `want` in its config. */
+static void run_config_has(const char *args, const char *want)
+{
+	char config[4096];
+	short_run_config(args, config, sizeof(config));
+	cr_assert(strstr(config, want), "%s: want %s in %s", args, want, config);
+}
+
 /* The learning rate is constant unless asked otherwise; --lr-drops alone
  * asks for the step schedule (the constant one would ignore the drops),
  * and --lr-schedule given beside it wins. */
@@ -288,21 +301,33 @@ Test(run, lr_drops_alone_select_the_step_schedule, .timeout = 160)
 	}
 }
 
+/* The temperature schedule is the game's unless given: Connect Four falls
+ * from 1 after ply 8 to 0.2 at ply 20, Go steps to the most visited move
+ * after as many plies as the board's size; a flag given overrides only
+ * its own part. */
+Test(run, temperature_schedule_default_depends_on_the_game, .timeout = 160)
+{
+	const run_case cases[] = {
+		{ "", "\ntemperature-moves 8\ntemperature-end 20\ntemperature-floor 0.2\n" },
+		{ "--game go --size 5", "\ntemperature-moves 5\ntemperature-end 5\ntemperature-floor 0\n" },
+		{ "--temperature-floor 0", "\ntemperature-moves 8\ntemperature-end 20\ntemperature-floor 0\n" },
+		{ "--temperature-moves 12 --temperature-end 12",
+		  "\ntemperature-moves 12\ntemperature-end 12\ntemperature-floor 0.2\n" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		run_config_has(cases[i].args, cases[i].want);
+}
+
 /* Carrying games is Go's default and not Connect Four's; either flag
  * overrides it, and the run's config records what was in force. */
 Test(run, carry_games_default_depends_on_the_game, .timeout = 120)
 {
-	const struct {
-		const char *args, *want;
-	} cases[] = {
+	const run_case cases[] = {
 		{ "--game go --size 5", "\ncarry-games 1\n" },
 		{ "--game go --size 5 --no-carry-games", "\ncarry-games 0\n" },
 		{ "", "\ncarry-games 0\n" },
 		{ "--carry-games", "\ncarry-games 1\n" },
 	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char config[4096];
-		short_run_config(cases[i].args, config, sizeof(config));
-		cr_assert(strstr(config, cases[i].want), "%s: %s", cases[i].args, config);
-	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		run_config_has(cases[i].args, cases[i].want);
 }

@@ -8,6 +8,7 @@
 
 #include "nn/cpu/peak.h"
 #include "selfplay/selfplay.h"
+#include "selfplay/worker.h"
 
 typedef struct collected {
 	int games;
@@ -374,10 +375,20 @@ Test(selfplay, temperature_schedule)
 {
 	game_params p = game_params_default(GAME_KIND_CONNECT4);
 	selfplay_options o = selfplay_options_default(&p);
-	/* The default: the opening temperature, then the most visited move. */
+	/* Connect Four's default: 1 for 8 plies, falling to 0.2 at ply 20,
+	 * then 0.2 to the end. */
 	cr_assert_eq(selfplay_temperature(&o.explore, 0), 1.0);
-	cr_assert_eq(selfplay_temperature(&o.explore, o.explore.temperature_moves - 1), 1.0);
-	cr_assert_eq(selfplay_temperature(&o.explore, o.explore.temperature_moves), 0.0);
+	cr_assert_eq(selfplay_temperature(&o.explore, 7), 1.0);
+	cr_assert_float_eq(selfplay_temperature(&o.explore, 14), 0.6, 1e-9);
+	cr_assert_float_eq(selfplay_temperature(&o.explore, 20), 0.2, 1e-9);
+	cr_assert_float_eq(selfplay_temperature(&o.explore, 41), 0.2, 1e-9);
+	/* Go's: 1 for as many plies as the board's size, then the most visited
+	 * move. */
+	game_params go = game_params_default(GAME_KIND_GO);
+	selfplay_options g = selfplay_options_default(&go);
+	cr_assert_eq(selfplay_temperature(&g.explore, go.size - 1), 1.0);
+	cr_assert_eq(selfplay_temperature(&g.explore, go.size), 0.0);
+	cr_assert_eq(selfplay_temperature(&g.explore, 80), 0.0);
 	/* AlphaZero.jl's Connect Four: 1 to ply 20, falling to 0.3 at ply 30. */
 	o.explore.temperature = 1;
 	o.explore.temperature_moves = 20;
@@ -391,6 +402,25 @@ Test(selfplay, temperature_schedule)
 	o.explore.temperature_end = 5;
 	cr_assert_eq(selfplay_temperature(&o.explore, 19), 1.0);
 	cr_assert_eq(selfplay_temperature(&o.explore, 20), 0.3);
+}
+
+/* A worker learns its game from the first model: the schedule it was not
+ * given becomes that game's, what it was given stays. */
+Test(selfplay, worker_takes_the_games_schedule)
+{
+	selfplay_explore x = selfplay_worker_options_default().play.explore;
+	game_params go = game_params_default(GAME_KIND_GO);
+	selfplay_explore_settle(&x, &go);
+	cr_assert(x.temperature_moves == go.size && x.temperature_end == go.size);
+	cr_assert_eq(x.temperature_floor, 0.0);
+	cr_assert_eq(selfplay_temperature(&x, go.size), 0.0);
+
+	x = selfplay_worker_options_default().play.explore;
+	x.temperature_moves = 4;
+	game_params c4 = game_params_default(GAME_KIND_CONNECT4);
+	selfplay_explore_settle(&x, &c4);
+	cr_assert(x.temperature_moves == 4 && x.temperature_end == 20);
+	cr_assert_float_eq(x.temperature_floor, 0.2, 1e-12);
 }
 
 /* Self-play's precision on the CPU: int8 where the CPU has VNNI unless a
