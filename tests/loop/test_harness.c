@@ -65,6 +65,11 @@ static harness_options small_eval(const char *dir)
 	snprintf(o.dir, sizeof(o.dir), "%s", dir);
 	o.visits = 4;
 	o.positions = 2;
+	/* Every model: the default's spacing is over the run's compute, and an
+	 * iteration of these tiny runs takes 5 ms or 5 s of CPU depending on
+	 * what else the machine runs, so it may leave model 2 out.
+	 * harness/spaces_the_models_over_the_compute tests the spacing. */
+	o.every = 0;
 	o.quiet = true;
 	return o;
 }
