@@ -68,14 +68,14 @@ int cli_selfplay(int argc, char **argv)
 			     "chance of a full search per move"),
 		CLI_OPT_INT("--temperature-moves", NULL, &o->explore.temperature_moves, 0, 10000, "N",
 			    "opening moves played at temperature 1",
-			    .def = "8 for Connect Four, the board size for Go"),
+			    .def = "20 for Connect Four, the board size for Go"),
 		CLI_OPT_INT("--temperature-end", NULL, &o->explore.temperature_end, 0, 10000, "N",
 			    "ply where the temperature has fallen linearly to --temperature-floor "
 			    "(at most --temperature-moves: a step)",
-			    .def = "20 for Connect Four, the board size for Go"),
+			    .def = "30 for Connect Four, the board size for Go"),
 		CLI_OPT_REAL("--temperature-floor", NULL, &o->explore.temperature_floor, 0, 10, "T",
 			     "temperature after --temperature-end (0: the most visited move)",
-			     .def = "0.2 for Connect Four, 0 for Go"),
+			     .def = "0.3 for Connect Four, 0 for Go"),
 		CLI_OPT_FLAG("--gumbel", NULL, &o->explore.gumbel,
 			     "Gumbel root search (sequential halving over --gumbel-m sampled moves; "
 			     "the improved policy as the target) instead of Dirichlet noise and the "

@@ -123,11 +123,13 @@ static void c4_numbers(const game_params *p, game_numbers *out)
 	out->height = C4_HEIGHT;
 	out->actions = C4_WIDTH;
 	out->typical_length = 22;
-	out->temperature_moves = 8;
-	/* Falling to 0.2 by ply 20 and staying there keeps self-play's games
-	 * apart (docs/LEARNING.md, "A temperature floor"). */
-	out->temperature_end = 20;
-	out->temperature_floor = 0.2;
+	/* AlphaZero.jl's schedule: 1 to ply 20, falling to 0.3 at ply 30 and
+	 * staying there. It keeps self-play's games apart and explores the
+	 * whole opening (docs/LEARNING.md, "A temperature floor" and "An
+	 * opening at temperature 1 to ply 20"). */
+	out->temperature_moves = 20;
+	out->temperature_end = 30;
+	out->temperature_floor = 0.3;
 	out->opening_moves = 2;
 	out->max_moves = C4_CELLS;
 	out->resign_after = 8;

@@ -130,7 +130,7 @@ typedef struct selfplay selfplay;
 
 /* Defaults for 2 CPU cores: 16 games at once, 200 full / 40 cheap visits,
  * 25% full searches, the game's temperature schedule (Connect Four: 1
- * for 8 plies, falling to 0.2 at ply 20; Go: 1 for as many plies as the
+ * for 20 plies, falling to 0.3 at ply 30; Go: 1 for as many plies as the
  * board's size, then the most visited move), resign at 5% at most (three
  * searches in a row, not in the first quarter of the board or 8 Connect
  * Four plies) with 10% of games never resigning. */

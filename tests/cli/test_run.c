@@ -302,17 +302,17 @@ Test(run, lr_drops_alone_select_the_step_schedule, .timeout = 160)
 }
 
 /* The temperature schedule is the game's unless given: Connect Four falls
- * from 1 after ply 8 to 0.2 at ply 20, Go steps to the most visited move
+ * from 1 after ply 20 to 0.3 at ply 30, Go steps to the most visited move
  * after as many plies as the board's size; a flag given overrides only
  * its own part. */
 Test(run, temperature_schedule_default_depends_on_the_game, .timeout = 160)
 {
 	const run_case cases[] = {
-		{ "", "\ntemperature-moves 8\ntemperature-end 20\ntemperature-floor 0.2\n" },
+		{ "", "\ntemperature-moves 20\ntemperature-end 30\ntemperature-floor 0.3\n" },
 		{ "--game go --size 5", "\ntemperature-moves 5\ntemperature-end 5\ntemperature-floor 0\n" },
-		{ "--temperature-floor 0", "\ntemperature-moves 8\ntemperature-end 20\ntemperature-floor 0\n" },
+		{ "--temperature-floor 0", "\ntemperature-moves 20\ntemperature-end 30\ntemperature-floor 0\n" },
 		{ "--temperature-moves 12 --temperature-end 12",
-		  "\ntemperature-moves 12\ntemperature-end 12\ntemperature-floor 0.2\n" },
+		  "\ntemperature-moves 12\ntemperature-end 12\ntemperature-floor 0.3\n" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 		run_config_has(cases[i].args, cases[i].want);

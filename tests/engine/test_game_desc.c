@@ -111,8 +111,8 @@ Test(game_desc, numbers_kept)
 	game_params c4 = game_params_default(GAME_KIND_CONNECT4);
 	game_numbers n = game_numbers_of(&c4);
 	cr_assert(n.actions == 7 && n.width == 7 && n.height == 6);
-	cr_assert(n.temperature_moves == 8 && n.resign_after == 8);
-	cr_assert(n.temperature_end == 20 && n.temperature_floor == 0.2);
+	cr_assert(n.temperature_moves == 20 && n.resign_after == 8);
+	cr_assert(n.temperature_end == 30 && n.temperature_floor == 0.3);
 	cr_assert(n.opening_moves == 2 && n.max_moves == 42 && n.typical_length == 22);
 	game_run_defaults r = game_run_defaults_of(&c4);
 	cr_assert(r.blocks == 4 && r.channels == 48 && r.visits == 200 && r.cheap_visits == 40);

@@ -464,7 +464,7 @@ Test(loop, stores_and_reports_its_configuration, .timeout = 120)
 	char dir[] = "/tmp/sente-loop-XXXXXX", err[1024];
 	cr_assert(mkdtemp(dir));
 	loop_options o = loop_test_options(dir);
-	o.explore.temperature_floor = 0.3;
+	o.explore.temperature_floor = 0.15;
 	o.value_q_weight = 0.25;
 	o.explore.fpu_root_noise = 0.125;
 	volatile sig_atomic_t stop = 1; /* no closing measurement */
@@ -481,7 +481,7 @@ Test(loop, stores_and_reports_its_configuration, .timeout = 120)
 	cr_assert_eq(store_get_meta(db, "no such key", err, sizeof(err)), 0);
 	cr_assert_eq(store_set_meta(db, "schema_version", "0"), -1, "the migrations' key is kept");
 	store_close(db);
-	cr_assert(strstr(config, "temperature-floor 0.3\n"), "%s", config);
+	cr_assert(strstr(config, "temperature-floor 0.15\n"), "%s", config);
 	cr_assert(strstr(config, "value-q-weight 0.25\n"), "%s", config);
 	cr_assert(strstr(config, "fpu-root-noise 0.125\n"), "%s", config);
 	cr_assert(strstr(config, "measure-share 1\n"), "%s", config);

@@ -375,13 +375,12 @@ Test(selfplay, temperature_schedule)
 {
 	game_params p = game_params_default(GAME_KIND_CONNECT4);
 	selfplay_options o = selfplay_options_default(&p);
-	/* Connect Four's default: 1 for 8 plies, falling to 0.2 at ply 20,
-	 * then 0.2 to the end. */
-	cr_assert_eq(selfplay_temperature(&o.explore, 0), 1.0);
-	cr_assert_eq(selfplay_temperature(&o.explore, 7), 1.0);
-	cr_assert_float_eq(selfplay_temperature(&o.explore, 14), 0.6, 1e-9);
-	cr_assert_float_eq(selfplay_temperature(&o.explore, 20), 0.2, 1e-9);
-	cr_assert_float_eq(selfplay_temperature(&o.explore, 41), 0.2, 1e-9);
+	/* Connect Four's default, AlphaZero.jl's: 1 to ply 20, falling to 0.3
+	 * at ply 30, then 0.3 to the end. */
+	for (int ply = 0; ply < 42; ply++) {
+		double want = ply < 20 ? 1 : ply >= 30 ? 0.3 : 1 - 0.7 * (ply - 20) / 10.0;
+		cr_assert_float_eq(selfplay_temperature(&o.explore, ply), want, 1e-9, "ply %d", ply);
+	}
 	/* Go's: 1 for as many plies as the board's size, then the most visited
 	 * move. */
 	game_params go = game_params_default(GAME_KIND_GO);
@@ -389,19 +388,20 @@ Test(selfplay, temperature_schedule)
 	cr_assert_eq(selfplay_temperature(&g.explore, go.size - 1), 1.0);
 	cr_assert_eq(selfplay_temperature(&g.explore, go.size), 0.0);
 	cr_assert_eq(selfplay_temperature(&g.explore, 80), 0.0);
-	/* AlphaZero.jl's Connect Four: 1 to ply 20, falling to 0.3 at ply 30. */
+	/* Connect Four's earlier schedule: 1 for 8 plies, falling to 0.2 at
+	 * ply 20. */
 	o.explore.temperature = 1;
-	o.explore.temperature_moves = 20;
-	o.explore.temperature_end = 30;
-	o.explore.temperature_floor = 0.3;
-	for (int ply = 0; ply < 42; ply++) {
-		double want = ply < 20 ? 1 : ply >= 30 ? 0.3 : 1 - 0.7 * (ply - 20) / 10.0;
-		cr_assert_float_eq(selfplay_temperature(&o.explore, ply), want, 1e-9, "ply %d", ply);
-	}
+	o.explore.temperature_moves = 8;
+	o.explore.temperature_end = 20;
+	o.explore.temperature_floor = 0.2;
+	cr_assert_eq(selfplay_temperature(&o.explore, 7), 1.0);
+	cr_assert_float_eq(selfplay_temperature(&o.explore, 14), 0.6, 1e-9);
+	cr_assert_float_eq(selfplay_temperature(&o.explore, 20), 0.2, 1e-9);
+	cr_assert_float_eq(selfplay_temperature(&o.explore, 41), 0.2, 1e-9);
 	/* An end before the opening's last ply is a step. */
 	o.explore.temperature_end = 5;
-	cr_assert_eq(selfplay_temperature(&o.explore, 19), 1.0);
-	cr_assert_eq(selfplay_temperature(&o.explore, 20), 0.3);
+	cr_assert_eq(selfplay_temperature(&o.explore, 7), 1.0);
+	cr_assert_eq(selfplay_temperature(&o.explore, 8), 0.2);
 }
 
 /* A worker learns its game from the first model: the schedule it was not
@@ -419,8 +419,8 @@ Test(selfplay, worker_takes_the_games_schedule)
 	x.temperature_moves = 4;
 	game_params c4 = game_params_default(GAME_KIND_CONNECT4);
 	selfplay_explore_settle(&x, &c4);
-	cr_assert(x.temperature_moves == 4 && x.temperature_end == 20);
-	cr_assert_float_eq(x.temperature_floor, 0.2, 1e-12);
+	cr_assert(x.temperature_moves == 4 && x.temperature_end == 30);
+	cr_assert_float_eq(x.temperature_floor, 0.3, 1e-12);
 }
 
 /* Self-play's precision on the CPU: int8 where the CPU has VNNI unless a
