@@ -813,6 +813,54 @@ static double value_at(const hrun *h, const char *method, const char *part, harn
 	return NAN;
 }
 
+/* Adds one printed cell (its mean `v`) to method's tally for the noise
+ * line, with the fewest positions or games behind that method's figures
+ * of `part` in any run. */
+static void noise_add(char (*meth)[64], double *sum, int *cells, int *few, int *nmeth,
+		      const hrun *runs, int nruns, const char *method, const char *part, double v)
+{
+	int k;
+	for (k = 0; k < *nmeth && strcmp(meth[k], method); k++)
+		;
+	if (k == *nmeth) {
+		if (k == 16)
+			return;
+		snprintf(meth[k], 64, "%.63s", method);
+		sum[k] = 0;
+		cells[k] = few[k] = 0;
+		for (int j = 0; j < nruns; j++)
+			for (int i = 0; i < runs[j].nr; i++) {
+				const hrow *r = &runs[j].r[i];
+				if (r->n > 0 && !strcmp(r->method, method) && !strcmp(r->part, part) &&
+				    (!few[k] || r->n < few[k]))
+					few[k] = r->n;
+			}
+		(*nmeth)++;
+	}
+	sum[k] += v;
+	cells[k]++;
+}
+
+/* What one model's figure can tell: a proportion of n positions (or
+ * games) has a binomial standard error of sqrt(p (1 - p) / n), here at
+ * the mean of the cells printed. */
+static void print_noise(FILE *f, char (*meth)[64], const double *sum, const int *cells,
+			const int *few, int nmeth)
+{
+	bool any = false;
+	for (int k = 0; k < nmeth; k++) {
+		if (!cells[k] || !few[k])
+			continue;
+		double p = sum[k] / cells[k], se = sqrt(p * (1 - p) / few[k]);
+		fprintf(f, "%s%s %.1f points (%d %s at %.1f%%)",
+			any ? ", " : "one model's figure, its binomial standard error: ", meth[k],
+			100 * se, few[k], higher_is_better(meth[k]) ? "games" : "positions", 100 * p);
+		any = true;
+	}
+	if (any)
+		fprintf(f, "; single models closer than about twice that are within noise\n");
+}
+
 int harness_compare(const harness_compare_options *o, char *err, size_t errlen)
 {
 	hrun runs[HARNESS_MAX_RUNS];
@@ -859,6 +907,11 @@ int harness_compare(const harness_compare_options *o, char *err, size_t errlen)
 			fprintf(f, " %17d", o->at[k]);
 		fputc('\n', f);
 	}
+	/* Per method: the sum and count of the cells printed, and the fewest
+	 * positions (or games) behind a figure, for the noise line. */
+	char nmeth[16][64];
+	double nsum[16] = { 0 };
+	int ncells[16] = { 0 }, nfew[16] = { 0 }, nn = 0;
 	/* Every (label, method) pair, in the order first seen. */
 	for (int i = 0; i < n; i++) {
 		char methods[8][64];
@@ -904,6 +957,9 @@ int harness_compare(const harness_compare_options *o, char *err, size_t errlen)
 						 100 * lo, 100 * hi, got < members ? " (part)" : "");
 				if (f)
 					fprintf(f, " %17s", cell);
+				if (got)
+					noise_add(nmeth, nsum, ncells, nfew, &nn, runs, n, methods[k], o->part,
+						  sum / got);
 				if (csv && got)
 					fprintf(csv, "%s,%s,%s,%d,%d,%.6f,%.6f,%.6f\n", labels[i],
 						methods[k], o->part, o->at[a], got, sum / got, lo, hi);
@@ -912,6 +968,8 @@ int harness_compare(const harness_compare_options *o, char *err, size_t errlen)
 				fputc('\n', f);
 		}
 	}
+	if (f)
+		print_noise(f, nmeth, nsum, ncells, nfew, nn);
 	rc = 0;
 out:
 	if (csv && fclose(csv) != 0 && rc == 0) {

@@ -89,6 +89,15 @@ static void eval_logged(harness_options *o, char *text, size_t len)
 }
 
 /* Rows seen: count, and the latest `created`. */
+/* The fewest positions behind a figure over all positions. */
+static int fewest_all(void *ctx, const store_evaluation *e)
+{
+	int *few = ctx;
+	if (!strcmp(e->part, "all") && (!*few || e->n < *few))
+		*few = e->n;
+	return 0;
+}
+
 typedef struct rows {
 	int n, all;
 	double created_max;
@@ -296,6 +305,27 @@ Test(harness, measures_every_model_once_then_compares, .timeout = 240)
 	}
 	fclose(f);
 	cr_assert_eq(found, 1, "the network's row at 0 minutes");
+	/* Under the table, each method's binomial standard error at the mean
+	 * of its cells (here model 1's 10% at 0 minutes) on the fewest
+	 * positions behind its figures. */
+	db = open_db(dir);
+	int fewest = 0;
+	store_evaluations(db, 0, "net", fewest_all, &fewest);
+	store_close(db);
+	cr_assert(fewest > 0);
+	char *out = NULL;
+	size_t outlen = 0;
+	co.out = open_memstream(&out, &outlen);
+	co.csv[0] = 0;
+	cr_assert_eq(harness_compare(&co, err, sizeof(err)), 0, "%s", err);
+	fclose(co.out);
+	co.out = NULL;
+	char want[128];
+	snprintf(want, sizeof(want), "net %.1f points (%d positions at 10.0%%)",
+		 100 * sqrt(0.1 * 0.9 / fewest), fewest);
+	cr_assert(strstr(out, "binomial standard error") && strstr(out, want), "want %s in:\n%s", want,
+		  out);
+	free(out);
 	/* A point past the run's compute has no value. */
 	co.at[0] = 100000;
 	co.csv[0] = 0;
