@@ -1,11 +1,9 @@
 /* db.c: `sente db`, a look into a run's store: statistics, recent games,
  * models, SGF export, and compaction. One small function per subcommand,
  * dispatched through a table. */
-#include "engine/game_desc.h"
 #include "cli/db.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +12,8 @@
 
 #include "cli/cli.h"
 #include "cli/opt.h"
-#include "data/record.h"
+#include "data/export.h"
 #include "data/store.h"
-#include "engine/sgf.h"
 #include "serve/serve.h"
 
 static const char db_help[] =
@@ -112,22 +109,6 @@ static const char *db_time_text(double t, char *buf, size_t len)
 	struct tm tm;
 	if (!localtime_r(&sec, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
 		snprintf(buf, len, "?");
-	return buf;
-}
-
-/* The result as SGF's RE says it: B+R, W+3.5, 0 (draw); Connect Four
- * wins have no margin: B+ / W+. */
-static const char *db_result_text(const char *kind, int result, double score, int resigned,
-				  char *buf, size_t len)
-{
-	if (resigned >= 0)
-		snprintf(buf, len, "%c+R", resigned == GAME_BLACK ? 'W' : 'B');
-	else if (result == 0)
-		snprintf(buf, len, "0");
-	else if (!strcmp(kind, "go") && score != 0)
-		snprintf(buf, len, "%c+%g", result > 0 ? 'B' : 'W', fabs(score));
-	else
-		snprintf(buf, len, "%c+", result > 0 ? 'B' : 'W');
 	return buf;
 }
 
@@ -268,7 +249,7 @@ static int db_games_row(void *ctx, const store_game_info *g)
 		snprintf(model, sizeof(model), "-");
 	printf("%8lld %6s %-12.12s %-9s %4d %6.1f %-7s %6d %6d  %s\n", (long long)g->id, model,
 	       g->worker[0] ? g->worker : "-", g->game, g->size, g->komi,
-	       db_result_text(g->game, g->result, g->score, g->resigned, res, sizeof(res)), g->length,
+	       export_result_text(g->game, g->result, g->score, g->resigned, res, sizeof(res)), g->length,
 	       g->n_positions, db_time_text(g->created, when, sizeof(when)));
 	return 0;
 }
@@ -312,178 +293,23 @@ static int db_models(store *s, const db_opts *o)
 
 /* ---- export-sgf ----------------------------------------------------------- */
 
-/* State of one export: where to, and what happened. */
-typedef struct db_export {
-	const char *dir;  /* output folder */
-	int64_t sgf;      /* games written as SGF (Go boards) */
-	int64_t lines;    /* games written as a line of moves */
-	int64_t skipped;  /* rows whose record did not decode */
-	bool failed;      /* a file could not be written: stop */
-} db_export;
-
-/* A record's moves as the game writes them, separated by nothing when
- * every move is one character (Connect Four's columns), else by spaces;
- * a newline at the end. malloc'd, NULL when memory is short. */
-static char *db_move_line(const game_record *r)
-{
-	static game g;
-	if (game_init(&g, &r->params) != GAME_OK)
-		return NULL;
-	size_t cap = (size_t)r->n_moves * 9 + 2, len = 0;
-	char *text = malloc(cap);
-	if (!text)
-		return NULL;
-	bool spaced = false;
-	char mv[16];
-	for (int i = 0; i < r->n_moves; i++)
-		if (strlen(game_move_to_text(&g, r->moves[i], mv)) > 1)
-			spaced = true;
-	for (int i = 0; i < r->n_moves; i++) {
-		game_move_to_text(&g, r->moves[i], mv);
-		len += (size_t)snprintf(text + len, cap - len, "%s%s", spaced && i ? " " : "", mv);
-	}
-	snprintf(text + len, cap - len, "\n");
-	return text;
-}
-
-/* Writes text to path through a temporary file and a rename, so a reader
- * never sees half a file. 0, or -1 with the reason printed. */
-static int db_write_file(const char *path, const char *text)
-{
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	FILE *f = fopen(tmp, "w");
-	if (!f) {
-		fprintf(stderr, "sente db: cannot write %s: %s\n", tmp, strerror(errno));
-		return -1;
-	}
-	bool ok = fputs(text, f) >= 0;
-	ok = (fclose(f) == 0) && ok;
-	if (!ok || rename(tmp, path) != 0) {
-		fprintf(stderr, "sente db: cannot write %s: %s\n", path, strerror(errno));
-		remove(tmp);
-		return -1;
-	}
-	return 0;
-}
-
-/* The record of a Go game as SGF text (malloc'd), or NULL. */
-static char *db_go_sgf(const store_game_info *g, const game_record *r)
-{
-	sgf_record sr;
-	char *text = NULL;
-	sgf_record_init(&sr);
-	sr.size = r->params.size;
-	sr.komi = r->params.komi;
-	snprintf(sr.rules, sizeof(sr.rules), "Chinese");
-	if (g->model_id > 0) {
-		snprintf(sr.pb, sizeof(sr.pb), "sente model %lld", (long long)g->model_id);
-		snprintf(sr.pw, sizeof(sr.pw), "sente model %lld", (long long)g->model_id);
-	} else {
-		snprintf(sr.pb, sizeof(sr.pb), "sente (no model)");
-		snprintf(sr.pw, sizeof(sr.pw), "sente (no model)");
-	}
-	db_result_text("go", r->result, r->score, r->resigned, sr.re, sizeof(sr.re));
-	time_t sec = (time_t)g->created;
-	struct tm tm;
-	if (localtime_r(&sec, &tm))
-		strftime(sr.dt, sizeof(sr.dt), "%Y-%m-%d", &tm);
-	for (int i = 0; i < r->n_moves; i++) {
-		char comment[128];
-		int n = 0;
-		if (!isnan(r->root_value[i]))
-			n = snprintf(comment, sizeof(comment), "value %+.2f for the mover", r->root_value[i]);
-		long visits = 0;
-		for (int k = r->visit_start[i]; k < r->visit_start[i + 1]; k++)
-			visits += r->visits[k].count;
-		snprintf(comment + n, sizeof(comment) - (size_t)n, "%s%s search", n ? ", " : "",
-			 r->full[i] ? "full" : "fast");
-		if (visits) {
-			size_t m = strlen(comment);
-			if (r->target == RECORD_TARGET_IMPROVED)
-				snprintf(comment + m, sizeof(comment) - m, ", Gumbel improved policy");
-			else
-				snprintf(comment + m, sizeof(comment) - m, ", %ld visits", visits);
-		}
-		if (sgf_record_add_move(&sr, i % 2 ? GO_WHITE : GO_BLACK, r->moves[i], comment))
-			goto out;
-	}
-	char root[160];
-	snprintf(root, sizeof(root), "sente self-play game %lld%s%s", (long long)g->id,
-		 g->worker[0] ? ", worker " : "", g->worker);
-	sr.comment = strdup(root);
-	text = sgf_write(&sr);
-out:
-	sgf_record_free(&sr);
-	return text;
-}
-
-static int db_export_one(void *ctx, const store_game_info *g)
-{
-	db_export *e = ctx;
-	game_record r;
-	char msg[256], path[4096];
-	if (record_decode(g->blob, g->blob_len, &r, msg, sizeof(msg))) {
-		fprintf(stderr, "sente db: game %lld skipped: %s\n", (long long)g->id, msg);
-		e->skipped++;
-		return 0;
-	}
-	int rc = -1;
-	char *text = NULL;
-	const game_desc *d = game_desc_from_params(&r.params);
-	bool sgf = d->has_go_board;
-	if (sgf) {
-		snprintf(path, sizeof(path), "%s/game-%lld.sgf", e->dir, (long long)g->id);
-		text = db_go_sgf(g, &r);
-	} else {
-		/* One line of the moves as the game writes them (Connect Four:
-		 * the columns 1..7), named by the game's short name. */
-		const char *tag = d->aliases && d->aliases[0] ? d->aliases[0] : d->name;
-		snprintf(path, sizeof(path), "%s/game-%lld.%s.txt", e->dir, (long long)g->id, tag);
-		text = db_move_line(&r);
-	}
-	if (!text) {
-		fprintf(stderr, "sente db: game %lld: out of memory\n", (long long)g->id);
-		goto out;
-	}
-	if (db_write_file(path, text))
-		goto out;
-	if (sgf)
-		e->sgf++;
-	else
-		e->lines++;
-	rc = 0;
-out:
-	free(text);
-	record_free(&r);
-	if (rc)
-		e->failed = true;
-	return rc;
-}
-
 static int db_export_sgf(store *s, const db_opts *o)
 {
-	const char *dir = o->dir;
-	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-		fprintf(stderr, "sente db: cannot create %s: %s\n", dir, strerror(errno));
-		return 1;
-	}
-	db_export e = { .dir = dir };
-	int n = store_list_games(s, o->game_id, o->limit, db_export_one, &e);
-	if (n < 0) {
-		fprintf(stderr, "sente db: %s\n", store_errmsg(s));
-		return 1;
-	}
-	if (o->game_id && n == 0) {
+	export_counts c;
+	char err[4600];
+	int rc = export_games(s, o->dir, o->game_id, o->limit, stderr, &c, err, sizeof(err));
+	if (rc != 0)
+		fprintf(stderr, "sente db: %s\n", err);
+	if (rc == 0 && o->game_id && c.listed == 0) {
 		fprintf(stderr, "sente db: %s: no game with id %ld\n", o->path, o->game_id);
 		return 1;
 	}
 	printf("exported %lld games as SGF and %lld as move lists (.txt) to %s",
-	       (long long)e.sgf, (long long)e.lines, dir);
-	if (e.skipped)
-		printf("; %lld corrupt rows skipped", (long long)e.skipped);
+	       (long long)c.sgf, (long long)c.lines, o->dir);
+	if (c.skipped)
+		printf("; %lld corrupt rows skipped", (long long)c.skipped);
 	printf("\n");
-	return e.failed || e.skipped ? 1 : 0;
+	return rc != 0 || c.skipped ? 1 : 0;
 }
 
 /* ---- export-metrics -------------------------------------------------------- */

@@ -9,6 +9,7 @@
 #include "cli/match.h"
 #include "loop/report.h"
 #include "data/store.h"
+#include "engine/fileio.h"
 #include "match/tournament.h"
 
 static const char tournament_about[] =
@@ -102,26 +103,29 @@ static void html_plot(FILE *f, const match_player *pl, const tournament_result *
 	report_chart(f, "Elo against training step", "training step", s, 3, false);
 }
 
-/* The page with table and plot, written to a temporary file and renamed. */
+/* The page with table and plot, built in memory and written whole
+ * (fileio_write_text). */
 static int write_html(const char *path, const match_player *pl, const tournament_result *r,
 		      char *err, size_t errlen)
 {
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	FILE *f = fopen(tmp, "w");
+	char *page = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&page, &len);
 	if (!f) {
-		snprintf(err, errlen, "cannot write %.900s", tmp);
+		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	html_table(f, pl, r);
 	html_plot(f, pl, r);
 	fprintf(f, "</body></html>\n");
-	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		snprintf(err, errlen, "cannot write %s", path);
-		remove(tmp);
+	if (fclose(f) != 0 || !page) {
+		free(page);
+		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	return 0;
+	int rc = fileio_write_text(path, page, err, errlen);
+	free(page);
+	return rc;
 }
 
 /* The table on stderr and one JSON line per player on stdout, best first. */

@@ -1,6 +1,7 @@
 #include "engine/fileio.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -74,10 +75,13 @@ static void sync_dir(const char *path)
 	}
 }
 
-int fileio_commit(fileio_writer *w, char *err, size_t errlen)
+/* Appends the CRC when asked, makes the file durable and renames it. */
+static int finish(fileio_writer *w, bool crc, char *err, size_t errlen)
 {
 	uint32_t c32 = (uint32_t)w->crc;
-	if (!w->failed && (fwrite(&c32, 4, 1, w->f) != 1 || fflush(w->f) != 0 || fsync(fileno(w->f)) != 0))
+	if (!w->failed && crc && fwrite(&c32, 4, 1, w->f) != 1)
+		w->failed = errno ? errno : EIO;
+	if (!w->failed && (fflush(w->f) != 0 || fsync(fileno(w->f)) != 0))
 		w->failed = errno ? errno : EIO;
 	if (fclose(w->f) != 0 && !w->failed)
 		w->failed = errno ? errno : EIO;
@@ -99,6 +103,20 @@ fail:
 	free(w->tmp);
 	w->tmp = NULL;
 	return -1;
+}
+
+int fileio_commit(fileio_writer *w, char *err, size_t errlen)
+{
+	return finish(w, true, err, errlen);
+}
+
+int fileio_write_text(const char *path, const char *text, char *err, size_t errlen)
+{
+	fileio_writer w;
+	if (fileio_begin(&w, path, err, errlen) < 0)
+		return -1;
+	fileio_put(&w, text, strlen(text));
+	return finish(&w, false, err, errlen);
 }
 
 void fileio_abort(fileio_writer *w)

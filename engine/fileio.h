@@ -1,5 +1,6 @@
 /* fileio.h: whole-file reads and crash-safe writes for sente's binary
- * formats (model files, learner checkpoints).
+ * formats (model files, learner checkpoints) and its text files (SGF,
+ * pages).
  *
  * A writer fills PATH.tmp, folding every byte into a CRC-32 (zlib); commit
  * appends the CRC, flushes and fsyncs the file, renames it over PATH and
@@ -30,6 +31,11 @@ void fileio_put(fileio_writer *w, const void *p, size_t n);
  * durable and renames it to PATH; 0, or -1 with a message (PATH.tmp is
  * removed then). */
 int fileio_commit(fileio_writer *w, char *err, size_t errlen);
+/* Replaces PATH by a text file (an SGF, a page) the same way, without the
+ * CRC: PATH.tmp written, fsynced and renamed, so PATH is the old text or
+ * the new one whatever happens; 0, or -1 with a message (PATH.tmp
+ * removed). */
+int fileio_write_text(const char *path, const char *text, char *err, size_t errlen);
 /* Drops PATH.tmp (after an error of the caller's own). */
 void fileio_abort(fileio_writer *w);
 

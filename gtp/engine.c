@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine/clock.h"
+#include "engine/fileio.h"
 #include "engine/game_desc.h"
 #include "engine/sgf.h"
 #include "gtp/internal.h"
@@ -771,14 +772,9 @@ static bool cmd_printsgf(gtp_engine *e, const gtp_command *c, gtp_reply *r)
 		return gtp_fail(r, "cannot write this game as SGF");
 	bool ok = true;
 	if (c->argc >= 1) {
-		char tmp[4096];
-		snprintf(tmp, sizeof(tmp), "%s.tmp", c->argv[0]);
-		FILE *f = fopen(tmp, "w");
-		if (!f || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, c->argv[0]) != 0) {
+		char why[512];
+		if (fileio_write_text(c->argv[0], text, why, sizeof(why)) != 0)
 			ok = gtp_fail(r, "cannot write file");
-			if (f)
-				remove(tmp);
-		}
 	} else {
 		gtp_reply_add(r, "%s", text);
 		while (r->len && r->text[r->len - 1] == '\n')

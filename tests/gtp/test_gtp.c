@@ -264,3 +264,31 @@ Test(gtp_engine, lz_setoption_and_kgs_rules)
 			      "?9 rules not supported: sente scores by area only\n\n?10 syntax error\n\n");
 	free(got);
 }
+
+/* printsgf FILE writes the game there whole, replaces an older file, and
+ * answers an error, leaving nothing behind, where it cannot. */
+Test(gtp_engine, printsgf_to_a_file)
+{
+	char dir[] = "/tmp/sente-gtp-XXXXXX", in[1024];
+	cr_assert(mkdtemp(dir));
+	snprintf(in, sizeof(in),
+		 "1 play b E5\n2 printsgf %s/g.sgf\n3 play w C3\n4 printsgf %s/g.sgf\n"
+		 "5 printsgf %s/no/such/g.sgf\n",
+		 dir, dir, dir);
+	char *got = handle_lines(in);
+	cr_assert_str_eq(got, "=1\n\n=2\n\n=3\n\n=4\n\n?5 cannot write file\n\n");
+	free(got);
+	char path[128], text[4096];
+	snprintf(path, sizeof(path), "%s/g.sgf", dir);
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "%s", path);
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = 0;
+	fclose(f);
+	cr_assert(strstr(text, ";B[ee]") && strstr(text, ";W[cg]"), "both moves, once: %s", text);
+	cr_assert_eq(strstr(text, ")"), strrchr(text, ')'), "one game tree: %s", text);
+	snprintf(path, sizeof(path), "%s/g.sgf.tmp", dir);
+	cr_assert_neq(access(path, F_OK), 0, "no temporary file left");
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	cr_assert_eq(system(path), 0);
+}

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "data/export.h"
 #include "data/store.h"
 #include "engine/sgf.h"
 
@@ -522,6 +523,67 @@ Test(store, corrupt_rows_are_skipped_and_counted)
 	cr_assert_eq(c.ids[1], 3);
 	cr_assert_eq(c.ids[2], 1);
 	store_close(s);
+}
+
+/* data/export.h directly: the files, the corrupt rows named and
+ * skipped, a folder that cannot be made, and RE as SGF says it. */
+Test(store, export_writes_each_game_and_names_what_it_skips)
+{
+	char err[512], path[256], sub[160];
+	store *s = store_open(db_path, err, sizeof(err));
+	cr_assert(s, "%s", err);
+	uint64_t rng = 11;
+	int64_t ids[3];
+	for (int i = 0; i < 3; i++) {
+		game_record r;
+		random_game(&r, i == 1 ? GAME_KIND_GO : GAME_KIND_CONNECT4, &rng, 4);
+		cr_assert_eq(store_add_game(s, 0, "w", &r, &ids[i]), 0);
+		record_free(&r);
+	}
+	store_close(s);
+	raw_sql(db_path, "UPDATE games SET record = zeroblob(30) WHERE id = 3;");
+	s = store_open(db_path, err, sizeof(err));
+	cr_assert(s, "%s", err);
+	snprintf(sub, sizeof(sub), "%s/out", dir);
+	char *log = NULL;
+	size_t loglen = 0;
+	FILE *lf = open_memstream(&log, &loglen);
+	export_counts c;
+	cr_assert_eq(export_games(s, sub, 0, 0, lf, &c, err, sizeof(err)), 0, "%s", err);
+	fclose(lf);
+	cr_assert_eq(c.listed, 3);
+	cr_assert_eq(c.sgf, 1);
+	cr_assert_eq(c.lines, 1);
+	cr_assert_eq(c.skipped, 1);
+	cr_assert(strstr(log, "game 3 skipped"), "%s", log);
+	free(log);
+	snprintf(path, sizeof(path), "%s/game-%lld.sgf", sub, (long long)ids[1]);
+	cr_assert_eq(access(path, F_OK), 0, "%s", path);
+	snprintf(path, sizeof(path), "%s/game-%lld.c4.txt", sub, (long long)ids[0]);
+	cr_assert_eq(access(path, F_OK), 0, "%s", path);
+	/* One game by id, and the limit. */
+	cr_assert_eq(export_games(s, sub, ids[1], 0, NULL, &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert(c.listed == 1 && c.sgf == 1 && c.lines == 0);
+	cr_assert_eq(export_games(s, sub, 0, 1, NULL, &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert(c.listed == 1 && c.skipped == 1, "the newest is the corrupt one");
+	/* Where a file stands in the way of the folder. */
+	snprintf(path, sizeof(path), "%s/game-%lld.sgf", sub, (long long)ids[1]);
+	cr_assert_eq(export_games(s, path, 0, 0, NULL, &c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "cannot create"), "%s", err);
+	/* A file of the export that cannot be replaced stops it, named. */
+	snprintf(path, sizeof(path), "%s/game-%lld.c4.txt", sub, (long long)ids[0]);
+	cr_assert_eq(remove(path), 0);
+	cr_assert_eq(mkdir(path, 0777), 0);
+	cr_assert_eq(export_games(s, sub, 0, 0, NULL, &c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "game-1.c4.txt"), "%s", err);
+	store_close(s);
+
+	char re[16];
+	cr_assert_str_eq(export_result_text("go", 1, 3.5, -1, re, sizeof(re)), "B+3.5");
+	cr_assert_str_eq(export_result_text("go", -1, -7.5, -1, re, sizeof(re)), "W+7.5");
+	cr_assert_str_eq(export_result_text("go", -1, 0, GAME_BLACK, re, sizeof(re)), "W+R");
+	cr_assert_str_eq(export_result_text("go", 0, 0, -1, re, sizeof(re)), "0");
+	cr_assert_str_eq(export_result_text("connect4", 1, 1, -1, re, sizeof(re)), "B+");
 }
 
 Test(store, window_is_newest_games_up_to_max_positions)
