@@ -165,8 +165,13 @@ int export_games(store *s, const char *dir, int64_t game_id, int64_t limit, FILE
 		 export_counts *counts, char *err, size_t errlen)
 {
 	memset(counts, 0, sizeof(*counts));
+	struct stat st;
 	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
 		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s is not a folder", dir);
 		return -1;
 	}
 	export_state e = { .dir = dir, .log = log, .c = counts, .err = err, .errlen = errlen };

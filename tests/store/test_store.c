@@ -569,6 +569,9 @@ Test(store, export_writes_each_game_and_names_what_it_skips)
 	/* Where a file stands in the way of the folder. */
 	snprintf(path, sizeof(path), "%s/game-%lld.sgf", sub, (long long)ids[1]);
 	cr_assert_eq(export_games(s, path, 0, 0, NULL, &c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "is not a folder"), "%s", err);
+	snprintf(path, sizeof(path), "%s/game-%lld.sgf/x", sub, (long long)ids[1]);
+	cr_assert_eq(export_games(s, path, 0, 0, NULL, &c, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "cannot create"), "%s", err);
 	/* A file of the export that cannot be replaced stops it, named. */
 	snprintf(path, sizeof(path), "%s/game-%lld.c4.txt", sub, (long long)ids[0]);
