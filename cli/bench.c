@@ -8,9 +8,7 @@
 #include "engine/game_desc.h"
 #include "cli/cli.h"
 #include "cli/opt.h"
-#include "engine/clock.h"
-#include "engine/rng.h"
-#include "engine/game.h"
+#include "engine/bench.h"
 #include "nn/bench.h"
 #include "nn/net.h"
 #include "search/bench.h"
@@ -32,54 +30,6 @@ static const char bench_help[] =
 	"               CUDA, model-FLOPs utilisation\n"
 	"\n"
 	"Each has its options: 'sente bench board --help', and so on.\n";
-
-/* Runs Go playouts from the empty board for about `seconds`. */
-static void bench_go(int size, double seconds, uint64_t seed)
-{
-	static go_board empty, b; /* large: keep them off the stack */
-	go_init(&empty, size, 7.5);
-	uint64_t rng = seed ? seed : 1;
-	long games = 0, moves = 0;
-	double t0 = clock_now(), t;
-	do {
-		for (int i = 0; i < 64; i++) {
-			b = empty;
-			moves += go_playout(&b, &rng);
-			games++;
-		}
-		t = clock_now() - t0;
-	} while (t < seconds);
-	printf("{\"bench\":\"board\",\"game\":\"go\",\"size\":%d,\"games_per_s\":%.1f,"
-	       "\"moves_per_game\":%.1f,\"moves_per_s\":%.0f}\n",
-	       size, games / t, (double)moves / games, moves / t);
-	fflush(stdout);
-}
-
-/* Connect Four random games through the generic interface. */
-static void bench_c4(double seconds, uint64_t seed)
-{
-	game_params p = game_desc_by_name("connect4")->defaults;
-	game g;
-	int moves[GAME_MAX_ACTIONS];
-	uint64_t rng = seed ? seed : 1;
-	long games = 0, plies = 0;
-	double t0 = clock_now(), t;
-	do {
-		for (int i = 0; i < 256; i++) {
-			game_init(&g, &p);
-			int n;
-			while ((n = game_legal_moves(&g, moves)) > 0) {
-				game_play(&g, moves[rng_next(&rng) % (uint64_t)n]);
-				plies++;
-			}
-			games++;
-		}
-		t = clock_now() - t0;
-	} while (t < seconds);
-	printf("{\"bench\":\"board\",\"game\":\"connect4\",\"size\":7,\"games_per_s\":%.1f,"
-	       "\"moves_per_game\":%.1f}\n", games / t, (double)plies / games);
-	fflush(stdout);
-}
 
 static int bench_board(int argc, char **argv)
 {
@@ -103,9 +53,18 @@ static int bench_board(int argc, char **argv)
 	int rc;
 	if (!cli_opt_parse(&spec, argc, argv, &rc))
 		return rc;
-	for (int i = 0; i < n_sizes; i++)
-		bench_go(sizes[i], seconds, (uint64_t)seed);
-	bench_c4(seconds, (uint64_t)seed);
+	for (int i = 0; i < n_sizes; i++) {
+		board_bench r = board_bench_go(sizes[i], seconds, (uint64_t)seed);
+		printf("{\"bench\":\"board\",\"game\":\"go\",\"size\":%d,\"games_per_s\":%.1f,"
+		       "\"moves_per_game\":%.1f,\"moves_per_s\":%.0f}\n",
+		       sizes[i], r.games_per_s, r.moves_per_game, r.moves_per_s);
+		fflush(stdout);
+	}
+	game_params c4 = game_desc_by_name("connect4")->defaults;
+	board_bench r = board_bench_random(&c4, seconds, (uint64_t)seed);
+	printf("{\"bench\":\"board\",\"game\":\"connect4\",\"size\":7,\"games_per_s\":%.1f,"
+	       "\"moves_per_game\":%.1f,\"moves_per_s\":%.0f}\n",
+	       r.games_per_s, r.moves_per_game, r.moves_per_s);
 	return 0;
 }
 
