@@ -9,7 +9,6 @@
 #include "cli/match.h"
 #include "loop/report.h"
 #include "data/store.h"
-#include "engine/fileio.h"
 #include "match/tournament.h"
 
 static const char tournament_about[] =
@@ -25,108 +24,6 @@ static const char tournament_about[] =
 	"except --visits-b, and --gauntlet and --html.\n";
 
 #define MAX_PLAYERS TOURNAMENT_MAX_PLAYERS
-
-static void html_escape(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '<')
-			fputs("&lt;", f);
-		else if (*s == '>')
-			fputs("&gt;", f);
-		else if (*s == '&')
-			fputs("&amp;", f);
-		else
-			fputc(*s, f);
-	}
-}
-
-/* The page's head and table, best first. */
-static void html_table(FILE *f, const match_player *pl, const tournament_result *r)
-{
-	fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>sente tournament</title>\n"
-		"<style>body{font-family:sans-serif;max-width:720px;margin:2em auto}"
-		"td,th{padding:2px 8px;text-align:right}</style></head><body>\n"
-		"<h1>sente tournament</h1>\n<p>Bradley-Terry maximum likelihood, %s at 0 Elo; "
-		"intervals are 95%%.</p>\n<table>\n<tr><th>#</th><th style=\"text-align:left\">player</th>"
-		"<th>Elo</th><th>&plusmn;</th><th>games</th><th>score</th><th>step</th></tr>\n",
-		pl[0].name);
-	for (int k = 0; k < r->players; k++) {
-		const tournament_standing *t = &r->standings[k];
-		const match_player *p = &pl[t->player];
-		fprintf(f, "<tr><td>%d</td><td style=\"text-align:left\">", k + 1);
-		html_escape(f, p->name);
-		fprintf(f, "</td><td>%+.0f</td><td>%.0f</td><td>%.0f</td><td>%.1f%%</td><td>", t->elo,
-			1.96 * t->se, t->games, t->games > 0 ? 100 * t->points / t->games : 0.0);
-		if (p->train_step >= 0)
-			fprintf(f, "%lld", (long long)p->train_step);
-		fprintf(f, "</td></tr>\n");
-	}
-	fprintf(f, "</table>\n");
-}
-
-/* Elo against training step for the models that have one, with the
- * interval as two thin lines. */
-static void html_plot(FILE *f, const match_player *pl, const tournament_result *r)
-{
-	const tournament_standing *of[MAX_PLAYERS]; /* by player */
-	int order[MAX_PLAYERS], m = 0;
-	for (int k = 0; k < r->players; k++)
-		of[r->standings[k].player] = &r->standings[k];
-	/* The models with a step, in the players' order, then sorted by step
-	 * (insertion: equal steps keep that order). */
-	for (int i = 0; i < r->players; i++)
-		if (pl[i].kind == MATCH_PLAYER_MODEL && pl[i].train_step >= 0)
-			order[m++] = i;
-	for (int a = 1; a < m; a++)
-		for (int b = a; b > 0 && pl[order[b]].train_step < pl[order[b - 1]].train_step; b--) {
-			int t = order[b];
-			order[b] = order[b - 1];
-			order[b - 1] = t;
-		}
-	if (m < 2) {
-		fprintf(f, "<p>No plot: fewer than two players are models with a training step.</p>\n");
-		return;
-	}
-	double x[MAX_PLAYERS], y[3][MAX_PLAYERS];
-	for (int k = 0; k < m; k++) {
-		const tournament_standing *t = of[order[k]];
-		x[k] = (double)pl[order[k]].train_step;
-		y[0][k] = t->elo;
-		y[1][k] = t->elo + 1.96 * t->se;
-		y[2][k] = t->elo - 1.96 * t->se;
-	}
-	report_series s[3] = {
-		{ .label = "Elo", .color = "#1f77b4", .x = x, .y = y[0], .n = m },
-		{ .label = "95% interval, upper", .color = "#aec7e8", .x = x, .y = y[1], .n = m },
-		{ .label = "95% interval, lower", .color = "#aec7e8", .x = x, .y = y[2], .n = m },
-	};
-	report_chart(f, "Elo against training step", "training step", s, 3, false);
-}
-
-/* The page with table and plot, built in memory and written whole
- * (fileio_write_text). */
-static int write_html(const char *path, const match_player *pl, const tournament_result *r,
-		      char *err, size_t errlen)
-{
-	char *page = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&page, &len);
-	if (!f) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	html_table(f, pl, r);
-	html_plot(f, pl, r);
-	fprintf(f, "</body></html>\n");
-	if (fclose(f) != 0 || !page) {
-		free(page);
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	int rc = fileio_write_text(path, page, err, errlen);
-	free(page);
-	return rc;
-}
 
 /* The table on stderr and one JSON line per player on stdout, best first. */
 static void print_standings(const match_player *pl, const tournament_result *r)
@@ -237,7 +134,7 @@ int cli_tournament(int argc, char **argv)
 	if (st != TOURNAMENT_DONE)
 		return 1;
 	print_standings(pl, &res);
-	if (write_html(html, pl, &res, err, sizeof(err)) != 0) {
+	if (report_tournament(html, pl, &res, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sente tournament: %s\n", err);
 		return 1;
 	}

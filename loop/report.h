@@ -1,6 +1,7 @@
 /* report.h: a run's report (report.html): the dashboard of `sente serve`
- * (serve/serve.h) as a static snapshot with its data embedded; and a small
- * SVG line chart for pages written without a browser library. */
+ * (serve/serve.h) as a static snapshot with its data embedded; a
+ * tournament's page; and a small SVG line chart for pages written without
+ * a browser library. */
 #ifndef SENTE_LOOP_REPORT_H
 #define SENTE_LOOP_REPORT_H
 
@@ -10,6 +11,7 @@
 
 #include "data/store.h"
 #include "engine/game.h"
+#include "match/tournament.h"
 
 /* One line of a chart: points (x, y), drawn as a polyline. */
 typedef struct report_series {
@@ -29,5 +31,11 @@ void report_chart(FILE *f, const char *title, const char *xlabel, const report_s
  * through a temporary file and a rename: serve_page_save. 0, or -1 with a
  * message. */
 int report_write(store *db, const char *path, const char *game_name, char *err, size_t errlen);
+
+/* Writes a tournament's page to path (whole, fileio_write_text): the
+ * standings best first with 95% intervals, and Elo against training step
+ * for the players that are models with a step. 0, or -1 with a message. */
+int report_tournament(const char *path, const match_player *pl, const tournament_result *r,
+		      char *err, size_t errlen);
 
 #endif
