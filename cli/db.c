@@ -3,7 +3,6 @@
  * dispatched through a table. */
 #include "cli/db.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
