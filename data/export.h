@@ -7,7 +7,6 @@
 #ifndef SENTE_DATA_EXPORT_H
 #define SENTE_DATA_EXPORT_H
 
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 

@@ -813,48 +813,55 @@ static double value_at(const hrun *h, const char *method, const char *part, harn
 	return NAN;
 }
 
-/* Adds one printed cell (its mean `v`) to method's tally for the noise
- * line, with the fewest positions or games behind that method's figures
- * of `part` in any run. */
-static void noise_add(char (*meth)[64], double *sum, int *cells, int *few, int *nmeth,
-		      const hrun *runs, int nruns, const char *method, const char *part, double v)
+/* One method's cells of a comparison, for the noise line under it. */
+typedef struct noise_tally {
+	char method[64];
+	double sum;  /* of the cells' means */
+	int cells;
+	int fewest;  /* positions or games behind the method's figures of the part */
+} noise_tally;
+
+/* Adds one printed cell (its mean `v`) to method's tally, finding the
+ * fewest positions or games behind that method's figures of `part` in
+ * any run the first time the method is seen. */
+static void noise_add(noise_tally *t, int *n, int max, const hrun *runs, int nruns,
+		      const char *method, const char *part, double v)
 {
 	int k;
-	for (k = 0; k < *nmeth && strcmp(meth[k], method); k++)
+	for (k = 0; k < *n && strcmp(t[k].method, method); k++)
 		;
-	if (k == *nmeth) {
-		if (k == 16)
+	if (k == *n) {
+		if (k == max)
 			return;
-		snprintf(meth[k], 64, "%.63s", method);
-		sum[k] = 0;
-		cells[k] = few[k] = 0;
+		memset(&t[k], 0, sizeof(t[k]));
+		snprintf(t[k].method, sizeof(t[k].method), "%.63s", method);
 		for (int j = 0; j < nruns; j++)
 			for (int i = 0; i < runs[j].nr; i++) {
 				const hrow *r = &runs[j].r[i];
 				if (r->n > 0 && !strcmp(r->method, method) && !strcmp(r->part, part) &&
-				    (!few[k] || r->n < few[k]))
-					few[k] = r->n;
+				    (!t[k].fewest || r->n < t[k].fewest))
+					t[k].fewest = r->n;
 			}
-		(*nmeth)++;
+		(*n)++;
 	}
-	sum[k] += v;
-	cells[k]++;
+	t[k].sum += v;
+	t[k].cells++;
 }
 
 /* What one model's figure can tell: a proportion of n positions (or
  * games) has a binomial standard error of sqrt(p (1 - p) / n), here at
  * the mean of the cells printed. */
-static void print_noise(FILE *f, char (*meth)[64], const double *sum, const int *cells,
-			const int *few, int nmeth)
+static void print_noise(FILE *f, const noise_tally *t, int n)
 {
 	bool any = false;
-	for (int k = 0; k < nmeth; k++) {
-		if (!cells[k] || !few[k])
+	for (int k = 0; k < n; k++) {
+		if (!t[k].cells || !t[k].fewest)
 			continue;
-		double p = sum[k] / cells[k], se = sqrt(p * (1 - p) / few[k]);
+		double p = t[k].sum / t[k].cells, se = sqrt(p * (1 - p) / t[k].fewest);
 		fprintf(f, "%s%s %.1f points (%d %s at %.1f%%)",
-			any ? ", " : "one model's figure, its binomial standard error: ", meth[k],
-			100 * se, few[k], higher_is_better(meth[k]) ? "games" : "positions", 100 * p);
+			any ? ", " : "one model's figure, its binomial standard error: ", t[k].method,
+			100 * se, t[k].fewest, higher_is_better(t[k].method) ? "games" : "positions",
+			100 * p);
 		any = true;
 	}
 	if (any)
@@ -907,11 +914,10 @@ int harness_compare(const harness_compare_options *o, char *err, size_t errlen)
 			fprintf(f, " %17d", o->at[k]);
 		fputc('\n', f);
 	}
-	/* Per method: the sum and count of the cells printed, and the fewest
-	 * positions (or games) behind a figure, for the noise line. */
-	char nmeth[16][64];
-	double nsum[16] = { 0 };
-	int ncells[16] = { 0 }, nfew[16] = { 0 }, nn = 0;
+	/* Per method, for the noise line: the cells printed and the fewest
+	 * positions (or games) behind a figure. */
+	noise_tally tally[16];
+	int nn = 0;
 	/* Every (label, method) pair, in the order first seen. */
 	for (int i = 0; i < n; i++) {
 		char methods[8][64];
@@ -958,8 +964,7 @@ int harness_compare(const harness_compare_options *o, char *err, size_t errlen)
 				if (f)
 					fprintf(f, " %17s", cell);
 				if (got)
-					noise_add(nmeth, nsum, ncells, nfew, &nn, runs, n, methods[k], o->part,
-						  sum / got);
+					noise_add(tally, &nn, 16, runs, n, methods[k], o->part, sum / got);
 				if (csv && got)
 					fprintf(csv, "%s,%s,%s,%d,%d,%.6f,%.6f,%.6f\n", labels[i],
 						methods[k], o->part, o->at[a], got, sum / got, lo, hi);
@@ -969,7 +974,7 @@ int harness_compare(const harness_compare_options *o, char *err, size_t errlen)
 		}
 	}
 	if (f)
-		print_noise(f, nmeth, nsum, ncells, nfew, nn);
+		print_noise(f, tally, nn);
 	rc = 0;
 out:
 	if (csv && fclose(csv) != 0 && rc == 0) {
