@@ -210,6 +210,10 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_REAL("--value-q-weight", NULL, &o.value_q_weight, 0, 1, "L",
 			     "value target (1-L) z + L q: z the game's result, q the search's root "
 			     "value recorded for the position; 0: the result alone"),
+		CLI_OPT_REAL("--value-lambda", NULL, &o.value_lambda, 0, 1, "X",
+			     "z above becomes the lambda-return of the root values recorded after "
+			     "the position (TD(lambda)): the searches a few moves on weigh more "
+			     "than a result that later exploring moves decided; 1: the result"),
 		CLI_OPT_INT("--eval-visits", NULL, &o.eval_visits, 1, 100000, "V",
 			    "search visits when measuring strength"),
 		CLI_OPT_INT("--eval-positions", NULL, &o.eval_positions, 1, 100000, "N",

@@ -108,6 +108,9 @@ int cli_train(int argc, char **argv)
 		CLI_OPT_REAL("--value-q-weight", NULL, &o.value_q_weight, 0, 1, "L",
 			     "value target (1-L) z + L q: z the game's result, q the search's root "
 			     "value recorded for the position"),
+		CLI_OPT_REAL("--value-lambda", NULL, &o.value_lambda, 0, 1, "X",
+			     "z above becomes the lambda-return of the root values recorded after "
+			     "the position (TD(lambda)); 1: the result"),
 		CLI_OPT_INT("--window", NULL, &o.window, 100, 1000000000L, "N",
 			    "positions sampled from", .def = "C4 150000, Go 100000"),
 		CLI_OPT_INT("--export-steps", NULL, &o.export_steps, 1, 100000000L, "N",

@@ -176,7 +176,7 @@ int record_position_targets(const game_record *r, int i, int to_move, int16_t *m
 		counts[nv] = r->visits[v].count;
 		nv++;
 	}
-	*value = record_value_target(r, i, to_move, 0);
+	*value = record_value_target(r, i, to_move, 0, 1);
 	return nv;
 }
 
@@ -194,12 +194,18 @@ int record_reply_targets(const game_record *r, int i, int16_t *moves, uint16_t *
 	return n;
 }
 
-float record_value_target(const game_record *r, int i, int to_move, float q_weight)
+float record_value_target(const game_record *r, int i, int to_move, float q_weight, float lambda)
 {
-	float z = (float)(to_move == GAME_BLACK ? r->result : -r->result);
+	float g = (float)(to_move == GAME_BLACK ? r->result : -r->result);
+	if (lambda < 1)
+		for (int j = r->n_moves - 1; j > i; j--) {
+			float q = r->root_value[j];
+			if (!isnan(q))
+				g = (1 - lambda) * ((j - i) % 2 ? -q : q) + lambda * g;
+		}
 	if (q_weight == 0 || isnan(r->root_value[i]))
-		return z;
-	return (1 - q_weight) * z + q_weight * r->root_value[i];
+		return g;
+	return (1 - q_weight) * g + q_weight * r->root_value[i];
 }
 
 int record_replay(const game_record *r, int upto, game *g)

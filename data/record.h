@@ -100,15 +100,22 @@ int record_full_count(const game_record *r);
  * summed, so that sum / n is their mean. A search that kept one child
  * adds 0. */
 double record_policy_entropy(const game_record *r, int *n);
+/* The value target of the position before move i from to_move's view:
+ * (1 - q_weight) G + q_weight q, q the root value the search recorded
+ * (KataGo and others mix the two: q is less noisy than one game's result)
+ * and G the lambda-return of the root values that follow,
+ *   G = (1 - lambda) sum_k lambda^(k-1) q'_(i+k) + lambda^(n-1-i) z,
+ * q'_j the root value of move j from to_move's view (sides alternate), z
+ * the result. lambda 1 gives z: the result alone. A smaller lambda trusts
+ * the searches a few moves on more than a result that the later moves'
+ * exploration (temperature, noise) decided; an unknown (NaN) root value
+ * passes its weight on to what follows. q_weight 0, or q unknown, gives G
+ * alone. */
+float record_value_target(const game_record *r, int i, int to_move, float q_weight, float lambda);
 /* The targets of the position before move i, where `to_move` is to play:
  * the visits of move i into moves/counts (room for GAME_MAX_ACTIONS each)
  * and the result from to_move's view into *value. Returns the visit
  * count (0 when move i kept none). */
-/* The value target of the position before move i from to_move's view:
- * (1 - q_weight) z + q_weight q, z the result and q the root value the
- * search recorded (KataGo and others mix the two: q is less noisy than
- * one game's result). q_weight 0, or q unknown (NaN), gives z alone. */
-float record_value_target(const game_record *r, int i, int to_move, float q_weight);
 int record_position_targets(const game_record *r, int i, int to_move, int16_t *moves,
 			    uint16_t *counts, float *value);
 /* The opponent-reply target of the position before move i (the auxiliary

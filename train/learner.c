@@ -58,6 +58,7 @@ learner_options learner_options_default(void)
 	 * minutes, 3 Connect Four seeds of each, the network alone erred on
 	 * 18.6% against 20.5% for the result alone (docs/LEARNING.md). */
 	o.value_q_weight = 0.5f;
+	o.value_lambda = 1;
 	return o;
 }
 

@@ -39,6 +39,9 @@ typedef struct learner_options {
 				      * 0: none. The CUDA learner has none. */
 	float value_q_weight;        /* value target (1 - l) z + l q; 0: z alone;
 				      * default 0.5 (docs/LEARNING.md) */
+	float value_lambda;          /* z above is the lambda-return of the root
+				      * values that follow (record_value_target);
+				      * 1, the default: the result itself */
 	int device;                  /* CUDA device */
 	nn_dtype precision;          /* CUDA arithmetic: fp32; fp16 (fp32 master
 				      * weights, dynamic loss scale) or bf16 (fp32

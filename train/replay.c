@@ -33,6 +33,7 @@ struct replay_buffer {
 	int64_t *prefix;       /* [n + 1] */
 	bool prefix_ok;        /* prefix matches the ring */
 	float value_q_weight;  /* value target mix (record_value_target) */
+	float value_lambda;    /* the value target's lambda-return (the same) */
 };
 
 
@@ -43,10 +44,15 @@ replay_buffer *replay_new(int64_t window)
 		return NULL;
 	rb->window = window > 0 ? window : 1;
 	rb->max_window = rb->window;
+	rb->value_lambda = 1;
 	return rb;
 }
 
-void replay_set_value_q_weight(replay_buffer *rb, float l) { rb->value_q_weight = l; }
+void replay_set_value_target(replay_buffer *rb, float l, float lambda)
+{
+	rb->value_q_weight = l;
+	rb->value_lambda = lambda;
+}
 
 int64_t replay_window_size(int64_t seen, int64_t min, double alpha, double beta, int64_t max)
 {
@@ -288,7 +294,8 @@ static int sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, int 
 			return -1;
 		float value;
 		int nv = record_position_targets(r, move_index, game_to_move(&g), moves, counts, &value);
-		value = record_value_target(r, move_index, game_to_move(&g), rb->value_q_weight);
+		value = record_value_target(r, move_index, game_to_move(&g), rb->value_q_weight,
+					    rb->value_lambda);
 		int sym = (int)(rng_next(rng) % (uint64_t)replay_symmetries(r));
 		if (train_batch_from_position(&g, enc, sym, moves, counts, nv, value, b, k - first) != 0)
 			return -1;

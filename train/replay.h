@@ -24,9 +24,9 @@ typedef struct replay_buffer replay_buffer;
  * short. */
 replay_buffer *replay_new(int64_t window);
 void replay_free(replay_buffer *rb);
-/* Value targets from now on: (1 - l) z + l q (record_value_target);
- * 0 (the default): the result z alone. */
-void replay_set_value_q_weight(replay_buffer *rb, float l);
+/* Value targets from now on: record_value_target's with q_weight l and
+ * lambda (the defaults, 0 and 1: the result z alone). */
+void replay_set_value_target(replay_buffer *rb, float l, float lambda);
 
 /* KataGo's growing window: the positions to sample from after `seen`
  * positions of a run, a power law anchored at `min`,

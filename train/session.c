@@ -22,6 +22,7 @@ train_session_options train_session_options_default(void)
 	o.batch = 256;
 	o.lr = 0.02;
 	o.value_q_weight = learner_options_default().value_q_weight;
+	o.value_lambda = learner_options_default().value_lambda;
 	o.own_weight = -1;
 	o.export_steps = 100;
 	o.game = game_desc_by_name("connect4")->defaults;
@@ -188,6 +189,7 @@ static int session_start(session *s)
 	lo.train.batch = s->share;
 	lo.train.lr = o->lr;
 	lo.value_q_weight = (float)o->value_q_weight;
+	lo.value_lambda = (float)o->value_lambda;
 	lo.train.opp_weight = o->opp_weight;
 	/* Not given (< 0): a network with the ownership head trains it at
 	 * sente run's weight. */

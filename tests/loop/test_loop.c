@@ -466,6 +466,7 @@ Test(loop, stores_and_reports_its_configuration, .timeout = 120)
 	loop_options o = loop_test_options(dir);
 	o.explore.temperature_floor = 0.15;
 	o.value_q_weight = 0.25;
+	o.value_lambda = 0.75;
 	o.explore.fpu_root_noise = 0.125;
 	volatile sig_atomic_t stop = 1; /* no closing measurement */
 	o.stop = &stop;
@@ -483,6 +484,7 @@ Test(loop, stores_and_reports_its_configuration, .timeout = 120)
 	store_close(db);
 	cr_assert(strstr(config, "temperature-floor 0.15\n"), "%s", config);
 	cr_assert(strstr(config, "value-q-weight 0.25\n"), "%s", config);
+	cr_assert(strstr(config, "value-lambda 0.75\n"), "%s", config);
 	cr_assert(strstr(config, "fpu-root-noise 0.125\n"), "%s", config);
 	cr_assert(strstr(config, "measure-share 1\n"), "%s", config);
 	snprintf(path, sizeof(path), "%s/report.html", dir);
@@ -575,9 +577,13 @@ Test(loop, value_target_mix_has_one_default)
 	cr_assert_float_eq(o.value_q_weight, 0.5, 1e-9);
 	cr_assert_float_eq(learner_options_default().value_q_weight, 0.5f, 1e-9);
 	cr_assert_float_eq(train_session_options_default().value_q_weight, 0.5, 1e-9);
+	cr_assert_float_eq(o.value_lambda, 1, 1e-9);
+	cr_assert_float_eq(learner_options_default().value_lambda, 1, 1e-9);
+	cr_assert_float_eq(train_session_options_default().value_lambda, 1, 1e-9);
 	char text[4096];
 	loop_config_text(&o, text, sizeof(text));
 	cr_assert(strstr(text, "value-q-weight 0.5\n"), "%s", text);
+	cr_assert(strstr(text, "value-lambda 1\n"), "%s", text);
 }
 
 /* --resign and --no-resign-fraction reach self-play, with selfplay's

@@ -1,5 +1,6 @@
-/* The value target mix (1 - l) z + l q: the record's function, and the
- * window's samples under a weight. */
+/* The value target mix (1 - l) G + l q, G the result z or its
+ * lambda-return: the record's function, and the window's samples under a
+ * weight. */
 #include <criterion/criterion.h>
 #include <math.h>
 
@@ -19,14 +20,61 @@ Test(value_target, record_mix)
 	for (int i = 0; i < r.n_moves; i++) {
 		int to_move = i % 2 ? GAME_WHITE : GAME_BLACK;
 		float z = to_move == GAME_BLACK ? 1 : -1; /* the first player won */
-		cr_assert_eq(record_value_target(&r, i, to_move, 0), z);
-		cr_assert_float_eq(record_value_target(&r, i, to_move, 0.3f), 0.7f * z + 0.3f * q_of(i),
+		cr_assert_eq(record_value_target(&r, i, to_move, 0, 1), z);
+		cr_assert_float_eq(record_value_target(&r, i, to_move, 0.3f, 1), 0.7f * z + 0.3f * q_of(i),
 				   1e-6);
-		cr_assert_float_eq(record_value_target(&r, i, to_move, 1), q_of(i), 1e-6);
+		cr_assert_float_eq(record_value_target(&r, i, to_move, 1, 1), q_of(i), 1e-6);
 	}
 	record_free(&r);
 	known_game(&r, false);
-	cr_assert_eq(record_value_target(&r, 2, GAME_BLACK, 0.5f), 1.0f, "unknown q: z alone");
+	cr_assert_eq(record_value_target(&r, 2, GAME_BLACK, 0.5f, 1), 1.0f, "unknown q: z alone");
+	cr_assert_eq(record_value_target(&r, 2, GAME_BLACK, 0.5f, 0.5f), 1.0f,
+		     "no root value follows: the result takes every weight");
+	record_free(&r);
+}
+
+/* The lambda-return written out as its sum: the root values that follow
+ * position i, each from i's side (sides alternate), weighted (1 - lambda)
+ * lambda^(k-1), and the result lambda^(n-1-i). */
+static float lambda_sum(const game_record *r, int i, float z, float lambda)
+{
+	double g = 0, w = 1;
+	for (int j = i + 1; j < r->n_moves; j++) {
+		double q = (j - i) % 2 ? -r->root_value[j] : r->root_value[j];
+		g += (1 - lambda) * w * q;
+		w *= lambda;
+	}
+	return (float)(g + w * z);
+}
+
+Test(value_target, lambda_return)
+{
+	game_record r;
+	known_game(&r, true);
+	for (int i = 0; i < r.n_moves; i++) {
+		int to_move = i % 2 ? GAME_WHITE : GAME_BLACK;
+		float z = to_move == GAME_BLACK ? 1 : -1;
+		for (float lambda = 0; lambda <= 1.0f; lambda += 0.25f)
+			cr_assert_float_eq(record_value_target(&r, i, to_move, 0, lambda),
+					   lambda_sum(&r, i, z, lambda), 1e-6, "move %d lambda %g", i,
+					   lambda);
+		float g = lambda_sum(&r, i, z, 0.6f);
+		cr_assert_float_eq(record_value_target(&r, i, to_move, 0.3f, 0.6f),
+				   0.7f * g + 0.3f * q_of(i), 1e-6);
+		/* lambda 0: the next search's value, seen from this side; after
+		 * the last move, the result. */
+		float next = i + 1 < r.n_moves ? -q_of(i + 1) : z;
+		cr_assert_float_eq(record_value_target(&r, i, to_move, 0, 0), next, 1e-6);
+	}
+	/* An unknown root value passes its weight on: the game without move 3's
+	 * value is the sum over the others. */
+	r.root_value[3] = NAN;
+	float z = 1; /* position 0's side, the first player, won */
+	float lambda = 0.5f;
+	float want = (1 - lambda) * (-q_of(1)) + lambda * ((1 - lambda) * q_of(2) +
+							   lambda * ((1 - lambda) * q_of(4) +
+								     lambda * lambda_sum(&r, 4, z, lambda)));
+	cr_assert_float_eq(record_value_target(&r, 0, GAME_BLACK, 0, lambda), want, 1e-6);
 	record_free(&r);
 }
 
@@ -38,19 +86,20 @@ Test(value_target, window_samples_mix)
 	nn_arch a = nn_arch_default(&p, 1, 8);
 	train_batch *b = train_batch_new(&a, 64, 0);
 	cr_assert(b);
-	for (int pass = 0; pass < 2; pass++) {
-		float l = pass ? 0.25f : 0;
+	for (int pass = 0; pass < 3; pass++) {
+		float l = pass ? 0.25f : 0, lambda = pass == 2 ? 0.5f : 1;
 		replay_buffer *rb = replay_new(1000);
 		cr_assert_eq(replay_add_game(rb, &r), 0);
-		replay_set_value_q_weight(rb, l);
+		replay_set_value_target(rb, l, lambda);
 		uint64_t rng = 7;
 		cr_assert_eq(replay_sample(rb, &rng, a.encoding, 64, b), 0);
 		bool seen[7] = { 0 };
 		for (int k = 0; k < 64; k++) {
 			int match = -1;
 			for (int i = 0; i < 7; i++) {
-				float z = i % 2 ? -1 : 1;
-				if (fabsf(b->value[k] - ((1 - l) * z + l * q_of(i))) < 1e-6f)
+				float g = record_value_target(&r, i, i % 2 ? GAME_WHITE : GAME_BLACK, 0,
+							      lambda);
+				if (fabsf(b->value[k] - ((1 - l) * g + l * q_of(i))) < 1e-6f)
 					match = i;
 			}
 			cr_assert_geq(match, 0, "sample %d: value %g is no position's mix", k,

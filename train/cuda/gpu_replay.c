@@ -55,6 +55,7 @@ static void layout_tables(gpu_replay_layout *L, const game *g, int k, int s)
 int gpu_replay_layout_init(gpu_replay_layout *L, const nn_arch *a, char *err, size_t errlen)
 {
 	memset(L, 0, sizeof(*L));
+	L->value_lambda = 1;
 	int rc = -1;
 	game *g = malloc(sizeof(*g)); /* ~30 KB of history: not on the stack */
 	if (!g) {
@@ -429,7 +430,8 @@ int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int s
 		if (position_kept(r, i) && idx++ >= skip) {
 			float value;
 			int nv = record_position_targets(r, i, game_to_move(g), moves, counts, &value);
-			value = record_value_target(r, i, game_to_move(g), L->value_q_weight);
+			value = record_value_target(r, i, game_to_move(g), L->value_q_weight,
+						    L->value_lambda);
 			uint32_t *rec = out + (size_t)n * L->d.rec_words;
 			if (pack_body(L, g, moves, counts, nv, value, rec, err, errlen) != 0 ||
 			    gpu_replay_pack_heads(L, g, owner, score, rec, err, errlen) != 0)
@@ -616,10 +618,11 @@ out:
 }
 #endif
 
-void gpu_replay_set_value_q_weight(gpu_replay *gr, float l)
+void gpu_replay_set_value_target(gpu_replay *gr, float l, float lambda)
 {
 	pthread_mutex_lock(&gr->add_lock);
 	gr->L.value_q_weight = l;
+	gr->L.value_lambda = lambda;
 	pthread_mutex_unlock(&gr->add_lock);
 }
 

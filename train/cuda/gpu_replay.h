@@ -70,6 +70,8 @@ typedef struct gpu_replay_layout {
 	/* value target (1 - l) z + l q: z the game's result, q the root value
 	 * the search recorded (record_value_target); 0, the default: z */
 	float value_q_weight;
+	float value_lambda; /* z's lambda-return (record_value_target); 1, the
+			     * default (gpu_replay_layout_init): z itself */
 } gpu_replay_layout;
 
 /* The layout for networks of architecture a, tables from the game's own
@@ -176,9 +178,10 @@ int gpu_replay_add_records(gpu_replay *gr, const game_record *recs, int n, char 
  * games. 0, or -1 when out of range. */
 int gpu_replay_set_chunk(gpu_replay *gr, int positions);
 
-/* The value target's mix for positions added from now on (the layout's
- * value_q_weight; the CPU window's replay_set_value_q_weight). */
-void gpu_replay_set_value_q_weight(gpu_replay *gr, float l);
+/* The value target for positions added from now on (the layout's
+ * value_q_weight and value_lambda; the CPU window's
+ * replay_set_value_target). */
+void gpu_replay_set_value_target(gpu_replay *gr, float l, float lambda);
 int64_t gpu_replay_positions(gpu_replay *gr); /* positions sampling can draw */
 int64_t gpu_replay_added(gpu_replay *gr);     /* positions ever added */
 int64_t gpu_replay_window(const gpu_replay *gr);
