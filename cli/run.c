@@ -214,6 +214,11 @@ int cli_run(int argc, char **argv)
 			     "z above becomes the lambda-return of the root values recorded after "
 			     "the position (TD(lambda)): the searches a few moves on weigh more "
 			     "than a result that later exploring moves decided; 1: the result"),
+		CLI_OPT_FLAG("--value-cut", NULL, &o.value_cut,
+			     "the return above stops at the first exploring move after the position "
+			     "(one the temperature chose over the search's most visited): the "
+			     "search's root value there stands for the rest of the game (Watkins' "
+			     "Q(lambda))"),
 		CLI_OPT_INT("--eval-visits", NULL, &o.eval_visits, 1, 100000, "V",
 			    "search visits when measuring strength"),
 		CLI_OPT_INT("--eval-positions", NULL, &o.eval_positions, 1, 100000, "N",

@@ -111,6 +111,9 @@ int cli_train(int argc, char **argv)
 		CLI_OPT_REAL("--value-lambda", NULL, &o.value_lambda, 0, 1, "X",
 			     "z above becomes the lambda-return of the root values recorded after "
 			     "the position (TD(lambda)); 1: the result"),
+		CLI_OPT_FLAG("--value-cut", NULL, &o.value_cut,
+			     "the return above stops at the first exploring move after the position: "
+			     "the search's root value there stands for the rest of the game"),
 		CLI_OPT_INT("--window", NULL, &o.window, 100, 1000000000L, "N",
 			    "positions sampled from", .def = "C4 150000, Go 100000"),
 		CLI_OPT_INT("--export-steps", NULL, &o.export_steps, 1, 100000000L, "N",

@@ -37,6 +37,7 @@ void record_free(game_record *r)
 		return;
 	free(r->moves);
 	free(r->full);
+	free(r->explored);
 	free(r->root_value);
 	free(r->visit_start);
 	free(r->visits);
@@ -61,6 +62,10 @@ static int record_reserve_moves(game_record *r, int need)
 	if (!f)
 		return -1;
 	r->full = f;
+	uint8_t *e = realloc(r->explored, (size_t)cap * sizeof(*e));
+	if (!e)
+		return -1;
+	r->explored = e;
 	float *v = realloc(r->root_value, (size_t)cap * sizeof(*v));
 	if (!v)
 		return -1;
@@ -117,10 +122,17 @@ int record_add_move(game_record *r, int move, bool full, float root_value,
 	int i = r->n_moves++;
 	r->moves[i] = (int16_t)move;
 	r->full[i] = full ? 1 : 0;
+	r->explored[i] = 0;
 	r->root_value[i] = root_value;
 	r->n_visits += n_v;
 	r->visit_start[i + 1] = r->n_visits;
 	return 0;
+}
+
+void record_mark_explored(game_record *r)
+{
+	if (r->n_moves > 0)
+		r->explored[r->n_moves - 1] = 1;
 }
 
 void record_set_outcome(game_record *r, const game *g)
@@ -176,7 +188,7 @@ int record_position_targets(const game_record *r, int i, int to_move, int16_t *m
 		counts[nv] = r->visits[v].count;
 		nv++;
 	}
-	*value = record_value_target(r, i, to_move, 0, 1);
+	*value = record_value_target(r, i, to_move, 0, 1, false);
 	return nv;
 }
 
@@ -194,15 +206,23 @@ int record_reply_targets(const game_record *r, int i, int16_t *moves, uint16_t *
 	return n;
 }
 
-float record_value_target(const game_record *r, int i, int to_move, float q_weight, float lambda)
+float record_value_target(const game_record *r, int i, int to_move, float q_weight, float lambda,
+			  bool cut)
 {
 	float g = (float)(to_move == GAME_BLACK ? r->result : -r->result);
-	if (lambda < 1)
+	if (lambda < 1 || cut)
 		for (int j = r->n_moves - 1; j > i; j--) {
 			float q = r->root_value[j];
-			if (!isnan(q))
-				g = (1 - lambda) * ((j - i) % 2 ? -q : q) + lambda * g;
+			if (isnan(q))
+				continue;
+			q = (j - i) % 2 ? -q : q;
+			if (cut && r->explored[j])
+				g = q;
+			else if (lambda < 1)
+				g = (1 - lambda) * q + lambda * g;
 		}
+	if (cut && r->explored[i] && !isnan(r->root_value[i]))
+		g = r->root_value[i];
 	if (q_weight == 0 || isnan(r->root_value[i]))
 		return g;
 	return (1 - q_weight) * g + q_weight * r->root_value[i];
@@ -232,6 +252,7 @@ int record_copy(game_record *dst, const game_record *src)
 	if (n) {
 		memcpy(dst->moves, src->moves, n * sizeof(*dst->moves));
 		memcpy(dst->full, src->full, n * sizeof(*dst->full));
+		memcpy(dst->explored, src->explored, n * sizeof(*dst->explored));
 		memcpy(dst->root_value, src->root_value, n * sizeof(*dst->root_value));
 	}
 	if (src->visit_start)
@@ -374,6 +395,12 @@ int record_encode(const game_record *r, uint8_t **blob, size_t *len)
 			bits |= (r->full[i + k] ? 1u : 0u) << k;
 		buf_u8(&b, bits);
 	}
+	for (int i = 0; i < r->n_moves; i += 8) {
+		unsigned bits = 0;
+		for (int k = 0; k < 8 && i + k < r->n_moves; k++)
+			bits |= (r->explored[i + k] ? 1u : 0u) << k;
+		buf_u8(&b, bits);
+	}
 	for (int i = 0; i < r->n_moves; i++)
 		buf_u8(&b, (uint8_t)record_quantise_value(r->root_value[i]));
 	for (int i = 0; i < r->n_moves; i++) {
@@ -489,7 +516,7 @@ int record_decode(const uint8_t *blob, size_t len, game_record *out, char *err, 
 		goto out;
 	}
 	unsigned version = blob[4];
-	if (version != RECORD_VERSION && version != 1) {
+	if (version < 1 || version > RECORD_VERSION) {
 		if (version > RECORD_VERSION)
 			record_err(err, errlen, "version %u is newer than this sente reads (%d); upgrade sente",
 				   version, RECORD_VERSION);
@@ -583,6 +610,13 @@ int record_decode(const uint8_t *blob, size_t len, game_record *out, char *err, 
 		RD(rd_u8(&rd, &bits), "full-search flags");
 		for (uint32_t k = 0; k < 8 && i + k < n; k++)
 			out->full[i + k] = (bits >> k) & 1;
+	}
+	for (uint32_t i = 0; i < n; i += 8) {
+		unsigned bits = 0;
+		if (version >= 3)
+			RD(rd_u8(&rd, &bits), "exploring-move flags");
+		for (uint32_t k = 0; k < 8 && i + k < n; k++)
+			out->explored[i + k] = (bits >> k) & 1;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		unsigned q;

@@ -2,12 +2,13 @@
  * compact binary encoding (the BLOB in the store's games table).
  *
  * A record holds the moves, for each move whether it was searched fully
- * (playout-cap randomisation: only full searches are policy targets), the
- * root value for analysis, the sparse visit counts of the moves that kept
+ * (playout-cap randomisation: only full searches are policy targets) and
+ * whether it was an exploring move (not the search's own choice), the
+ * root value, the sparse visit counts of the moves that kept
  * them, and the result. Input planes are not stored: the learner rebuilds
  * positions by replaying the moves (record_replay).
  *
- * Blob, version 2 (varint = unsigned LEB128, at most 5 bytes):
+ * Blob, version 3 (varint = unsigned LEB128, at most 5 bytes):
  *   "SREC"         magic
  *   u8             version (RECORD_VERSION)
  *   u8 kind, u8 size
@@ -19,6 +20,8 @@
  *   varint         n_moves
  *   varint[n]      moves
  *   u8[(n+7)/8]    full flags, bit i of byte i/8
+ *   u8[(n+7)/8]    exploring-move flags, the same (absent before version
+ *                  3, whose records decode with none)
  *   i8[n]          root value * 127 rounded; -128 = unknown (NaN)
  *   per move       varint n_v, then n_v pairs (varint move delta, varint
  *                  count); visit moves strictly increase, the delta is
@@ -36,7 +39,7 @@
 #include "engine/game.h"
 
 #define RECORD_MAGIC "SREC"
-#define RECORD_VERSION 2
+#define RECORD_VERSION 3
 
 /* What the per-move counts of a record are. */
 typedef enum record_target {
@@ -58,6 +61,10 @@ typedef struct game_record {
 	/* [n_moves] 1: searched fully, its visits are a training target
 	 * (playout-cap randomisation); 0: a fast search, not a target */
 	uint8_t *full;
+	/* [n_moves] 1: an exploring move, one that the temperature (or the
+	 * noise of a Gumbel-free search) chose over the move the search itself
+	 * would play, its most visited; 0: the search's own, or unknown */
+	uint8_t *explored;
 	/* [n_moves] search value for the side to move, in [-1, 1], NaN when
 	 * unknown; kept to 1/127 in the blob since it only serves analysis */
 	float *root_value;
@@ -90,6 +97,8 @@ void record_free(game_record *r);
  * visit move repeated, n_v negative); the record is unchanged then. */
 int record_add_move(game_record *r, int move, bool full, float root_value,
 		    const record_visit *v, int n_v);
+/* Marks the last move added as an exploring move (game_record.explored). */
+void record_mark_explored(game_record *r);
 /* Takes result, score and resignation from a finished game `g` (the game
  * the record's moves were played in). Go's score is 0 after a resignation. */
 void record_set_outcome(game_record *r, const game *g);
@@ -110,8 +119,13 @@ double record_policy_entropy(const game_record *r, int *n);
  * the searches a few moves on more than a result that the later moves'
  * exploration (temperature, noise) decided; an unknown (NaN) root value
  * passes its weight on to what follows. q_weight 0, or q unknown, gives G
- * alone. */
-float record_value_target(const game_record *r, int i, int to_move, float q_weight, float lambda);
+ * alone.
+ * With `cut` (Watkins' Q(lambda)), G stops at the first exploring move at
+ * or after i whose root value is known: that root value, from to_move's
+ * view, stands in for the rest of the game, which the exploring move made
+ * a game of another, weaker policy. */
+float record_value_target(const game_record *r, int i, int to_move, float q_weight, float lambda,
+			  bool cut);
 /* The targets of the position before move i, where `to_move` is to play:
  * the visits of move i into moves/counts (room for GAME_MAX_ACTIONS each)
  * and the result from to_move's view into *value. Returns the visit

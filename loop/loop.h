@@ -132,6 +132,8 @@ typedef struct loop_options {
 	double value_q_weight;     /* value target (1 - l) z + l q (0: z alone) */
 	double value_lambda;       /* z as the lambda-return of the root values that
 				    * follow (record_value_target); 1: the result */
+	int value_cut;             /* that return cut at exploring moves (Watkins'
+				    * Q(lambda), record_value_target); 0: not */
 	int measure_every;         /* strength measured every N iterations (the search every
 				    * third time), at the start and the end; 0: never */
 	double measure_share;      /* a due in-run measurement is skipped while measuring has

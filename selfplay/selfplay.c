@@ -572,10 +572,14 @@ static int game_move(selfplay *sp, sp_game *gm)
 			gm->would_resign = mover;
 	}
 	float temp = (float)selfplay_temperature(x, game_move_count(g));
+	/* The search's own choice first (it draws nothing), so that the
+	 * record can tell an exploring move. */
+	int own = temp > 0 ? mcts_choose_move(m, 0, false) : GAME_MOVE_NONE;
 	int mv = mcts_choose_move(m, temp, false);
 	if (mv == GAME_MOVE_NONE)
 		return -1;
 	mv = apply_pass_rule(m, g, mv);
+	bool explored = own != GAME_MOVE_NONE && apply_pass_rule(m, g, own) != mv;
 	int nv = 0;
 	if (gm->full) {
 		/* The target: the visits, forced playouts pruned (or
@@ -588,8 +592,11 @@ static int game_move(selfplay *sp, sp_game *gm)
 				nv++;
 			}
 	}
-	if (record_add_move(&gm->rec, mv, gm->full && nv > 0, v, visits, nv) != 0 ||
-	    game_play(g, mv) != GAME_OK)
+	if (record_add_move(&gm->rec, mv, gm->full && nv > 0, v, visits, nv) != 0)
+		return -1;
+	if (explored)
+		record_mark_explored(&gm->rec);
+	if (game_play(g, mv) != GAME_OK)
 		return -1;
 	return game_is_over(g) ? 1 : 0;
 }

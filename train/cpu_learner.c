@@ -51,7 +51,7 @@ static void *cpu_create(const nn_net *net, const learner_options *o, char *what,
 		snprintf(err, errlen, "out of memory for the window or the batch");
 		goto fail;
 	}
-	replay_set_value_target(l->rb, o->value_q_weight, o->value_lambda);
+	replay_set_value_target(l->rb, o->value_q_weight, o->value_lambda, o->value_cut);
 	replay_set_reuse_cap(l->rb, o->reuse_cap);
 	snprintf(what, whatlen, "cpu %s", nn_dtype_name(to.precision));
 	return l;

@@ -42,6 +42,8 @@ typedef struct learner_options {
 	float value_lambda;          /* z above is the lambda-return of the root
 				      * values that follow (record_value_target);
 				      * 1, the default: the result itself */
+	bool value_cut;              /* ... cut at exploring moves (Watkins'
+				      * Q(lambda), record_value_target); default off */
 	int device;                  /* CUDA device */
 	nn_dtype precision;          /* CUDA arithmetic: fp32; fp16 (fp32 master
 				      * weights, dynamic loss scale) or bf16 (fp32

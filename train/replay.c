@@ -34,6 +34,7 @@ struct replay_buffer {
 	bool prefix_ok;        /* prefix matches the ring */
 	float value_q_weight;  /* value target mix (record_value_target) */
 	float value_lambda;    /* the value target's lambda-return (the same) */
+	bool value_cut;        /* ... cut at exploring moves (the same) */
 };
 
 
@@ -48,10 +49,11 @@ replay_buffer *replay_new(int64_t window)
 	return rb;
 }
 
-void replay_set_value_target(replay_buffer *rb, float l, float lambda)
+void replay_set_value_target(replay_buffer *rb, float l, float lambda, bool cut)
 {
 	rb->value_q_weight = l;
 	rb->value_lambda = lambda;
+	rb->value_cut = cut;
 }
 
 int64_t replay_window_size(int64_t seen, int64_t min, double alpha, double beta, int64_t max)
@@ -295,7 +297,7 @@ static int sample(replay_buffer *rb, uint64_t *rng, nn_encoding enc, int n, int 
 		float value;
 		int nv = record_position_targets(r, move_index, game_to_move(&g), moves, counts, &value);
 		value = record_value_target(r, move_index, game_to_move(&g), rb->value_q_weight,
-					    rb->value_lambda);
+					    rb->value_lambda, rb->value_cut);
 		int sym = (int)(rng_next(rng) % (uint64_t)replay_symmetries(r));
 		if (train_batch_from_position(&g, enc, sym, moves, counts, nv, value, b, k - first) != 0)
 			return -1;

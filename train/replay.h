@@ -24,9 +24,9 @@ typedef struct replay_buffer replay_buffer;
  * short. */
 replay_buffer *replay_new(int64_t window);
 void replay_free(replay_buffer *rb);
-/* Value targets from now on: record_value_target's with q_weight l and
- * lambda (the defaults, 0 and 1: the result z alone). */
-void replay_set_value_target(replay_buffer *rb, float l, float lambda);
+/* Value targets from now on: record_value_target's with q_weight l,
+ * lambda and cut (the defaults, 0, 1 and false: the result z alone). */
+void replay_set_value_target(replay_buffer *rb, float l, float lambda, bool cut);
 
 /* KataGo's growing window: the positions to sample from after `seen`
  * positions of a run, a power law anchored at `min`,

@@ -190,6 +190,7 @@ static int session_start(session *s)
 	lo.train.lr = o->lr;
 	lo.value_q_weight = (float)o->value_q_weight;
 	lo.value_lambda = (float)o->value_lambda;
+	lo.value_cut = o->value_cut != 0;
 	lo.train.opp_weight = o->opp_weight;
 	/* Not given (< 0): a network with the ownership head trains it at
 	 * sente run's weight. */

@@ -45,6 +45,7 @@ typedef struct train_session_options {
 	double lr;                     /* SGD learning rate */
 	double value_q_weight;         /* value target (1 - l) z + l q (learner.h) */
 	double value_lambda;           /* z as a lambda-return (learner.h); 1: the result */
+	int value_cut;                 /* that return cut at exploring moves (learner.h) */
 	double opp_weight;             /* the opponent-reply loss's weight; > 0: a new
 					* network has the head */
 	double own_weight;             /* the ownership loss's weight; > 0: a new (Go)

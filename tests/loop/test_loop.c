@@ -467,6 +467,7 @@ Test(loop, stores_and_reports_its_configuration, .timeout = 120)
 	o.explore.temperature_floor = 0.15;
 	o.value_q_weight = 0.25;
 	o.value_lambda = 0.75;
+	o.value_cut = 1;
 	o.explore.fpu_root_noise = 0.125;
 	volatile sig_atomic_t stop = 1; /* no closing measurement */
 	o.stop = &stop;
@@ -485,6 +486,7 @@ Test(loop, stores_and_reports_its_configuration, .timeout = 120)
 	cr_assert(strstr(config, "temperature-floor 0.15\n"), "%s", config);
 	cr_assert(strstr(config, "value-q-weight 0.25\n"), "%s", config);
 	cr_assert(strstr(config, "value-lambda 0.75\n"), "%s", config);
+	cr_assert(strstr(config, "value-cut 1\n"), "%s", config);
 	cr_assert(strstr(config, "fpu-root-noise 0.125\n"), "%s", config);
 	cr_assert(strstr(config, "measure-share 1\n"), "%s", config);
 	snprintf(path, sizeof(path), "%s/report.html", dir);
@@ -584,6 +586,8 @@ Test(loop, value_target_mix_has_one_default)
 	loop_config_text(&o, text, sizeof(text));
 	cr_assert(strstr(text, "value-q-weight 0.5\n"), "%s", text);
 	cr_assert(strstr(text, "value-lambda 1\n"), "%s", text);
+	cr_assert(strstr(text, "value-cut 0\n"), "%s", text);
+	cr_assert(!learner_options_default().value_cut);
 }
 
 /* --resign and --no-resign-fraction reach self-play, with selfplay's

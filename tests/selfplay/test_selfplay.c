@@ -404,6 +404,66 @@ Test(selfplay, temperature_schedule)
 	cr_assert_eq(selfplay_temperature(&o.explore, 8), 0.2);
 }
 
+/* Exploring moves are marked in the record: within the temperature's
+ * plies, exactly the moves that were not the search's most visited; none
+ * after them, where the most visited is played. */
+typedef struct explored_tally {
+	int games, marked, checked, bad;
+} explored_tally;
+
+static int tally_explored(void *ctx, const game_record *r, int64_t model_id)
+{
+	(void)model_id;
+	explored_tally *t = ctx;
+	t->games++;
+	for (int i = 0; i < r->n_moves; i++) {
+		t->marked += r->explored[i];
+		int best = -1, top = -1, ties = 0;
+		for (int32_t v = r->visit_start[i]; v < r->visit_start[i + 1]; v++) {
+			if (r->visits[v].count > top) {
+				top = r->visits[v].count;
+				best = r->visits[v].move;
+				ties = 0;
+			} else if (r->visits[v].count == top) {
+				ties++;
+			}
+		}
+		if (i >= 6 && r->explored[i])
+			t->bad++;
+		if (best < 0 || ties)
+			continue; /* no visits kept, or no single most visited */
+		t->checked++;
+		if (r->explored[i] != (r->moves[i] != best))
+			t->bad++;
+	}
+	return 0;
+}
+
+Test(selfplay, exploring_moves_are_marked)
+{
+	game_params gp = game_params_default(GAME_KIND_CONNECT4);
+	selfplay_options o = selfplay_options_default(&gp);
+	o.parallel_games = 4;
+	o.visits = 30;
+	o.cheap_visits = 0; /* every move keeps its visits */
+	o.explore.temperature = 1;
+	o.explore.temperature_moves = 6;
+	o.explore.temperature_end = 6;
+	o.explore.temperature_floor = 0;
+	o.progress_seconds = 0;
+	o.quiet = true;
+	char err[256];
+	selfplay *sp = selfplay_new(&o, err, sizeof(err));
+	cr_assert(sp, "%s", err);
+	explored_tally t = { 0 };
+	cr_assert_eq(selfplay_run(sp, 12, 0, tally_explored, &t, NULL), 12);
+	selfplay_free(sp);
+	cr_assert_eq(t.bad, 0, "%d moves marked wrongly", t.bad);
+	cr_assert_gt(t.marked, 0, "temperature 1 explores");
+	cr_assert_lt(t.marked, 12 * 6, "not every opening move explores");
+	cr_assert_gt(t.checked, 12 * 6, "most moves have a single most visited");
+}
+
 /* A worker learns its game from the first model: the schedule it was not
  * given becomes that game's, what it was given stays. */
 Test(selfplay, worker_takes_the_games_schedule)

@@ -50,6 +50,8 @@ static void random_record(game_record *r, const game_params *p, uint64_t *rng, i
 		}
 		float value = xs(rng) % 10 == 0 ? NAN : (float)((double)(xs(rng) % 2001) / 1000.0 - 1.0);
 		cr_assert_eq(record_add_move(r, mv, full, value, v, nv), 0);
+		if (((unsigned)mv + (unsigned)r->n_moves) % 3 == 0)
+			record_mark_explored(r); /* no draw: the games stay as they were */
 		cr_assert_eq(game_play(g, mv), GAME_OK);
 	}
 	if (!game_is_over(g) && xs(rng) % 3 == 0)
@@ -74,6 +76,7 @@ static void assert_same(const game_record *a, const game_record *b)
 	for (int i = 0; i < a->n_moves; i++) {
 		cr_assert_eq(a->moves[i], b->moves[i], "move %d", i);
 		cr_assert_eq(a->full[i], b->full[i], "full %d", i);
+		cr_assert_eq(a->explored[i], b->explored[i], "explored %d", i);
 		if (isnan(a->root_value[i]))
 			cr_assert(isnan(b->root_value[i]), "value %d", i);
 		else
@@ -429,10 +432,11 @@ Test(record, policy_entropy_of_full_searches)
 	record_free(&r);
 }
 
-/* The policy target's kind travels with the record (version 2); a
- * version 1 blob, which has no such byte, still decodes, as visits; an
- * unknown kind is refused. */
-Test(record, target_kind_round_trips_and_version_1_still_loads)
+/* The policy target's kind travels with the record (version 2), and the
+ * exploring-move flags (version 3); a version 2 blob, which has no flags,
+ * decodes with none, and a version 1 blob, which has no kind either, as
+ * visits; an unknown kind is refused. */
+Test(record, target_kind_round_trips_and_versions_1_and_2_still_load)
 {
 	game_params p = game_params_default(GAME_KIND_CONNECT4);
 	uint64_t rng = 5;
@@ -443,23 +447,43 @@ Test(record, target_kind_round_trips_and_version_1_still_loads)
 	size_t len;
 	char err[256];
 	cr_assert_eq(record_encode(&r, &blob, &len), 0);
-	cr_assert_eq(blob[4], 2);
+	cr_assert_eq(blob[4], RECORD_VERSION);
+	cr_assert_eq(blob[4], 3);
+	int explored = 0;
+	for (int i = 0; i < r.n_moves; i++)
+		explored += r.explored[i];
+	cr_assert(explored > 0 && explored < r.n_moves, "the game has flags to carry");
 	cr_assert_eq(record_decode(blob, len, &d, err, sizeof(err)), 0, "%s", err);
 	assert_same(&r, &d);
 	record_free(&d);
-	/* The same game as version 1 wrote it: the target byte (after magic,
-	 * version, kind, size, komi, result, resignation and score: byte 18
-	 * for Connect Four's one-byte komi) taken out. */
-	uint8_t *v1 = malloc(len - 1);
-	memcpy(v1, blob, 18);
-	memcpy(v1 + 18, blob + 19, len - 19);
+	/* The same game as version 2 wrote it: the flags (after magic,
+	 * version, kind, size, komi, result, resignation, score and target:
+	 * byte 19 for Connect Four's one-byte komi; then the one-byte move
+	 * count, a byte per move and the full-search flags) taken out. */
+	int n = r.n_moves, flags = (n + 7) / 8, at = 19 + 1 + n + flags;
+	cr_assert_lt(n, 128);
+	size_t len2 = len - (size_t)flags;
+	uint8_t *v2 = malloc(len2);
+	memcpy(v2, blob, (size_t)at);
+	memcpy(v2 + at, blob + at + flags, len - (size_t)at - (size_t)flags);
+	v2[4] = 2;
+	fix_crc(v2, len2);
+	cr_assert_eq(record_decode(v2, len2, &d, err, sizeof(err)), 0, "%s", err);
+	memset(r.explored, 0, (size_t)n);
+	assert_same(&r, &d);
+	record_free(&d);
+	/* As version 1 wrote it: the target byte (byte 18) taken out too. */
+	uint8_t *v1 = malloc(len2 - 1);
+	memcpy(v1, v2, 18);
+	memcpy(v1 + 18, v2 + 19, len2 - 19);
 	v1[4] = 1;
-	fix_crc(v1, len - 1);
-	cr_assert_eq(record_decode(v1, len - 1, &d, err, sizeof(err)), 0, "%s", err);
+	fix_crc(v1, len2 - 1);
+	cr_assert_eq(record_decode(v1, len2 - 1, &d, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(d.target, RECORD_TARGET_VISITS);
 	r.target = RECORD_TARGET_VISITS;
 	assert_same(&r, &d);
 	record_free(&d);
+	free(v2);
 	blob[18] = 7;
 	fix_crc(blob, len);
 	cr_assert_eq(record_decode(blob, len, &d, err, sizeof(err)), -1);

@@ -1174,8 +1174,9 @@ Test(gpu_replay, pack_game_skip_and_max)
 
 /* The GPU learner's value target mixes the game's result (or its
  * lambda-return) with the search's root value as the CPU window does
- * (record_value_target), in every packed record; 0 and lambda 1 (the
- * layout's default) keep the result alone. */
+ * (record_value_target), in every packed record, cut at exploring moves
+ * when asked; 0, lambda 1 and no cut (the layout's default) keep the
+ * result alone. */
 Test(gpu_replay, value_target_mix)
 {
 	char err[256];
@@ -1186,11 +1187,15 @@ Test(gpu_replay, value_target_mix)
 	gpu_replay_layout L;
 	cr_assert_eq(gpu_replay_layout_init(&L, &a, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(L.value_lambda, 1.0f);
-	for (int pass = 0; pass < 4; pass++) {
-		float l = pass == 0 ? 0 : pass == 1 ? 0.25f : pass == 2 ? 1 : 0.5f;
+	cr_assert(!L.value_cut);
+	r.explored[3] = 1;
+	for (int pass = 0; pass < 5; pass++) {
+		float l = pass == 0 || pass == 4 ? 0 : pass == 1 ? 0.25f : pass == 2 ? 1 : 0.5f;
 		float lambda = pass == 3 ? 0.5f : 1;
+		bool cut = pass == 4;
 		L.value_q_weight = l;
 		L.value_lambda = lambda;
+		L.value_cut = cut;
 		int np;
 		uint32_t *recs = gr_pack(&L, &r, &np);
 		cr_assert_eq(np, 7, "every move of the game was searched fully");
@@ -1198,7 +1203,9 @@ Test(gpu_replay, value_target_mix)
 			float z = i % 2 ? -1 : 1; /* the first player won */
 			float want = (1 - l) * z + l * tu_game_q(i);
 			float got = gr_value(recs + (size_t)i * L.d.rec_words);
-			if (lambda == 1)
+			if (cut && i <= 3)
+				cr_assert(fabsf(got - want) > 1e-3f, "the cut shows at position %d", i);
+			else if (lambda == 1)
 				cr_assert_float_eq(got, want, 1e-6, "weight %g, position %d: %g", l, i,
 						   got);
 			else if (i + 1 < np)
@@ -1206,7 +1213,7 @@ Test(gpu_replay, value_target_mix)
 					  lambda, i);
 			cr_assert_float_eq(got,
 					   record_value_target(&r, i, i % 2 ? GAME_WHITE : GAME_BLACK, l,
-							       lambda),
+							       lambda, cut),
 					   1e-6);
 		}
 		free(recs);

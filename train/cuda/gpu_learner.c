@@ -61,7 +61,7 @@ static void *gpu_create(const nn_net *net, const learner_options *o, char *what,
 	l->gr = gpu_replay_new(&net->arch, o->window, o->device, err, errlen);
 	if (!l->gr)
 		goto fail;
-	gpu_replay_set_value_target(l->gr, o->value_q_weight, o->value_lambda);
+	gpu_replay_set_value_target(l->gr, o->value_q_weight, o->value_lambda, o->value_cut);
 	if (cudaSetDevice(o->device) != cudaSuccess ||
 	    gpu_batch_alloc(&l->b, o->train.batch, &net->arch, dt, net->arch.value_outputs == 3, err,
 			    errlen) != 0)

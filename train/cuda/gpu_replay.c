@@ -431,7 +431,7 @@ int gpu_replay_pack_game(const gpu_replay_layout *L, const game_record *r, int s
 			float value;
 			int nv = record_position_targets(r, i, game_to_move(g), moves, counts, &value);
 			value = record_value_target(r, i, game_to_move(g), L->value_q_weight,
-						    L->value_lambda);
+						    L->value_lambda, L->value_cut);
 			uint32_t *rec = out + (size_t)n * L->d.rec_words;
 			if (pack_body(L, g, moves, counts, nv, value, rec, err, errlen) != 0 ||
 			    gpu_replay_pack_heads(L, g, owner, score, rec, err, errlen) != 0)
@@ -618,11 +618,12 @@ out:
 }
 #endif
 
-void gpu_replay_set_value_target(gpu_replay *gr, float l, float lambda)
+void gpu_replay_set_value_target(gpu_replay *gr, float l, float lambda, bool cut)
 {
 	pthread_mutex_lock(&gr->add_lock);
 	gr->L.value_q_weight = l;
 	gr->L.value_lambda = lambda;
+	gr->L.value_cut = cut;
 	pthread_mutex_unlock(&gr->add_lock);
 }
 

@@ -72,6 +72,7 @@ typedef struct gpu_replay_layout {
 	float value_q_weight;
 	float value_lambda; /* z's lambda-return (record_value_target); 1, the
 			     * default (gpu_replay_layout_init): z itself */
+	bool value_cut;     /* the return cut at exploring moves (the same) */
 } gpu_replay_layout;
 
 /* The layout for networks of architecture a, tables from the game's own
@@ -179,9 +180,9 @@ int gpu_replay_add_records(gpu_replay *gr, const game_record *recs, int n, char 
 int gpu_replay_set_chunk(gpu_replay *gr, int positions);
 
 /* The value target for positions added from now on (the layout's
- * value_q_weight and value_lambda; the CPU window's
+ * value_q_weight, value_lambda and value_cut; the CPU window's
  * replay_set_value_target). */
-void gpu_replay_set_value_target(gpu_replay *gr, float l, float lambda);
+void gpu_replay_set_value_target(gpu_replay *gr, float l, float lambda, bool cut);
 int64_t gpu_replay_positions(gpu_replay *gr); /* positions sampling can draw */
 int64_t gpu_replay_added(gpu_replay *gr);     /* positions ever added */
 int64_t gpu_replay_window(const gpu_replay *gr);
