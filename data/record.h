@@ -61,12 +61,12 @@ typedef struct game_record {
 	/* [n_moves] 1: searched fully, its visits are a training target
 	 * (playout-cap randomisation); 0: a fast search, not a target */
 	uint8_t *full;
-	/* [n_moves] 1: an exploring move, one that the temperature (or the
-	 * noise of a Gumbel-free search) chose over the move the search itself
-	 * would play, its most visited; 0: the search's own, or unknown */
+	/* [n_moves] 1: an exploring move, one that the temperature chose
+	 * over the move the search itself would play (its most visited);
+	 * 0: the search's own, or unknown (records before version 3) */
 	uint8_t *explored;
 	/* [n_moves] search value for the side to move, in [-1, 1], NaN when
-	 * unknown; kept to 1/127 in the blob since it only serves analysis */
+	 * unknown; kept to 1/127 in the blob (finer than a value target needs) */
 	float *root_value;
 	/* [n_moves + 1] visits of move i are visits[visit_start[i] ..
 	 * visit_start[i + 1]); an empty range for moves without visits */

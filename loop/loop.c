@@ -178,7 +178,8 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 "eval-batch %d\nvisits %d\ncheap-visits %d\npositions %lld\nwindow %lld\nbatch %d\nsample-ratio %g\n"
 		 "lr %g\ntemperature %g\ntemperature-moves %d\ntemperature-end %d\n"
 		 "temperature-floor %g\ncpuct %g\nfpu %g\nfpu-root %g\nfpu-root-noise %g\n"
-		 "noise-alpha %g\nnoise-eps %g\nvalue-q-weight %g\nvalue-lambda %g\nvalue-cut %d\neval-visits %d\n"
+		 "noise-alpha %g\nnoise-eps %g\nvalue-q-weight %g\nvalue-lambda %g\nvalue-cut %d\n"
+		 "eval-visits %d\n"
 		 "eval-positions %d\nseed %llu\ngate-games %d\ngate-threshold %g\n"
 		 "gate-visits %d\nminutes %g\noptimizer %s\nlr-schedule %s\nlr-warmup %lld\n"
 		 "lr-total-steps %lld\nlr-gamma %g\nlr-min %g\nweight-decay %g\n"
@@ -192,7 +193,8 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 (long long)o->positions_per_iter, (long long)o->window,
 		 o->batch, o->sample_ratio, o->lr, x->temperature, x->temperature_moves,
 		 x->temperature_end, x->temperature_floor, x->cpuct, x->fpu_reduction, x->fpu_root,
-		 x->fpu_root_noise, x->noise_alpha_sum, x->noise_eps, o->value_q_weight, o->value_lambda, o->value_cut,
+		 x->fpu_root_noise, x->noise_alpha_sum, x->noise_eps, o->value_q_weight,
+		 o->value_lambda, o->value_cut,
 		 o->eval_visits, o->eval_positions, (unsigned long long)o->seed, o->gate_games,
 		 o->gate_threshold, o->gate_visits, o->minutes,
 		 o->optimizer == TRAIN_OPTIMIZER_ADAMW ? "adamw" : "sgd",
