@@ -34,17 +34,23 @@ Test(value_target, record_mix)
 }
 
 /* The lambda-return written out as its sum: the root values that follow
- * position i, each from i's side (sides alternate), weighted (1 - lambda)
- * lambda^(k-1), and the result lambda^(n-1-i). */
-static float lambda_sum(const game_record *r, int i, float z, float lambda)
+ * position i up to `end`, each from i's side (sides alternate), weighted
+ * (1 - lambda) lambda^(k-1), and `tail` lambda^(end-1-i) (the result, with
+ * end the game's length). */
+static float lambda_sum_to(const game_record *r, int i, int end, float tail, float lambda)
 {
 	double g = 0, w = 1;
-	for (int j = i + 1; j < r->n_moves; j++) {
+	for (int j = i + 1; j < end; j++) {
 		double q = (j - i) % 2 ? -r->root_value[j] : r->root_value[j];
 		g += (1 - lambda) * w * q;
 		w *= lambda;
 	}
-	return (float)(g + w * z);
+	return (float)(g + w * tail);
+}
+
+static float lambda_sum(const game_record *r, int i, float z, float lambda)
+{
+	return lambda_sum_to(r, i, r->n_moves, z, lambda);
 }
 
 Test(value_target, lambda_return)
@@ -90,14 +96,8 @@ static float cut_sum(const game_record *r, int i, float z, float lambda)
 		return r->root_value[i];
 	if (k == r->n_moves)
 		return lambda_sum(r, i, z, lambda);
-	double g = 0, w = 1;
-	for (int j = i + 1; j < k; j++) {
-		double q = (j - i) % 2 ? -r->root_value[j] : r->root_value[j];
-		g += (1 - lambda) * w * q;
-		w *= lambda;
-	}
-	double qk = (k - i) % 2 ? -r->root_value[k] : r->root_value[k];
-	return (float)(g + w * qk);
+	float qk = (k - i) % 2 ? -r->root_value[k] : r->root_value[k];
+	return lambda_sum_to(r, i, k, qk, lambda);
 }
 
 Test(value_target, cut_at_exploring_moves)
