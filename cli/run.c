@@ -69,7 +69,7 @@ int cli_run(int argc, char **argv)
 	bool dir_given = false, blocks_given = false, channels_given = false, par_given = false;
 	bool visits_given = false, cheap_given = false, window_given = false;
 	bool tmoves_given = false, tend_given = false, tfloor_given = false, carry_given = false;
-	bool sched_given = false, drops_given = false;
+	bool sched_given = false, drops_given = false, cpuct_given = false;
 	cli_int_list drops = { .v = o.lr_drops, .cap = TRAIN_MAX_LR_STEPS, .n = &o.n_lr_drops };
 	cli_int_list sizes = { .v = o.sizes, .cap = SELFPLAY_MAX_SIZES, .n = &o.n_sizes };
 	const cli_opt opts[] = {
@@ -186,7 +186,8 @@ int cli_run(int argc, char **argv)
 			     "temperature after --temperature-end (0: the most visited move)",
 			     .given = &tfloor_given, .def = "C4 0.3, Go 0"),
 		CLI_OPT_REAL("--cpuct", NULL, &o.explore.cpuct, 0.01, 100, "C",
-			     "self-play PUCT exploration constant"),
+			     "self-play PUCT exploration constant", .given = &cpuct_given,
+			     .def = "C4 2, Go 1.1"),
 		CLI_OPT_REAL("--fpu", NULL, &o.explore.fpu_reduction, 0, 10, "F",
 			     "self-play FPU reduction below the root"),
 		CLI_OPT_REAL("--fpu-root", NULL, &o.explore.fpu_root, 0, 10, "F",
@@ -291,6 +292,8 @@ int cli_run(int argc, char **argv)
 		o.explore.temperature_end = d.explore.temperature_end;
 	if (!tfloor_given)
 		o.explore.temperature_floor = d.explore.temperature_floor;
+	if (!cpuct_given)
+		o.explore.cpuct = d.explore.cpuct;
 	if (!carry_given)
 		o.carry_games = d.carry_games;
 	/* Drops without a schedule ask for the step schedule; the constant

@@ -25,6 +25,9 @@ typedef struct game_numbers {
 	 * step) and stays there (0: the most visited move). */
 	int temperature_end;
 	double temperature_floor;
+	/* Self-play's PUCT exploration constant; 0: the search's own default
+	 * (mcts_options_default), which play, analysis and measurement use. */
+	double selfplay_cpuct;
 	int opening_moves;     /* match: random plies that open each game */
 	int max_moves;         /* match: move limit, then the game is scored as it stands */
 	int resign_after;      /* self-play: no resignation before this ply */

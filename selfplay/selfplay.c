@@ -104,7 +104,7 @@ selfplay_options selfplay_options_default(const game_params *g)
 		.temperature_moves = n.temperature_moves,
 		.temperature_end = n.temperature_end,
 		.temperature_floor = n.temperature_floor,
-		.cpuct = mo.cpuct,
+		.cpuct = n.selfplay_cpuct > 0 ? n.selfplay_cpuct : mo.cpuct,
 		.fpu_reduction = mo.fpu_reduction,
 		.fpu_root = mo.fpu_root,
 		.fpu_root_noise = mo.fpu_root_noise,
@@ -137,6 +137,8 @@ void selfplay_explore_settle(selfplay_explore *x, const game_params *g)
 		x->temperature_end = n.temperature_end;
 	if (x->temperature_floor < 0)
 		x->temperature_floor = n.temperature_floor;
+	if (x->cpuct < 0)
+		x->cpuct = n.selfplay_cpuct > 0 ? n.selfplay_cpuct : mcts_options_default().cpuct;
 }
 
 double selfplay_temperature(const selfplay_explore *o, int ply)

@@ -35,7 +35,8 @@ typedef struct selfplay_explore {
 	int temperature_moves;    /* plies at the opening temperature */
 	int temperature_end;      /* ply from which the floor applies */
 	double temperature_floor; /* temperature after the schedule */
-	double cpuct;             /* PUCT exploration constant */
+	double cpuct;             /* PUCT exploration constant (the game's
+				   * selfplay_cpuct, else the search's) */
 	double fpu_reduction;     /* FPU reduction below the root */
 	double fpu_root;          /* at the root of cheap searches (no noise) */
 	double fpu_root_noise;    /* at the root of full searches (noise) */
@@ -139,9 +140,9 @@ selfplay_options selfplay_options_default(const game_params *g);
  * so that self-play with it plays each of them; none (game.size alone) for
  * a net of one size. */
 void selfplay_take_sizes(selfplay_options *o, const nn_arch *a);
-/* The temperature schedule's fields left negative (the game's, for a
- * worker that learns its game from the first model) filled in from game
- * g's numbers. */
+/* The temperature schedule's fields and cpuct left negative (the game's,
+ * for a worker that learns its game from the first model) filled in from
+ * game g's numbers. */
 void selfplay_explore_settle(selfplay_explore *x, const game_params *g);
 /* The temperature of the move at ply `ply` (0-based) under x's schedule. */
 double selfplay_temperature(const selfplay_explore *x, int ply);

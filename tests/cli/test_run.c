@@ -318,6 +318,20 @@ Test(run, temperature_schedule_default_depends_on_the_game, .timeout = 160)
 		run_config_has(cases[i].args, cases[i].want);
 }
 
+/* Self-play's cpuct is the game's unless given: Connect Four 2, Go the
+ * search's 1.1. */
+Test(run, cpuct_default_depends_on_the_game, .timeout = 120)
+{
+	const run_case cases[] = {
+		{ "", "\ncpuct 2\n" },
+		{ "--game go --size 5", "\ncpuct 1.1\n" },
+		{ "--cpuct 1.5", "\ncpuct 1.5\n" },
+		{ "--game go --size 5 --cpuct 3", "\ncpuct 3\n" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		run_config_has(cases[i].args, cases[i].want);
+}
+
 /* Carrying games is Go's default and not Connect Four's; either flag
  * overrides it, and the run's config records what was in force. */
 Test(run, carry_games_default_depends_on_the_game, .timeout = 120)

@@ -113,6 +113,7 @@ Test(game_desc, numbers_kept)
 	cr_assert(n.actions == 7 && n.width == 7 && n.height == 6);
 	cr_assert(n.temperature_moves == 20 && n.resign_after == 8);
 	cr_assert(n.temperature_end == 30 && n.temperature_floor == 0.3);
+	cr_assert(n.selfplay_cpuct == 2.0);
 	cr_assert(n.opening_moves == 2 && n.max_moves == 42 && n.typical_length == 22);
 	game_run_defaults r = game_run_defaults_of(&c4);
 	cr_assert(r.blocks == 4 && r.channels == 48 && r.visits == 200 && r.cheap_visits == 40);
@@ -136,6 +137,7 @@ Test(game_desc, numbers_kept)
 		cr_assert_eq(n.actions, go[i].size * go[i].size + 1);
 		cr_assert_eq(n.temperature_moves, go[i].temperature, "size %d", go[i].size);
 		cr_assert(n.temperature_end == n.temperature_moves && n.temperature_floor == 0);
+		cr_assert(n.selfplay_cpuct == 0, "Go self-play searches with the search's cpuct");
 		cr_assert_eq(n.resign_after, go[i].resign_after, "size %d", go[i].size);
 		cr_assert_eq(n.opening_moves, go[i].opening, "size %d", go[i].size);
 		cr_assert_eq(n.max_moves, go[i].max_moves, "size %d", go[i].size);

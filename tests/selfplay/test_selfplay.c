@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "nn/cpu/peak.h"
+#include "search/mcts.h"
 #include "selfplay/selfplay.h"
 #include "selfplay/worker.h"
 
@@ -464,8 +465,8 @@ Test(selfplay, exploring_moves_are_marked)
 	cr_assert_gt(t.checked, 12 * 6, "most moves have a single most visited");
 }
 
-/* A worker learns its game from the first model: the schedule it was not
- * given becomes that game's, what it was given stays. */
+/* A worker learns its game from the first model: the schedule and cpuct it
+ * was not given become that game's, what it was given stays. */
 Test(selfplay, worker_takes_the_games_schedule)
 {
 	selfplay_explore x = selfplay_worker_options_default().play.explore;
@@ -474,6 +475,7 @@ Test(selfplay, worker_takes_the_games_schedule)
 	cr_assert(x.temperature_moves == go.size && x.temperature_end == go.size);
 	cr_assert_eq(x.temperature_floor, 0.0);
 	cr_assert_eq(selfplay_temperature(&x, go.size), 0.0);
+	cr_assert_float_eq(x.cpuct, mcts_options_default().cpuct, 1e-12);
 
 	x = selfplay_worker_options_default().play.explore;
 	x.temperature_moves = 4;
@@ -481,6 +483,12 @@ Test(selfplay, worker_takes_the_games_schedule)
 	selfplay_explore_settle(&x, &c4);
 	cr_assert(x.temperature_moves == 4 && x.temperature_end == 30);
 	cr_assert_float_eq(x.temperature_floor, 0.3, 1e-12);
+	cr_assert_float_eq(x.cpuct, 2.0, 1e-12);
+
+	x = selfplay_worker_options_default().play.explore;
+	x.cpuct = 1.5;
+	selfplay_explore_settle(&x, &c4);
+	cr_assert_float_eq(x.cpuct, 1.5, 1e-12);
 }
 
 /* Self-play's precision on the CPU: int8 where the CPU has VNNI unless a
