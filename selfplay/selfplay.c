@@ -87,6 +87,13 @@ struct selfplay {
 };
 
 
+/* Self-play's PUCT constant for a game of numbers n: the game's, else the
+ * search's own. */
+static double selfplay_cpuct(const game_numbers *n)
+{
+	return n->selfplay_cpuct > 0 ? n->selfplay_cpuct : mcts_options_default().cpuct;
+}
+
 selfplay_options selfplay_options_default(const game_params *g)
 {
 	selfplay_options o;
@@ -104,7 +111,7 @@ selfplay_options selfplay_options_default(const game_params *g)
 		.temperature_moves = n.temperature_moves,
 		.temperature_end = n.temperature_end,
 		.temperature_floor = n.temperature_floor,
-		.cpuct = n.selfplay_cpuct > 0 ? n.selfplay_cpuct : mo.cpuct,
+		.cpuct = selfplay_cpuct(&n),
 		.fpu_reduction = mo.fpu_reduction,
 		.fpu_root = mo.fpu_root,
 		.fpu_root_noise = mo.fpu_root_noise,
@@ -138,7 +145,7 @@ void selfplay_explore_settle(selfplay_explore *x, const game_params *g)
 	if (x->temperature_floor < 0)
 		x->temperature_floor = n.temperature_floor;
 	if (x->cpuct < 0)
-		x->cpuct = n.selfplay_cpuct > 0 ? n.selfplay_cpuct : mcts_options_default().cpuct;
+		x->cpuct = selfplay_cpuct(&n);
 }
 
 double selfplay_temperature(const selfplay_explore *o, int ply)
