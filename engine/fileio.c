@@ -9,20 +9,33 @@
 
 #include <zlib.h>
 
+/* Temporary names taken by this process so far: with the pid they make
+ * each writer's PATH.tmp.PID.N its own, so that two writers of one path
+ * (two threads, or `sente eval` beside `sente run`) never share a file. */
+static _Atomic unsigned long tmp_serial;
+
 int fileio_begin(fileio_writer *w, const char *path, char *err, size_t errlen)
 {
 	memset(w, 0, sizeof(*w));
-	size_t n = strlen(path);
-	w->tmp = malloc(n + 5);
+	w->path = path;
+	w->crc = crc32(0L, Z_NULL, 0);
+	size_t n = strlen(path) + 48;
+	w->tmp = malloc(n);
 	if (!w->tmp) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	memcpy(w->tmp, path, n);
-	memcpy(w->tmp + n, ".tmp", 5);
-	w->path = path;
-	w->crc = crc32(0L, Z_NULL, 0);
-	w->f = fopen(w->tmp, "wb");
+	/* O_EXCL: a name left by a dead process of the same pid is skipped,
+	 * never written into. 0666 less the umask, as fopen would make it. */
+	int fd = -1;
+	for (int tries = 0; fd < 0 && tries < 100; tries++) {
+		snprintf(w->tmp, n, "%s.tmp.%ld.%lu", path, (long)getpid(), tmp_serial++);
+		fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd >= 0 && !(w->f = fdopen(fd, "wb")))
+		close(fd);
 	if (!w->f) {
 		snprintf(err, errlen, "cannot create %s: %s", w->tmp, strerror(errno));
 		free(w->tmp);

@@ -2,10 +2,13 @@
  * formats (model files, learner checkpoints) and its text files (SGF,
  * pages).
  *
- * A writer fills PATH.tmp, folding every byte into a CRC-32 (zlib); commit
- * appends the CRC, flushes and fsyncs the file, renames it over PATH and
- * fsyncs the folder, so a reader finds the old file or the new one, whole,
- * whatever moment the process or the machine died.
+ * A writer fills a temporary file of its own, PATH.tmp.PID.N (PATH.tmp
+ * below), folding every byte into a CRC-32 (zlib); commit appends the
+ * CRC, flushes and fsyncs the file, renames it over PATH and fsyncs the
+ * folder, so a reader finds the old file or the new one, whole, whatever
+ * moment the process or the machine died, and two writers of one path at
+ * once leave one of their files whole (the last renamed). A process that
+ * dies mid-write leaves its PATH.tmp.PID.N behind.
  */
 #ifndef SENTE_ENGINE_FILEIO_H
 #define SENTE_ENGINE_FILEIO_H

@@ -1,10 +1,17 @@
 /* Whole-file text writes (engine/fileio.h): PATH is the old text or the
- * new one, never a mix, and no PATH.tmp is left behind. */
+ * new one, never a mix, and no temporary file is left behind. */
 #include <criterion/criterion.h>
+#include <glob.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "engine/fileio.h"
@@ -27,6 +34,18 @@ static void remove_dir(void)
 
 TestSuite(fileio, .init = make_dir, .fini = remove_dir);
 
+/* No temporary file of PATH (PATH.tmp...) is left in its folder. */
+static bool no_temporary(const char *path)
+{
+	char pattern[300];
+	glob_t g;
+	snprintf(pattern, sizeof(pattern), "%s.tmp*", path);
+	int rc = glob(pattern, 0, NULL, &g);
+	globfree(&g);
+	return rc == GLOB_NOMATCH;
+}
+
+
 static void read_all(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "r");
@@ -38,9 +57,8 @@ static void read_all(const char *path, char *buf, size_t len)
 
 Test(fileio, text_replaces_the_file_whole)
 {
-	char path[128], tmp[140], err[512], got[256];
+	char path[128], err[512], got[256];
 	snprintf(path, sizeof(path), "%s/a.sgf", dir);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	cr_assert_eq(fileio_write_text(path, "(;GM[1]SZ[9])\n", err, sizeof(err)), 0, "%s", err);
 	read_all(path, got, sizeof(got));
 	cr_assert_str_eq(got, "(;GM[1]SZ[9])\n");
@@ -48,7 +66,7 @@ Test(fileio, text_replaces_the_file_whole)
 	cr_assert_eq(fileio_write_text(path, "x", err, sizeof(err)), 0, "%s", err);
 	read_all(path, got, sizeof(got));
 	cr_assert_str_eq(got, "x");
-	cr_assert_eq(access(tmp, F_OK), -1, "no temporary file is left");
+	cr_assert(no_temporary(path), "no temporary file is left");
 	cr_assert_eq(fileio_write_text(path, "", err, sizeof(err)), 0, "%s", err);
 	read_all(path, got, sizeof(got));
 	cr_assert_str_eq(got, "");
@@ -67,18 +85,75 @@ Test(fileio, text_that_cannot_be_written_leaves_the_old)
 	cr_assert_eq(mkdir(path, 0777), 0);
 	cr_assert_eq(fileio_write_text(path, "x", err, sizeof(err)), -1);
 	cr_assert(strstr(err, "cannot rename"), "%s", err);
-	char tmp[200];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	cr_assert_eq(access(tmp, F_OK), -1, "%s was removed", tmp);
-	/* A full disk: /dev/full takes the open and fails the flush. */
-	if (access("/dev/full", W_OK) == 0) {
-		snprintf(path, sizeof(path), "%s/full.txt", dir);
-		cr_assert_eq(fileio_write_text(path, "old", err, sizeof(err)), 0, "%s", err);
-		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-		cr_assert_eq(symlink("/dev/full", tmp), 0);
-		cr_assert_eq(fileio_write_text(path, "new text", err, sizeof(err)), -1);
-		cr_assert(strstr(err, "cannot write"), "%s", err);
-		read_all(path, got, sizeof(got));
-		cr_assert_str_eq(got, "old", "the old text stays");
+	cr_assert(no_temporary(path), "the temporary file was removed");
+	/* A full disk, as a file-size limit makes it (EFBIG): in a child, so
+	 * that the limit stays there. */
+	snprintf(path, sizeof(path), "%s/full.txt", dir);
+	cr_assert_eq(fileio_write_text(path, "old", err, sizeof(err)), 0, "%s", err);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct rlimit lim = {4, 4};
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
+			_exit(3);
+		if (fileio_write_text(path, "new text", err, sizeof(err)) != -1)
+			_exit(1);
+		_exit(strstr(err, "cannot write") ? 0 : 2);
 	}
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the write past the limit fails with \"cannot write\" (status %d)", status);
+	read_all(path, got, sizeof(got));
+	cr_assert_str_eq(got, "old", "the old text stays");
+	cr_assert(no_temporary(path), "the temporary file was removed");
+}
+
+/* Two writers of one path at once (`sente eval` and `sente run` both
+ * write a run's report.html): each call succeeds, and the file is one
+ * writer's text whole, never a mix of the two. */
+enum { RACE_ROUNDS = 200, RACE_LEN = 1 << 16 };
+static char race_path[128];
+
+static void *race_writer(void *arg)
+{
+	char *text = malloc(RACE_LEN + 1), err[512];
+	memset(text, *(const char *)arg, RACE_LEN);
+	text[RACE_LEN] = 0;
+	intptr_t failed = 0;
+	for (int i = 0; i < RACE_ROUNDS && !failed; i++)
+		if (fileio_write_text(race_path, text, err, sizeof(err)) != 0) {
+			fprintf(stderr, "fileio race: %s\n", err);
+			failed = 1;
+		}
+	free(text);
+	return (void *)failed;
+}
+
+Test(fileio, two_writers_of_one_path_never_mix)
+{
+	snprintf(race_path, sizeof(race_path), "%s/report.html", dir);
+	pthread_t t[2];
+	static const char fill[2] = {'a', 'b'};
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, race_writer, (void *)&fill[i]), 0);
+	for (int i = 0; i < 2; i++) {
+		void *failed;
+		pthread_join(t[i], &failed);
+		cr_assert_null(failed, "writer %d failed", i);
+	}
+	FILE *f = fopen(race_path, "r");
+	cr_assert(f);
+	char *got = malloc(RACE_LEN + 2);
+	size_t n = fread(got, 1, RACE_LEN + 1, f);
+	fclose(f);
+	cr_assert_eq(n, (size_t)RACE_LEN, "the file is one text's length: %zu", n);
+	size_t same = 0;
+	while (same < n && got[same] == got[0])
+		same++;
+	cr_assert_eq(same, n, "one writer's text whole (%c to byte %zu)", got[0], same);
+	free(got);
+	cr_assert(no_temporary(race_path), "no temporary file is left");
 }
