@@ -296,7 +296,7 @@ static int db_export_sgf(store *s, const db_opts *o)
 {
 	export_counts c;
 	char err[4600];
-	int rc = export_games(s, o->dir, o->game_id, o->limit, stderr, &c, err, sizeof(err));
+	int rc = export_games(s, o->dir, o->game_id, o->limit, stderr, "sente db: ", &c, err, sizeof(err));
 	if (rc != 0)
 		fprintf(stderr, "sente db: %s\n", err);
 	if (rc == 0 && o->game_id && c.listed == 0) {

@@ -117,6 +117,7 @@ out:
 typedef struct export_state {
 	const char *dir;
 	FILE *log;
+	const char *log_prefix;
 	export_counts *c;
 	char *err;
 	size_t errlen;
@@ -131,7 +132,8 @@ static int export_one(void *ctx, const store_game_info *g)
 	e->c->listed++;
 	if (record_decode(g->blob, g->blob_len, &r, msg, sizeof(msg))) {
 		if (e->log)
-			fprintf(e->log, "game %lld skipped: %s\n", (long long)g->id, msg);
+			fprintf(e->log, "%sgame %lld skipped: %s\n", e->log_prefix ? e->log_prefix : "",
+				(long long)g->id, msg);
 		e->c->skipped++;
 		return 0;
 	}
@@ -163,7 +165,7 @@ static int export_one(void *ctx, const store_game_info *g)
 }
 
 int export_games(store *s, const char *dir, int64_t game_id, int64_t limit, FILE *log,
-		 export_counts *counts, char *err, size_t errlen)
+		 const char *log_prefix, export_counts *counts, char *err, size_t errlen)
 {
 	memset(counts, 0, sizeof(*counts));
 	struct stat st;
@@ -175,7 +177,8 @@ int export_games(store *s, const char *dir, int64_t game_id, int64_t limit, FILE
 		snprintf(err, errlen, "%s is not a folder", dir);
 		return -1;
 	}
-	export_state e = { .dir = dir, .log = log, .c = counts, .err = err, .errlen = errlen };
+	export_state e = { .dir = dir, .log = log, .log_prefix = log_prefix, .c = counts,
+			   .err = err, .errlen = errlen };
 	int n = store_list_games(s, game_id, limit, export_one, &e);
 	if (e.failed)
 		return -1;

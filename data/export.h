@@ -42,9 +42,10 @@ typedef struct export_counts {
  * `game_id` when it is > 0, else the `limit` newest (all when <= 0).
  * Each file is replaced whole or not at all (fileio_write_text). A
  * corrupt row is named on `log` (when not NULL) and skipped; a file that
- * cannot be written stops the export. 0 (check counts->skipped), or -1
- * with a message. */
+ * cannot be written stops the export. A line of the log starts with
+ * log_prefix (a command's name, "sente db: "; NULL: none). 0 (check
+ * counts->skipped), or -1 with a message. */
 int export_games(store *s, const char *dir, int64_t game_id, int64_t limit, FILE *log,
-		 export_counts *counts, char *err, size_t errlen);
+		 const char *log_prefix, export_counts *counts, char *err, size_t errlen);
 
 #endif

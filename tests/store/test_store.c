@@ -549,35 +549,35 @@ Test(store, export_writes_each_game_and_names_what_it_skips)
 	size_t loglen = 0;
 	FILE *lf = open_memstream(&log, &loglen);
 	export_counts c;
-	cr_assert_eq(export_games(s, sub, 0, 0, lf, &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(export_games(s, sub, 0, 0, lf, "sente db: ", &c, err, sizeof(err)), 0, "%s", err);
 	fclose(lf);
 	cr_assert_eq(c.listed, 3);
 	cr_assert_eq(c.sgf, 1);
 	cr_assert_eq(c.lines, 1);
 	cr_assert_eq(c.skipped, 1);
-	cr_assert(strstr(log, "game 3 skipped"), "%s", log);
+	cr_assert(strstr(log, "sente db: game 3 skipped"), "%s", log);
 	free(log);
 	snprintf(path, sizeof(path), "%s/game-%lld.sgf", sub, (long long)ids[1]);
 	cr_assert_eq(access(path, F_OK), 0, "%s", path);
 	snprintf(path, sizeof(path), "%s/game-%lld.c4.txt", sub, (long long)ids[0]);
 	cr_assert_eq(access(path, F_OK), 0, "%s", path);
 	/* One game by id, and the limit. */
-	cr_assert_eq(export_games(s, sub, ids[1], 0, NULL, &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(export_games(s, sub, ids[1], 0, NULL, NULL, &c, err, sizeof(err)), 0, "%s", err);
 	cr_assert(c.listed == 1 && c.sgf == 1 && c.lines == 0);
-	cr_assert_eq(export_games(s, sub, 0, 1, NULL, &c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(export_games(s, sub, 0, 1, NULL, NULL, &c, err, sizeof(err)), 0, "%s", err);
 	cr_assert(c.listed == 1 && c.skipped == 1, "the newest is the corrupt one");
 	/* Where a file stands in the way of the folder. */
 	snprintf(path, sizeof(path), "%s/game-%lld.sgf", sub, (long long)ids[1]);
-	cr_assert_eq(export_games(s, path, 0, 0, NULL, &c, err, sizeof(err)), -1);
+	cr_assert_eq(export_games(s, path, 0, 0, NULL, NULL, &c, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "is not a folder"), "%s", err);
 	snprintf(path, sizeof(path), "%s/game-%lld.sgf/x", sub, (long long)ids[1]);
-	cr_assert_eq(export_games(s, path, 0, 0, NULL, &c, err, sizeof(err)), -1);
+	cr_assert_eq(export_games(s, path, 0, 0, NULL, NULL, &c, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "cannot create"), "%s", err);
 	/* A file of the export that cannot be replaced stops it, named. */
 	snprintf(path, sizeof(path), "%s/game-%lld.c4.txt", sub, (long long)ids[0]);
 	cr_assert_eq(remove(path), 0);
 	cr_assert_eq(mkdir(path, 0777), 0);
-	cr_assert_eq(export_games(s, sub, 0, 0, NULL, &c, err, sizeof(err)), -1);
+	cr_assert_eq(export_games(s, sub, 0, 0, NULL, NULL, &c, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "game-1.c4.txt"), "%s", err);
 	store_close(s);
 
