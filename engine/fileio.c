@@ -34,8 +34,12 @@ int fileio_begin(fileio_writer *w, const char *path, char *err, size_t errlen)
 		if (fd < 0 && errno != EEXIST)
 			break;
 	}
-	if (fd >= 0 && !(w->f = fdopen(fd, "wb")))
+	if (fd >= 0 && !(w->f = fdopen(fd, "wb"))) {
+		int e = errno;
 		close(fd);
+		unlink(w->tmp);
+		errno = e;
+	}
 	if (!w->f) {
 		snprintf(err, errlen, "cannot create %s: %s", w->tmp, strerror(errno));
 		free(w->tmp);

@@ -3,12 +3,12 @@
 #include <criterion/criterion.h>
 #include <glob.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -44,7 +44,6 @@ static bool no_temporary(const char *path)
 	globfree(&g);
 	return rc == GLOB_NOMATCH;
 }
-
 
 static void read_all(const char *path, char *buf, size_t len)
 {
@@ -120,6 +119,8 @@ static char race_path[128];
 static void *race_writer(void *arg)
 {
 	char *text = malloc(RACE_LEN + 1), err[512];
+	if (!text)
+		return (void *)1;
 	memset(text, *(const char *)arg, RACE_LEN);
 	text[RACE_LEN] = 0;
 	intptr_t failed = 0;
