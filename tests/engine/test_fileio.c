@@ -1,10 +1,8 @@
 /* Whole-file text writes (engine/fileio.h): PATH is the old text or the
  * new one, never a mix, and no temporary file is left behind. */
 #include <criterion/criterion.h>
-#include <glob.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +13,7 @@
 #include <unistd.h>
 
 #include "engine/fileio.h"
+#include "tests/no_temporary.h"
 
 static char dir[64];
 
@@ -33,17 +32,6 @@ static void remove_dir(void)
 }
 
 TestSuite(fileio, .init = make_dir, .fini = remove_dir);
-
-/* No temporary file of PATH (PATH.tmp...) is left in its folder. */
-static bool no_temporary(const char *path)
-{
-	char pattern[300];
-	glob_t g;
-	snprintf(pattern, sizeof(pattern), "%s.tmp*", path);
-	int rc = glob(pattern, 0, NULL, &g);
-	globfree(&g);
-	return rc == GLOB_NOMATCH;
-}
 
 static void read_all(const char *path, char *buf, size_t len)
 {
