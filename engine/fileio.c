@@ -1,7 +1,9 @@
 #include "engine/fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -145,6 +147,46 @@ void fileio_abort(fileio_writer *w)
 		unlink(w->tmp);
 	free(w->tmp);
 	w->tmp = NULL;
+}
+
+/* The PID of a temporary name NAME.tmp.PID.N, or -1 when `name` is not
+ * one. */
+static long temporary_pid(const char *name)
+{
+	const char *end = name + strlen(name), *p = end;
+	while (p > name && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	if (p == end || p == name || p[-1] != '.')
+		return -1; /* N */
+	const char *n_dot = --p;
+	while (p > name && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	if (p == n_dot || n_dot - p > 18 || p - name < 5 || strncmp(p - 5, ".tmp.", 5) != 0 ||
+	    p - 5 == name)
+		return -1; /* PID, and a NAME before .tmp */
+	return strtol(p, NULL, 10);
+}
+
+int fileio_sweep(const char *dir, bool owned)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -1;
+	int removed = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		long pid = temporary_pid(e->d_name);
+		if (pid < 0)
+			continue;
+		/* kill(pid, 0) fails with ESRCH for no such process; EPERM is one
+		 * of another user's, alive. */
+		if (!owned && (pid == 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
 }
 
 int fileio_open_regular(const char *path, const char *what, char *err, size_t errlen)

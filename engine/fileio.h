@@ -8,11 +8,12 @@
  * folder, so a reader finds the old file or the new one, whole, whatever
  * moment the process or the machine died, and two writers of one path at
  * once leave one of their files whole (the last renamed). A process that
- * dies mid-write leaves its PATH.tmp.PID.N behind.
+ * dies mid-write leaves its PATH.tmp.PID.N behind, for fileio_sweep.
  */
 #ifndef SENTE_ENGINE_FILEIO_H
 #define SENTE_ENGINE_FILEIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +42,13 @@ int fileio_commit(fileio_writer *w, char *err, size_t errlen);
 int fileio_write_text(const char *path, const char *text, char *err, size_t errlen);
 /* Drops PATH.tmp (after an error of the caller's own). */
 void fileio_abort(fileio_writer *w);
+
+/* Removes the temporary files (NAME.tmp.PID.N) that writers killed
+ * mid-write left in folder `dir` (not below it): every one when `owned`
+ * (the caller holds the folder, so no other writer is at work there),
+ * else those whose PID is no process of this machine. Other files are not
+ * touched. The number removed, or -1 when the folder cannot be read. */
+int fileio_sweep(const char *dir, bool owned);
 
 /* CRC-32 of n bytes, as the writer computes it (for readers). */
 uint32_t fileio_crc(const void *p, size_t n);

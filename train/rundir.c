@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/fileio.h"
 #include "train/trainer.h"
 
 /* Fault injection for the tests of rundir.h's promise: SENTE_FAULT=POINT
@@ -111,6 +112,14 @@ rundir *rundir_open(const char *dir, char *err, size_t errlen)
 	}
 	if (take_lock(r, err, errlen) != 0)
 		goto fail;
+	/* What a writer killed mid-write left: in models/ and checkpoints/ only
+	 * the holder of the lock writes, so all of it; in DIR, where `sente
+	 * eval` may be writing the report now, that of dead processes. */
+	snprintf(path, sizeof(path), "%s/models", dir);
+	fileio_sweep(path, true);
+	snprintf(path, sizeof(path), "%s/checkpoints", dir);
+	fileio_sweep(path, true);
+	fileio_sweep(dir, false);
 	snprintf(r->ckpt, sizeof(r->ckpt), "%s/checkpoints/learner.ckpt", dir);
 	snprintf(path, sizeof(path), "%s/sente.db", dir);
 	r->db = store_open(path, err, errlen);

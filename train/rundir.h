@@ -38,7 +38,10 @@ int rundir_mkdir_p(const char *path);
 
 /* Opens a run's folder for a learner: refuses an empty or blank path and a
  * folder another process holds (naming its pid), makes DIR/models and
- * DIR/checkpoints, opens DIR/sente.db. NULL with a message. */
+ * DIR/checkpoints, removes the temporary files that a process killed
+ * mid-write left (fileio_sweep: all of them in models/ and checkpoints/,
+ * those of dead processes in DIR), opens DIR/sente.db. NULL with a
+ * message. */
 rundir *rundir_open(const char *dir, char *err, size_t errlen);
 /* Closes the store and releases the folder. NULL is fine. */
 void rundir_close(rundir *r);

@@ -5,6 +5,7 @@
  * the model's file and its row (SENTE_FAULT), then the run resumes. */
 #include <criterion/criterion.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,57 @@ Test(rundir, kills_between_checkpoint_model_and_row_lose_nothing, .timeout = 300
 		before = now;
 	}
 	cr_assert_geq(now.n, 3, "the sessions registered models (%d)", now.n);
+	loop_test_rmdir(dir);
+}
+
+/* Creates the empty file DIR/NAME. */
+static void plant(const char *dir, const char *name)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	cr_assert(f, "%s", path);
+	fclose(f);
+}
+
+static bool present(const char *dir, const char *name)
+{
+	char path[600];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return stat(path, &st) == 0;
+}
+
+/* A run killed mid-write leaves NAME.tmp.PID.N files: the next process to
+ * open the folder removes those of its models and checkpoint (only the
+ * holder of run.lock writes there) and those of dead processes in DIR
+ * itself, where `sente eval` may be writing the report at that moment. */
+Test(rundir, opening_removes_what_a_killed_run_left)
+{
+	char dir[] = "/tmp/sente-rundir-XXXXXX", err[512], name[4][96];
+	cr_assert(mkdtemp(dir));
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	rundir *r = rundir_open(dir, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	rundir_close(r);
+	snprintf(name[0], sizeof(name[0]), "models/model-40.sente.tmp.%ld.0", (long)getpid());
+	snprintf(name[1], sizeof(name[1]), "checkpoints/learner.ckpt.tmp.%ld.7", (long)pid);
+	snprintf(name[2], sizeof(name[2]), "report.html.tmp.%ld.1", (long)pid);
+	snprintf(name[3], sizeof(name[3]), "report.html.tmp.%ld.2", (long)getpid());
+	for (int i = 0; i < 4; i++)
+		plant(dir, name[i]);
+	plant(dir, "models/model-40.sente");
+	r = rundir_open(dir, err, sizeof(err));
+	cr_assert(r, "%s", err);
+	for (int i = 0; i < 3; i++)
+		cr_assert_not(present(dir, name[i]), "%s was removed", name[i]);
+	cr_assert(present(dir, name[3]), "a live process's report stays");
+	cr_assert(present(dir, "models/model-40.sente"), "a model file stays");
+	rundir_close(r);
 	loop_test_rmdir(dir);
 }
 
