@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -161,10 +162,11 @@ static long temporary_pid(const char *name)
 	const char *n_dot = --p;
 	while (p > name && p[-1] >= '0' && p[-1] <= '9')
 		p--;
-	if (p == n_dot || n_dot - p > 18 || p - name < 5 || strncmp(p - 5, ".tmp.", 5) != 0 ||
+	if (p == n_dot || n_dot - p > 10 || p - name < 5 || strncmp(p - 5, ".tmp.", 5) != 0 ||
 	    p - 5 == name)
 		return -1; /* PID, and a NAME before .tmp */
-	return strtol(p, NULL, 10);
+	long pid = strtol(p, NULL, 10);
+	return pid > INT_MAX ? -1 : pid; /* no pid_t */
 }
 
 int fileio_sweep(const char *dir, bool owned)

@@ -178,7 +178,7 @@ static long dead_pid(void)
  * stays unless the caller owns the folder, and no other file is touched. */
 Test(fileio, sweep_removes_what_dead_writers_left)
 {
-	char dead[128], live[128], name[96], keep[4][128];
+	char dead[128], live[128], name[96], keep[5][128];
 	snprintf(name, sizeof(name), "model-10.sente.tmp.%ld.0", dead_pid());
 	touch(name, dead, sizeof(dead));
 	snprintf(name, sizeof(name), "report.html.tmp.%ld.3", (long)getpid());
@@ -187,12 +187,13 @@ Test(fileio, sweep_removes_what_dead_writers_left)
 	touch("notes.tmp", keep[1], sizeof(keep[1]));
 	touch("a.tmp.12", keep[2], sizeof(keep[2]));
 	touch("a.tmp.x.1", keep[3], sizeof(keep[3]));
+	touch("a.tmp.99999999999.1", keep[4], sizeof(keep[4])); /* no pid */
 	cr_assert_eq(fileio_sweep(dir, false), 1);
 	cr_assert_not(exists(dead), "a dead writer's temporary file is removed");
 	cr_assert(exists(live), "a live writer's temporary file stays");
 	cr_assert_eq(fileio_sweep(dir, true), 1);
 	cr_assert_not(exists(live), "in an owned folder every temporary file is removed");
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		cr_assert(exists(keep[i]), "%s stays", keep[i]);
 	char missing[160];
 	snprintf(missing, sizeof(missing), "%s/no-such-folder", dir);
