@@ -148,53 +148,26 @@ Test(fileio, two_writers_of_one_path_never_mix)
 	cr_assert(no_temporary(race_path), "no temporary file is left");
 }
 
-/* Writes an empty file dir/name; its path into path. */
-static void touch(const char *name, char *path, size_t len)
-{
-	snprintf(path, len, "%s/%s", dir, name);
-	FILE *f = fopen(path, "w");
-	cr_assert(f, "%s", path);
-	fclose(f);
-}
-
-static bool exists(const char *path)
-{
-	struct stat st;
-	return stat(path, &st) == 0;
-}
-
-/* A pid that was a process of this machine and is no longer one. */
-static long dead_pid(void)
-{
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0)
-		_exit(0);
-	cr_assert_eq(waitpid(pid, NULL, 0), pid);
-	return (long)pid;
-}
-
 /* The temporary files of writers that died mid-write go; a live writer's
  * stays unless the caller owns the folder, and no other file is touched. */
 Test(fileio, sweep_removes_what_dead_writers_left)
 {
-	char dead[128], live[128], name[96], keep[5][128];
-	snprintf(name, sizeof(name), "model-10.sente.tmp.%ld.0", dead_pid());
-	touch(name, dead, sizeof(dead));
-	snprintf(name, sizeof(name), "report.html.tmp.%ld.3", (long)getpid());
-	touch(name, live, sizeof(live));
-	touch("model-10.sente", keep[0], sizeof(keep[0]));
-	touch("notes.tmp", keep[1], sizeof(keep[1]));
-	touch("a.tmp.12", keep[2], sizeof(keep[2]));
-	touch("a.tmp.x.1", keep[3], sizeof(keep[3]));
-	touch("a.tmp.99999999999.1", keep[4], sizeof(keep[4])); /* no pid */
-	cr_assert_eq(fileio_sweep(dir, false), 1);
-	cr_assert_not(exists(dead), "a dead writer's temporary file is removed");
-	cr_assert(exists(live), "a live writer's temporary file stays");
-	cr_assert_eq(fileio_sweep(dir, true), 1);
-	cr_assert_not(exists(live), "in an owned folder every temporary file is removed");
+	char dead[96], live[96];
+	static const char *const keep[] = { "model-10.sente", "notes.tmp", "a.tmp.12", "a.tmp.x.1",
+					    "a.tmp.99999999999.1" /* no pid */ };
+	snprintf(dead, sizeof(dead), "model-10.sente.tmp.%ld.0", dead_pid());
+	snprintf(live, sizeof(live), "report.html.tmp.%ld.3", (long)getpid());
+	plant_file(dir, dead);
+	plant_file(dir, live);
 	for (int i = 0; i < 5; i++)
-		cr_assert(exists(keep[i]), "%s stays", keep[i]);
+		plant_file(dir, keep[i]);
+	cr_assert_eq(fileio_sweep(dir, false), 1);
+	cr_assert_not(file_present(dir, dead), "a dead writer's temporary file is removed");
+	cr_assert(file_present(dir, live), "a live writer's temporary file stays");
+	cr_assert_eq(fileio_sweep(dir, true), 1);
+	cr_assert_not(file_present(dir, live), "in an owned folder every temporary file is removed");
+	for (int i = 0; i < 5; i++)
+		cr_assert(file_present(dir, keep[i]), "%s stays", keep[i]);
 	char missing[160];
 	snprintf(missing, sizeof(missing), "%s/no-such-folder", dir);
 	cr_assert_eq(fileio_sweep(missing, true), -1);

@@ -16,6 +16,7 @@
 #include "engine/fileio.h"
 #include "tests/cli/cli_util.h"
 #include "tests/loop/loop_util.h"
+#include "tests/no_temporary.h"
 #include "tests/train/train_util.h"
 #include "train/rundir.h"
 
@@ -181,24 +182,6 @@ Test(rundir, kills_between_checkpoint_model_and_row_lose_nothing, .timeout = 300
 	loop_test_rmdir(dir);
 }
 
-/* Creates the empty file DIR/NAME. */
-static void plant(const char *dir, const char *name)
-{
-	char path[600];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	FILE *f = fopen(path, "w");
-	cr_assert(f, "%s", path);
-	fclose(f);
-}
-
-static bool present(const char *dir, const char *name)
-{
-	char path[600];
-	struct stat st;
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return stat(path, &st) == 0;
-}
-
 /* A run killed mid-write leaves NAME.tmp.PID.N files: the next process to
  * open the folder removes those of its models and checkpoint (only the
  * holder of run.lock writes there) and those of dead processes in DIR
@@ -207,27 +190,23 @@ Test(rundir, opening_removes_what_a_killed_run_left)
 {
 	char dir[] = "/tmp/sente-rundir-XXXXXX", err[512], name[4][96];
 	cr_assert(mkdtemp(dir));
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0)
-		_exit(0);
-	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	long pid = dead_pid();
 	rundir *r = rundir_open(dir, err, sizeof(err));
 	cr_assert(r, "%s", err);
 	rundir_close(r);
 	snprintf(name[0], sizeof(name[0]), "models/model-40.sente.tmp.%ld.0", (long)getpid());
-	snprintf(name[1], sizeof(name[1]), "checkpoints/learner.ckpt.tmp.%ld.7", (long)pid);
-	snprintf(name[2], sizeof(name[2]), "report.html.tmp.%ld.1", (long)pid);
+	snprintf(name[1], sizeof(name[1]), "checkpoints/learner.ckpt.tmp.%ld.7", pid);
+	snprintf(name[2], sizeof(name[2]), "report.html.tmp.%ld.1", pid);
 	snprintf(name[3], sizeof(name[3]), "report.html.tmp.%ld.2", (long)getpid());
 	for (int i = 0; i < 4; i++)
-		plant(dir, name[i]);
-	plant(dir, "models/model-40.sente");
+		plant_file(dir, name[i]);
+	plant_file(dir, "models/model-40.sente");
 	r = rundir_open(dir, err, sizeof(err));
 	cr_assert(r, "%s", err);
 	for (int i = 0; i < 3; i++)
-		cr_assert_not(present(dir, name[i]), "%s was removed", name[i]);
-	cr_assert(present(dir, name[3]), "a live process's report stays");
-	cr_assert(present(dir, "models/model-40.sente"), "a model file stays");
+		cr_assert_not(file_present(dir, name[i]), "%s was removed", name[i]);
+	cr_assert(file_present(dir, name[3]), "a live process's report stays");
+	cr_assert(file_present(dir, "models/model-40.sente"), "a model file stays");
 	rundir_close(r);
 	loop_test_rmdir(dir);
 }
