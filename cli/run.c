@@ -201,7 +201,8 @@ int cli_run(int argc, char **argv)
 		CLI_OPT_REAL("--forced-playouts", NULL, &o.explore.forced_k, 0, 100, "K",
 			     "KataGo's forced playouts in full searches: a root child of prior P "
 			     "gets at least sqrt(K P N) of N visits, taken out of the policy target "
-			     "again (policy target pruning); KataGo uses 2; 0: off"),
+			     "and of the move's draw again (policy target pruning); KataGo uses 2; "
+			     "0: off"),
 		CLI_OPT_FLAG("--gumbel", NULL, &o.explore.gumbel,
 			     "Gumbel root search in self-play (sequential halving over --gumbel-m "
 			     "sampled moves; the improved policy as the target) instead of Dirichlet "

@@ -1547,8 +1547,11 @@ int mcts_choose_move(mcts *m, float temperature, bool use_lcb)
 {
 	if (gumbel_done(m))
 		return gumbel_move(m);
+	/* The visits with forced playouts pruned, as for the policy target
+	 * (KataGo plays from them too): a move only forcing visited is
+	 * explored, not played. The most visited child is never pruned. */
 	mcts_child_info ci[GAME_MAX_ACTIONS];
-	int n = mcts_root_children(m, ci, GAME_MAX_ACTIONS);
+	int n = mcts_policy_target(m, ci, GAME_MAX_ACTIONS);
 	if (n == 0)
 		return GAME_MOVE_NONE;
 	if (ci[0].visits == 0)

@@ -241,7 +241,8 @@ float mcts_root_value(mcts *m);
 float mcts_root_score(mcts *m);
 
 /* The move to play: with temperature > 0, drawn with probability
- * proportional to visits^(1/temperature); else the most visited child, or
+ * proportional to visits^(1/temperature), the visits with forced playouts
+ * pruned as in mcts_policy_target; else the most visited child, or
  * with use_lcb the best lower confidence bound among children with at least
  * 10% of the top visits. After a Gumbel search, the move sequential
  * halving kept (the Gumbel noise is the exploration: temperature and

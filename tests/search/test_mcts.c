@@ -678,6 +678,58 @@ Test(mcts, forced_playouts_and_policy_target_pruning)
 	cr_assert_gt(dropped, 0, "children visited only by forcing are pruned");
 }
 
+/* Self-play draws its move from the visits with forced playouts pruned, as
+ * KataGo does: a child that only forcing visited is never played, however
+ * often the draw is made at temperature 1. */
+Test(mcts, temperature_draws_from_the_pruned_visits)
+{
+	c4_position("121212");
+	fake_net f;
+	evaluator *ev = fake_c4_evaluator(&f);
+	mcts_options o = one_thread_options(400);
+	o.noise = true;
+	o.forced_k = 2;
+	o.seed = 3;
+	mcts *m = mcts_new(ev, &o, NULL, 0);
+	mcts_set_position(m, &g);
+	mcts_search(m);
+	mcts_child_info raw[8], target[8];
+	int n = mcts_root_children(m, raw, 8);
+	cr_assert_eq(mcts_policy_target(m, target, 8), n);
+	int pruned_visits[7] = {0}, raw_visits[7] = {0}, total = 0, pruned_total = 0;
+	for (int i = 0; i < n; i++) {
+		raw_visits[raw[i].move] = raw[i].visits;
+		pruned_visits[target[i].move] = target[i].visits;
+		total += raw[i].visits;
+		pruned_total += target[i].visits;
+	}
+	/* The children only forcing visited hold this share of the visits:
+	 * drawn from the raw visits, 400 draws would play one of them. */
+	double dropped = 0;
+	for (int c = 0; c < 7; c++)
+		if (raw_visits[c] > 0 && pruned_visits[c] == 0)
+			dropped += raw_visits[c];
+	cr_assert_gt(dropped / total, 0.02, "too few forced visits for the test to show anything");
+	int drawn[7] = {0};
+	for (int i = 0; i < 400; i++) {
+		int mv = mcts_choose_move(m, 1.0f, false);
+		cr_assert(mv >= 0 && mv < 7);
+		cr_assert_gt(pruned_visits[mv], 0, "column %d drawn: %d visits, all forced", mv + 1,
+			     raw_visits[mv]);
+		drawn[mv]++;
+	}
+	/* The draw still follows the pruned visits: the best child about
+	 * its share of them (within five standard errors). */
+	int best = target[0].move;
+	double p = (double)pruned_visits[best] / pruned_total;
+	cr_assert(fabs(drawn[best] - 400 * p) <= 5 * sqrt(400 * p * (1 - p)) + 1,
+		  "column %d drawn %d of 400, its share %.3f", best + 1, drawn[best], p);
+	/* At temperature 0 the most visited child, pruned or not. */
+	cr_assert_eq(mcts_choose_move(m, 0, false), raw[0].move);
+	mcts_free(m);
+	eval_free(ev);
+}
+
 /* mcts_memory_for sizes a pool that takes every visit asked for on an
  * empty 19x19 board (a node per legal move at each expansion); a quarter
  * of it fills before. */
