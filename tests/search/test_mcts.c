@@ -603,19 +603,19 @@ Test(mcts, interrupt_from_another_thread)
 	eval_free(ev);
 }
 /* A search of `visits` playouts under Dirichlet noise with forced playouts
- * k, from Connect Four position `cols`: root children raw (mcts_root_children)
- * and as the policy target, by move. */
-static void forced_search(const char *cols, float k, int visits, mcts_child_info *raw,
-			  mcts_child_info *target)
+ * k, from Connect Four position `cols`, on fake net f: root children raw
+ * (mcts_root_children) and as the policy target, by move. The search and
+ * its evaluator (*ev) are the caller's to free. */
+static mcts *forced_searched(const char *cols, float k, int visits, fake_net *f, evaluator **ev,
+			     mcts_child_info *raw, mcts_child_info *target)
 {
 	c4_position(cols);
-	fake_net f;
-	evaluator *ev = fake_c4_evaluator(&f);
+	*ev = fake_c4_evaluator(f);
 	mcts_options o = one_thread_options(visits);
 	o.noise = true;
 	o.forced_k = k;
 	o.seed = 3;
-	mcts *m = mcts_new(ev, &o, NULL, 0);
+	mcts *m = mcts_new(*ev, &o, NULL, 0);
 	mcts_set_position(m, &g);
 	mcts_search(m);
 	mcts_child_info a[8], b[8];
@@ -627,7 +627,15 @@ static void forced_search(const char *cols, float k, int visits, mcts_child_info
 		raw[a[i].move] = a[i];
 		target[b[i].move] = b[i];
 	}
-	mcts_free(m);
+	return m;
+}
+
+static void forced_search(const char *cols, float k, int visits, mcts_child_info *raw,
+			  mcts_child_info *target)
+{
+	fake_net f;
+	evaluator *ev;
+	mcts_free(forced_searched(cols, k, visits, &f, &ev, raw, target));
 	eval_free(ev);
 }
 
@@ -683,49 +691,39 @@ Test(mcts, forced_playouts_and_policy_target_pruning)
  * often the draw is made at temperature 1. */
 Test(mcts, temperature_draws_from_the_pruned_visits)
 {
-	c4_position("121212");
 	fake_net f;
-	evaluator *ev = fake_c4_evaluator(&f);
-	mcts_options o = one_thread_options(400);
-	o.noise = true;
-	o.forced_k = 2;
-	o.seed = 3;
-	mcts *m = mcts_new(ev, &o, NULL, 0);
-	mcts_set_position(m, &g);
-	mcts_search(m);
-	mcts_child_info raw[8], target[8];
-	int n = mcts_root_children(m, raw, 8);
-	cr_assert_eq(mcts_policy_target(m, target, 8), n);
-	int pruned_visits[7] = {0}, raw_visits[7] = {0}, total = 0, pruned_total = 0;
-	for (int i = 0; i < n; i++) {
-		raw_visits[raw[i].move] = raw[i].visits;
-		pruned_visits[target[i].move] = target[i].visits;
-		total += raw[i].visits;
-		pruned_total += target[i].visits;
+	evaluator *ev;
+	mcts_child_info raw[7], target[7];
+	mcts *m = forced_searched("121212", 2, 400, &f, &ev, raw, target);
+	int total = 0, pruned_total = 0, best = 0;
+	double dropped = 0;
+	for (int c = 0; c < 7; c++) {
+		total += raw[c].visits;
+		pruned_total += target[c].visits;
+		if (raw[c].visits > 0 && target[c].visits == 0)
+			dropped += raw[c].visits;
+		if (target[c].visits > target[best].visits)
+			best = c;
 	}
 	/* The children only forcing visited hold this share of the visits:
 	 * drawn from the raw visits, 400 draws would play one of them. */
-	double dropped = 0;
-	for (int c = 0; c < 7; c++)
-		if (raw_visits[c] > 0 && pruned_visits[c] == 0)
-			dropped += raw_visits[c];
 	cr_assert_gt(dropped / total, 0.02, "too few forced visits for the test to show anything");
-	int drawn[7] = {0};
+	int drawn_best = 0;
 	for (int i = 0; i < 400; i++) {
 		int mv = mcts_choose_move(m, 1.0f, false);
 		cr_assert(mv >= 0 && mv < 7);
-		cr_assert_gt(pruned_visits[mv], 0, "column %d drawn: %d visits, all forced", mv + 1,
-			     raw_visits[mv]);
-		drawn[mv]++;
+		cr_assert_gt(target[mv].visits, 0, "column %d drawn: %d visits, all forced", mv + 1,
+			     raw[mv].visits);
+		drawn_best += mv == best;
 	}
 	/* The draw still follows the pruned visits: the best child about
 	 * its share of them (within five standard errors). */
-	int best = target[0].move;
-	double p = (double)pruned_visits[best] / pruned_total;
-	cr_assert(fabs(drawn[best] - 400 * p) <= 5 * sqrt(400 * p * (1 - p)) + 1,
-		  "column %d drawn %d of 400, its share %.3f", best + 1, drawn[best], p);
+	double p = (double)target[best].visits / pruned_total;
+	cr_assert(fabs(drawn_best - 400 * p) <= 5 * sqrt(400 * p * (1 - p)) + 1,
+		  "column %d drawn %d of 400, its share %.3f", best + 1, drawn_best, p);
 	/* At temperature 0 the most visited child, pruned or not. */
-	cr_assert_eq(mcts_choose_move(m, 0, false), raw[0].move);
+	cr_assert_eq(mcts_choose_move(m, 0, false), best);
+	cr_assert_eq(raw[best].visits, target[best].visits);
 	mcts_free(m);
 	eval_free(ev);
 }
