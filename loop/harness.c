@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "engine/clock.h"
+#include "engine/fileio.h"
 #include "engine/game_desc.h"
 #include "loop/measure.h"
 #include "loop/report.h"
@@ -749,6 +750,9 @@ int harness_eval(const harness_options *o, char *err, size_t errlen)
 	}
 	if (o->csv[0] && write_csv(o->csv, &h, err, errlen) != 0)
 		goto out;
+	/* A `sente eval` killed mid-write left its report.html.tmp.PID.N:
+	 * the dead writers' go (a live one, say the run's own, is at work). */
+	fileio_sweep(o->dir, false);
 	char report[4200], why[512];
 	snprintf(report, sizeof(report), "%s/report.html", o->dir);
 	if (report_write(c.db, report, c.desc->name, why, sizeof(why)) != 0)

@@ -14,6 +14,7 @@
 #include "engine/clock.h"
 #include "loop/harness.h"
 #include "loop/loop.h"
+#include "tests/no_temporary.h"
 #include "loop/measure.h"
 #include "nn/backend.h"
 #include "nn/net.h"
@@ -210,8 +211,17 @@ Test(harness, measures_every_model_once_then_compares, .timeout = 240)
 	fclose(f);
 	cr_assert_eq(lines, r.n, "one CSV line per figure");
 
-	/* Again: nothing is measured twice. */
+	/* Again: nothing is measured twice. Meanwhile a killed `sente eval`
+	 * left a temporary report, and another, alive, is writing one: the
+	 * dead one's is swept, the live one's left alone. */
+	char dead[64], live[64];
+	snprintf(dead, sizeof(dead), "report.html.tmp.%ld.1", dead_pid());
+	snprintf(live, sizeof(live), "report.html.tmp.%ld.2", (long)getpid());
+	plant_file(dir, dead);
+	plant_file(dir, live);
 	cr_assert_eq(harness_eval(&o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_not(file_present(dir, dead), "a dead writer's temporary report stays");
+	cr_assert(file_present(dir, live), "a live writer's temporary report was removed");
 	db = open_db(dir);
 	rows again = { 0 };
 	store_evaluations(db, 0, NULL, count_row, &again);
