@@ -14,12 +14,12 @@
 #include "engine/clock.h"
 #include "loop/harness.h"
 #include "loop/loop.h"
-#include "tests/no_temporary.h"
 #include "loop/measure.h"
 #include "nn/backend.h"
 #include "nn/net.h"
 #include "tests/cli/cli_util.h"
 #include "tests/loop/loop_util.h"
+#include "tests/no_temporary.h"
 
 /* A tiny run of `iters` iterations in dir; measured in the run when
  * `measure`. The compute the loop counted, per iteration, into spent[]. */
