@@ -203,6 +203,11 @@ int cli_run(int argc, char **argv)
 			     "gets at least sqrt(K P N) of N visits, taken out of the policy target "
 			     "and of the move's draw again (policy target pruning); KataGo uses 2; "
 			     "0: off"),
+		CLI_OPT_INT("--random-opening", NULL, &o.explore.random_opening, 0, 1000, "N",
+			    "each self-play game opens with K uniformly random moves, K drawn "
+			    "uniformly from 0..N, played without a search and not training "
+			    "positions, so that self-play meets openings its network would never "
+			    "choose (KataGo's varied openings); 0: off"),
 		CLI_OPT_FLAG("--gumbel", NULL, &o.explore.gumbel,
 			     "Gumbel root search in self-play (sequential halving over --gumbel-m "
 			     "sampled moves; the improved policy as the target) instead of Dirichlet "

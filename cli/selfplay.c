@@ -76,6 +76,9 @@ int cli_selfplay(int argc, char **argv)
 		CLI_OPT_REAL("--temperature-floor", NULL, &o->explore.temperature_floor, 0, 10, "T",
 			     "temperature after --temperature-end (0: the most visited move)",
 			     .def = "0.3 for Connect Four, 0 for Go"),
+		CLI_OPT_INT("--random-opening", NULL, &o->explore.random_opening, 0, 1000, "N",
+			    "each game opens with K uniformly random moves, K drawn uniformly from "
+			    "0..N, played without a search and not training positions; 0: off"),
 		CLI_OPT_FLAG("--gumbel", NULL, &o->explore.gumbel,
 			     "Gumbel root search (sequential halving over --gumbel-m sampled moves; "
 			     "the improved policy as the target) instead of Dirichlet noise and the "

@@ -184,7 +184,7 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 		 "gate-visits %d\nminutes %g\noptimizer %s\nlr-schedule %s\nlr-warmup %lld\n"
 		 "lr-total-steps %lld\nlr-gamma %g\nlr-min %g\nweight-decay %g\n"
 		 "bn-momentum %g\nlr-drops %s\nwindow-min %lld\nwindow-alpha %g\n"
-		 "window-beta %g\nreuse-cap %g\nbn-batches %d\nforced-playouts %g\n"
+		 "window-beta %g\nreuse-cap %g\nbn-batches %d\nforced-playouts %g\nrandom-opening %d\n"
 		 "gumbel %d\ngumbel-m %d\nmeasure-every %d\nmeasure-share %g\nopp-weight %g\n"
 		 "own-weight %g\nscore-weight %g\nlearner-ranks %d\nsizes %s\nse-channels %d\n"
 		 "carry-games %d\ntrain-precision %s\nresign %g\nno-resign-fraction %g\n",
@@ -203,7 +203,7 @@ void loop_config_text(const loop_options *o, char *buf, size_t len)
 							     : "constant",
 		 (long long)o->lr_warmup, (long long)o->lr_total_steps, o->lr_gamma, o->lr_min,
 		 o->weight_decay, o->bn_momentum, drops, (long long)o->window_min, o->window_alpha,
-		 o->window_beta, o->reuse_cap, o->bn_batches, x->forced_k,
+		 o->window_beta, o->reuse_cap, o->bn_batches, x->forced_k, x->random_opening,
 		 (int)x->gumbel, x->gumbel_m, o->measure_every, o->measure_share, o->opp_weight,
 		 o->own_weight, o->score_weight, o->learner_ranks > 1 ? o->learner_ranks : 1,
 		 sizes, o->se_channels, (int)o->carry_games,

@@ -475,6 +475,37 @@ static void game_clear(sp_game *gm)
 	gm->m = m;
 }
 
+/* Plays the random opening of selfplay_explore.random_opening into g and
+ * its record: K uniformly random moves, K uniform in 0..max, recorded
+ * without a search (not training positions, root value unknown). A move
+ * that would end the game is taken back and ends the opening. 0, or -1
+ * when the record runs out of memory. */
+static int random_opening(game *g, game_record *rec, int max, uint64_t *rng)
+{
+	if (max <= 0)
+		return 0;
+	int k = (int)(rng_next(rng) % (uint64_t)(max + 1));
+	int legal[GAME_MAX_ACTIONS], pass = game_pass_move(g);
+	for (int i = 0; i < k; i++) {
+		int n = game_legal_moves(g, legal), m = 0;
+		for (int j = 0; j < n; j++)
+			if (legal[j] != pass && !game_fills_own_eye(g, legal[j]))
+				legal[m++] = legal[j];
+		if (m == 0)
+			break;
+		int mv = legal[rng_next(rng) % (uint64_t)m];
+		if (game_play(g, mv) != GAME_OK)
+			return -1;
+		if (game_is_over(g)) {
+			game_undo(g);
+			break;
+		}
+		if (record_add_move(rec, mv, false, NAN, NULL, 0) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Starts a game with model `mdl` (held by the caller, then by the game).
  * 0, or -1 on error. */
 static int game_begin(selfplay *sp, sp_worker *w, sp_game *gm, sp_model *mdl)
@@ -518,6 +549,8 @@ static int game_begin(selfplay *sp, sp_worker *w, sp_game *gm, sp_model *mdl)
 	record_init(&gm->rec, &gp);
 	if (o->explore.gumbel)
 		gm->rec.target = RECORD_TARGET_IMPROVED;
+	if (random_opening(&gm->g, &gm->rec, o->explore.random_opening, &w->rng) != 0)
+		return -1;
 	gm->no_resign = o->resign_pct <= 0 || rng_uniform(&w->rng) < o->no_resign_fraction;
 	pthread_mutex_lock(&sp->mu);
 	gm->resign_at = resign_threshold_locked(sp);

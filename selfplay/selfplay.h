@@ -52,6 +52,14 @@ typedef struct selfplay_explore {
 				   * sequential halving kept, the target the
 				   * improved policy */
 	int gumbel_m;             /* moves its root considers (16) */
+	int random_opening;       /* each game opens with K uniformly random
+				   * legal moves, K drawn uniformly from
+				   * 0..random_opening, played without a
+				   * search and not training positions (Go:
+				   * no pass, no move filling its own eye;
+				   * none that would end the game), so that
+				   * self-play meets openings its network
+				   * would never choose; 0: off */
 } selfplay_explore;
 
 #define SELFPLAY_MAX_SIZES 8

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/game_desc.h"
 #include "nn/cpu/peak.h"
 #include "search/mcts.h"
 #include "selfplay/selfplay.h"
@@ -702,4 +703,103 @@ Test(selfplay, gumbel_games_record_the_improved_policy)
 		openings += s.first_moves[c];
 	cr_assert_geq(openings, 3, "12 games opened in %d columns", openings);
 	selfplay_free(sp);
+}
+
+/* What the games of a random-opening test did: how many opened with
+ * k = 0..15 unsearched moves, their first moves, and the moves that broke
+ * the rules (an unsearched move after a searched one, a searched one
+ * without a root value, a pass among the random moves). */
+typedef struct opening_tally {
+	int games, bad, passes;
+	int with_k[16];
+	bool first_moves[GAME_MAX_ACTIONS];
+	int pass;                    /* the game's pass action, or -1 */
+	collected replay;            /* on_game's round trip and replay */
+} opening_tally;
+
+static int on_game_opening(void *ctx, const game_record *r, int64_t model_id)
+{
+	opening_tally *t = ctx;
+	on_game(&t->replay, r, model_id);
+	int k = 0;
+	while (k < r->n_moves && !r->full[k])
+		k++;
+	t->games++;
+	t->with_k[k < 15 ? k : 15]++;
+	if (r->n_moves > 0)
+		t->first_moves[r->moves[0]] = true;
+	for (int i = 0; i < r->n_moves; i++) {
+		bool random = i < k;
+		if (random != isnan(r->root_value[i]) || (!random && !r->full[i]))
+			t->bad++;
+		if (random && r->moves[i] == t->pass)
+			t->passes++;
+		if (random && r->visit_start[i + 1] != r->visit_start[i])
+			t->bad++;
+	}
+	return 0;
+}
+
+/* Self-play that would play one game over and over (a uniform evaluator,
+ * no noise, the most visited move from the first ply, every move
+ * searched fully), with --random-opening `n`. */
+static opening_tally random_openings(game_kind kind, int size, int n, int games)
+{
+	game_params gp = game_params_default(kind);
+	if (kind == GAME_KIND_GO)
+		gp = game_params_sized(kind, size, gp.komi);
+	selfplay_options o = selfplay_options_default(&gp);
+	o.parallel_games = 4;
+	o.visits = kind == GAME_KIND_GO ? 8 : 16;
+	o.cheap_visits = 0;
+	o.explore.temperature_moves = 0;
+	o.explore.temperature_end = 0;
+	o.explore.temperature_floor = 0;
+	o.explore.noise_eps = 0;
+	o.explore.random_opening = n;
+	o.resign_pct = 0;
+	o.progress_seconds = 0;
+	o.quiet = true;
+	char err[256];
+	selfplay *sp = selfplay_new(&o, err, sizeof(err));
+	cr_assert(sp, "%s", err);
+	game g;
+	game_init(&g, &gp);
+	opening_tally t = { .pass = game_pass_move(&g) };
+	cr_assert_eq(selfplay_run(sp, games, 0, on_game_opening, &t, NULL), games);
+	selfplay_free(sp);
+	cr_assert_eq(t.replay.bad, 0, "%d records did not round-trip or replay", t.replay.bad);
+	cr_assert_eq(t.bad, 0, "%d moves break the opening's rules", t.bad);
+	return t;
+}
+
+/* --random-opening N: each game opens with K uniform in 0..N unsearched
+ * moves that are no training positions, then plays on as before. Without
+ * it the same settings play one game every time, so the spread of first
+ * moves is the opening's. */
+Test(selfplay, random_opening_varies_the_games_and_records_no_targets)
+{
+	opening_tally off = random_openings(GAME_KIND_CONNECT4, 0, 0, 8);
+	cr_assert_eq(off.with_k[0], 8, "without the opening every move is searched");
+	int first = 0;
+	for (int a = 0; a < GAME_MAX_ACTIONS; a++)
+		first += off.first_moves[a];
+	cr_assert_eq(first, 1, "without the opening the games all open alike (%d first moves)",
+		     first);
+
+	opening_tally on = random_openings(GAME_KIND_CONNECT4, 0, 4, 60);
+	for (int k = 0; k <= 4; k++)
+		cr_assert_gt(on.with_k[k], 0, "no game opened with %d random moves", k);
+	for (int k = 5; k < 16; k++)
+		cr_assert_eq(on.with_k[k], 0, "%d games opened with %d random moves", on.with_k[k], k);
+	first = 0;
+	for (int a = 0; a < GAME_MAX_ACTIONS; a++)
+		first += on.first_moves[a];
+	cr_assert_geq(first, 5, "60 games opened in %d columns", first);
+
+	/* Go: no pass among the random moves, and no game over before the
+	 * search plays. */
+	opening_tally go = random_openings(GAME_KIND_GO, 5, 6, 8);
+	cr_assert_eq(go.passes, 0, "%d random moves passed", go.passes);
+	cr_assert_gt(go.games - go.with_k[0], 0);
 }
