@@ -69,7 +69,7 @@ int cli_run(int argc, char **argv)
 	bool dir_given = false, blocks_given = false, channels_given = false, par_given = false;
 	bool visits_given = false, cheap_given = false, window_given = false;
 	bool tmoves_given = false, tend_given = false, tfloor_given = false, carry_given = false;
-	bool sched_given = false, drops_given = false, cpuct_given = false;
+	bool sched_given = false, drops_given = false, cpuct_given = false, ropen_given = false;
 	cli_int_list drops = { .v = o.lr_drops, .cap = TRAIN_MAX_LR_STEPS, .n = &o.n_lr_drops };
 	cli_int_list sizes = { .v = o.sizes, .cap = SELFPLAY_MAX_SIZES, .n = &o.n_sizes };
 	const cli_opt opts[] = {
@@ -207,7 +207,7 @@ int cli_run(int argc, char **argv)
 			    "each self-play game opens with K uniformly random moves, K drawn "
 			    "uniformly from 0..N, played without a search and not training "
 			    "positions, so that self-play meets openings its network would never "
-			    "choose (KataGo's varied openings); 0: off"),
+			    "choose; 0: off", .given = &ropen_given, .def = "C4 8, Go 0"),
 		CLI_OPT_FLAG("--gumbel", NULL, &o.explore.gumbel,
 			     "Gumbel root search in self-play (sequential halving over --gumbel-m "
 			     "sampled moves; the improved policy as the target) instead of Dirichlet "
@@ -300,6 +300,8 @@ int cli_run(int argc, char **argv)
 		o.explore.temperature_floor = d.explore.temperature_floor;
 	if (!cpuct_given)
 		o.explore.cpuct = d.explore.cpuct;
+	if (!ropen_given)
+		o.explore.random_opening = d.explore.random_opening;
 	if (!carry_given)
 		o.carry_games = d.carry_games;
 	/* Drops without a schedule ask for the step schedule; the constant

@@ -78,7 +78,8 @@ int cli_selfplay(int argc, char **argv)
 			     .def = "0.3 for Connect Four, 0 for Go"),
 		CLI_OPT_INT("--random-opening", NULL, &o->explore.random_opening, 0, 1000, "N",
 			    "each game opens with K uniformly random moves, K drawn uniformly from "
-			    "0..N, played without a search and not training positions; 0: off"),
+			    "0..N, played without a search and not training positions; 0: off",
+			    .def = "8 for Connect Four, 0 for Go"),
 		CLI_OPT_FLAG("--gumbel", NULL, &o->explore.gumbel,
 			     "Gumbel root search (sequential halving over --gumbel-m sampled moves; "
 			     "the improved policy as the target) instead of Dirichlet noise and the "

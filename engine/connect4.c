@@ -133,6 +133,10 @@ static void c4_numbers(const game_params *p, game_numbers *out)
 	/* AlphaZero.jl's 2: the wider searches teach more than 1.1's
 	 * (docs/LEARNING.md, "A wider self-play search"). */
 	out->selfplay_cpuct = 2.0;
+	/* Up to 8 random opening moves: self-play otherwise opens nearly
+	 * every game in the centre column, and positions brought to the
+	 * engine start anywhere (docs/LEARNING.md, "Random openings"). */
+	out->selfplay_random_opening = 8;
 	out->opening_moves = 2;
 	out->max_moves = C4_CELLS;
 	out->resign_after = 8;
@@ -146,7 +150,9 @@ static void c4_run_defaults(const game_params *p, game_run_defaults *out)
 	out->cheap_visits = 40;
 	out->parallel_games = 32;
 	out->window = 150000; /* docs/LEARNING.md, "A larger window" */
-	out->positions_per_game = 0.25 * 22;
+	/* A quarter of a typical game's plies, less its random opening (8
+	 * plies at most, 4 on average) */
+	out->positions_per_game = 0.25 * (22 - 4);
 	/* Carried games erred more in search: docs/LEARNING.md, "Carrying
 	 * self-play games across iterations" */
 	out->carry_games = false;

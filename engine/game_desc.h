@@ -28,6 +28,9 @@ typedef struct game_numbers {
 	/* Self-play's PUCT exploration constant; 0: the search's own default
 	 * (mcts_options_default), which play, analysis and measurement use. */
 	double selfplay_cpuct;
+	/* Self-play: each game opens with up to this many uniformly random
+	 * moves (selfplay_explore.random_opening); 0: none. */
+	int selfplay_random_opening;
 	int opening_moves;     /* match: random plies that open each game */
 	int max_moves;         /* match: move limit, then the game is scored as it stands */
 	int resign_after;      /* self-play: no resignation before this ply */

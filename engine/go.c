@@ -925,6 +925,7 @@ static void go_numbers(const game_params *p, game_numbers *out)
 	out->temperature_end = n; /* a step to the most visited move */
 	out->temperature_floor = 0;
 	out->selfplay_cpuct = 0; /* the search's */
+	out->selfplay_random_opening = 0; /* not measured on Go */
 	/* Random match openings: 4 plies from 9x9 up, 2 on the small boards. */
 	out->opening_moves = n >= 9 ? 4 : 2;
 	out->max_moves = 3 * n * n;

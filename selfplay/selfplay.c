@@ -118,6 +118,7 @@ selfplay_options selfplay_options_default(const game_params *g)
 		.noise_alpha_sum = mo.noise_alpha_sum,
 		.noise_eps = mo.noise_eps,
 		.gumbel_m = mo.gumbel_m,
+		.random_opening = n.selfplay_random_opening,
 	};
 	o.resign_pct = 5;
 	o.resign_after_moves = n.resign_after;
@@ -146,6 +147,8 @@ void selfplay_explore_settle(selfplay_explore *x, const game_params *g)
 		x->temperature_floor = n.temperature_floor;
 	if (x->cpuct < 0)
 		x->cpuct = selfplay_cpuct(&n);
+	if (x->random_opening < 0)
+		x->random_opening = n.selfplay_random_opening;
 }
 
 double selfplay_temperature(const selfplay_explore *o, int ply)

@@ -47,6 +47,7 @@ selfplay_worker_options selfplay_worker_options_default(void)
 	o.play.explore.temperature_end = -1;
 	o.play.explore.temperature_floor = -1;
 	o.play.explore.cpuct = -1;
+	o.play.explore.random_opening = -1;
 	o.poll_seconds = 10;
 	o.max_store_failures = 3;
 	return o;

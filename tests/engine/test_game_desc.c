@@ -113,11 +113,11 @@ Test(game_desc, numbers_kept)
 	cr_assert(n.actions == 7 && n.width == 7 && n.height == 6);
 	cr_assert(n.temperature_moves == 20 && n.resign_after == 8);
 	cr_assert(n.temperature_end == 30 && n.temperature_floor == 0.3);
-	cr_assert(n.selfplay_cpuct == 2.0);
+	cr_assert(n.selfplay_cpuct == 2.0 && n.selfplay_random_opening == 8);
 	cr_assert(n.opening_moves == 2 && n.max_moves == 42 && n.typical_length == 22);
 	game_run_defaults r = game_run_defaults_of(&c4);
 	cr_assert(r.blocks == 4 && r.channels == 48 && r.visits == 200 && r.cheap_visits == 40);
-	cr_assert(r.parallel_games == 32 && r.window == 150000 && r.positions_per_game == 5.5);
+	cr_assert(r.parallel_games == 32 && r.window == 150000 && r.positions_per_game == 4.5);
 	cr_assert(!game_connect4.has_size && !game_connect4.has_komi && !game_connect4.has_pass);
 	cr_assert(!strcmp(game_connect4.encoding, "c4") && game_connect4.value_outputs == 3);
 
@@ -138,6 +138,7 @@ Test(game_desc, numbers_kept)
 		cr_assert_eq(n.temperature_moves, go[i].temperature, "size %d", go[i].size);
 		cr_assert(n.temperature_end == n.temperature_moves && n.temperature_floor == 0);
 		cr_assert(n.selfplay_cpuct == 0, "Go self-play searches with the search's cpuct");
+		cr_assert_eq(n.selfplay_random_opening, 0, "size %d", go[i].size);
 		cr_assert_eq(n.resign_after, go[i].resign_after, "size %d", go[i].size);
 		cr_assert_eq(n.opening_moves, go[i].opening, "size %d", go[i].size);
 		cr_assert_eq(n.max_moves, go[i].max_moves, "size %d", go[i].size);

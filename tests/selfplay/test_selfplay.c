@@ -49,7 +49,8 @@ static int on_game(void *ctx, const game_record *r, int64_t model_id)
 }
 
 /* Quiet self-play of Connect Four without a network: 4 games at once,
- * 30 full and 8 cheap visits, with Gumbel root search when asked. */
+ * 30 full and 8 cheap visits, with Gumbel root search when asked, every
+ * move searched from the first (no random opening). */
 static selfplay *uniform_c4(bool gumbel)
 {
 	game_params gp = game_params_default(GAME_KIND_CONNECT4);
@@ -58,6 +59,7 @@ static selfplay *uniform_c4(bool gumbel)
 	o.visits = 30;
 	o.cheap_visits = 8;
 	o.explore.gumbel = gumbel;
+	o.explore.random_opening = 0;
 	o.progress_seconds = 0;
 	o.quiet = true;
 	char err[256];
@@ -86,7 +88,8 @@ Test(selfplay, connect4_uniform_games_are_recorded)
 }
 
 /* A small random Connect Four network, and options for 8 games at once
- * of 24 visits with every move recorded, on one network thread. */
+ * of 24 visits with every move recorded (no random opening), on one
+ * network thread. */
 static nn_net *small_c4_net(selfplay_options *o)
 {
 	game_params gp = game_params_default(GAME_KIND_CONNECT4);
@@ -100,6 +103,7 @@ static nn_net *small_c4_net(selfplay_options *o)
 	o->batch = 8;
 	o->visits = 24;
 	o->cheap_visits = 0; /* every move recorded */
+	o->explore.random_opening = 0;
 	o->progress_seconds = 0;
 	o->quiet = true;
 	o->nn.threads = 1;
@@ -477,6 +481,7 @@ Test(selfplay, worker_takes_the_games_schedule)
 	cr_assert_eq(x.temperature_floor, 0.0);
 	cr_assert_eq(selfplay_temperature(&x, go.size), 0.0);
 	cr_assert_float_eq(x.cpuct, mcts_options_default().cpuct, 1e-12);
+	cr_assert_eq(x.random_opening, 0);
 
 	x = selfplay_worker_options_default().play.explore;
 	x.temperature_moves = 4;
@@ -485,6 +490,7 @@ Test(selfplay, worker_takes_the_games_schedule)
 	cr_assert(x.temperature_moves == 4 && x.temperature_end == 30);
 	cr_assert_float_eq(x.temperature_floor, 0.3, 1e-12);
 	cr_assert_float_eq(x.cpuct, 2.0, 1e-12);
+	cr_assert_eq(x.random_opening, 8);
 
 	x = selfplay_worker_options_default().play.explore;
 	x.cpuct = 1.5;
