@@ -44,8 +44,8 @@ typedef struct selfplay_explore {
 	double noise_eps;         /* weight of the noise at the root */
 	double forced_k;          /* forced playouts with policy target pruning in
 				   * full searches (mcts_options.forced_k; KataGo
-				   * 2); 0: off. Moves are still chosen from the
-				   * raw visits */
+				   * 2); 0: off. Moves are drawn from the pruned
+				   * visits, as the target is (mcts_choose_move) */
 	bool gumbel;              /* Gumbel root search (mcts_options.gumbel) in
 				   * every search instead of Dirichlet noise and
 				   * the temperature: the move is the one
