@@ -48,24 +48,40 @@ static int on_game(void *ctx, const game_record *r, int64_t model_id)
 	return 0;
 }
 
+/* Quiet self-play options of game gp without a network: 4 games at
+ * once, `visits` full visits, no cheap searches (every move searched
+ * fully), no progress lines. */
+static selfplay_options quiet_options(const game_params *gp, int visits)
+{
+	selfplay_options o = selfplay_options_default(gp);
+	o.parallel_games = 4;
+	o.visits = visits;
+	o.cheap_visits = 0;
+	o.progress_seconds = 0;
+	o.quiet = true;
+	return o;
+}
+
+/* Self-play with options o; the test fails if it cannot start. */
+static selfplay *started(const selfplay_options *o)
+{
+	char err[256];
+	selfplay *sp = selfplay_new(o, err, sizeof(err));
+	cr_assert(sp, "%s", err);
+	return sp;
+}
+
 /* Quiet self-play of Connect Four without a network: 4 games at once,
  * 30 full and 8 cheap visits, with Gumbel root search when asked, every
  * move searched from the first (no random opening). */
 static selfplay *uniform_c4(bool gumbel)
 {
 	game_params gp = game_params_default(GAME_KIND_CONNECT4);
-	selfplay_options o = selfplay_options_default(&gp);
-	o.parallel_games = 4;
-	o.visits = 30;
+	selfplay_options o = quiet_options(&gp, 30);
 	o.cheap_visits = 8;
 	o.explore.gumbel = gumbel;
 	o.explore.random_opening = 0;
-	o.progress_seconds = 0;
-	o.quiet = true;
-	char err[256];
-	selfplay *sp = selfplay_new(&o, err, sizeof(err));
-	cr_assert(sp, "%s", err);
-	return sp;
+	return started(&o);
 }
 
 Test(selfplay, connect4_uniform_games_are_recorded)
@@ -328,17 +344,10 @@ Test(selfplay, no_pass_while_behind)
 	 * without the rule a player passes about once in 26 moves on 5x5,
 	 * behind or not. */
 	game_params gp = { .kind = GAME_KIND_GO, .size = 5, .komi = 7 };
-	selfplay_options o = selfplay_options_default(&gp);
-	o.parallel_games = 4;
-	o.visits = 30;
-	o.cheap_visits = 0;
+	selfplay_options o = quiet_options(&gp, 30);
 	o.explore.temperature_moves = 100; /* sample from the visits all game long */
 	o.resign_pct = 0;
-	o.progress_seconds = 0;
-	o.quiet = true;
-	char err[256];
-	selfplay *sp = selfplay_new(&o, err, sizeof(err));
-	cr_assert(sp, "%s", err);
+	selfplay *sp = started(&o);
 	pass_check c = { 0 };
 	cr_assert_eq(selfplay_run(sp, 12, 0, on_game_passes, &c, NULL), 12);
 	selfplay_free(sp);
@@ -448,19 +457,12 @@ static int tally_explored(void *ctx, const game_record *r, int64_t model_id)
 Test(selfplay, exploring_moves_are_marked)
 {
 	game_params gp = game_params_default(GAME_KIND_CONNECT4);
-	selfplay_options o = selfplay_options_default(&gp);
-	o.parallel_games = 4;
-	o.visits = 30;
-	o.cheap_visits = 0; /* every move keeps its visits */
+	selfplay_options o = quiet_options(&gp, 30); /* every move keeps its visits */
 	o.explore.temperature = 1;
 	o.explore.temperature_moves = 6;
 	o.explore.temperature_end = 6;
 	o.explore.temperature_floor = 0;
-	o.progress_seconds = 0;
-	o.quiet = true;
-	char err[256];
-	selfplay *sp = selfplay_new(&o, err, sizeof(err));
-	cr_assert(sp, "%s", err);
+	selfplay *sp = started(&o);
 	explored_tally t = { 0 };
 	cr_assert_eq(selfplay_run(sp, 12, 0, tally_explored, &t, NULL), 12);
 	selfplay_free(sp);
@@ -754,21 +756,14 @@ static opening_tally random_openings(game_kind kind, int size, int n, int games)
 	game_params gp = game_params_default(kind);
 	if (kind == GAME_KIND_GO)
 		gp = game_params_sized(kind, size, gp.komi);
-	selfplay_options o = selfplay_options_default(&gp);
-	o.parallel_games = 4;
-	o.visits = kind == GAME_KIND_GO ? 8 : 16;
-	o.cheap_visits = 0;
+	selfplay_options o = quiet_options(&gp, kind == GAME_KIND_GO ? 8 : 16);
 	o.explore.temperature_moves = 0;
 	o.explore.temperature_end = 0;
 	o.explore.temperature_floor = 0;
 	o.explore.noise_eps = 0;
 	o.explore.random_opening = n;
 	o.resign_pct = 0;
-	o.progress_seconds = 0;
-	o.quiet = true;
-	char err[256];
-	selfplay *sp = selfplay_new(&o, err, sizeof(err));
-	cr_assert(sp, "%s", err);
+	selfplay *sp = started(&o);
 	game g;
 	game_init(&g, &gp);
 	opening_tally t = { .pass = game_pass_move(&g) };
