@@ -7,6 +7,8 @@
 #include <string.h>
 
 #define C4_COL_BITS (C4_HEIGHT + 1)
+#define C4_TYPICAL_LENGTH 22 /* plies of a typical game */
+#define C4_RANDOM_OPENING 8  /* self-play's random opening moves, at most */
 
 
 /* True when the bitboard holds four in a row in any direction: vertical (1),
@@ -122,7 +124,7 @@ static void c4_numbers(const game_params *p, game_numbers *out)
 	out->width = C4_WIDTH;
 	out->height = C4_HEIGHT;
 	out->actions = C4_WIDTH;
-	out->typical_length = 22;
+	out->typical_length = C4_TYPICAL_LENGTH;
 	/* AlphaZero.jl's schedule: 1 to ply 20, falling to 0.3 at ply 30 and
 	 * staying there. It keeps self-play's games apart and explores the
 	 * whole opening (docs/LEARNING.md, "A temperature floor" and "An
@@ -136,7 +138,7 @@ static void c4_numbers(const game_params *p, game_numbers *out)
 	/* Up to 8 random opening moves: self-play otherwise opens nearly
 	 * every game in the centre column, and positions brought to the
 	 * engine start anywhere (docs/LEARNING.md, "Random openings"). */
-	out->selfplay_random_opening = 8;
+	out->selfplay_random_opening = C4_RANDOM_OPENING;
 	out->opening_moves = 2;
 	out->max_moves = C4_CELLS;
 	out->resign_after = 8;
@@ -150,9 +152,9 @@ static void c4_run_defaults(const game_params *p, game_run_defaults *out)
 	out->cheap_visits = 40;
 	out->parallel_games = 32;
 	out->window = 150000; /* docs/LEARNING.md, "A larger window" */
-	/* A quarter of a typical game's plies, less its random opening (8
-	 * plies at most, 4 on average) */
-	out->positions_per_game = 0.25 * (22 - 4);
+	/* A quarter of a typical game's plies, less its random opening
+	 * (half its most on average) */
+	out->positions_per_game = 0.25 * (C4_TYPICAL_LENGTH - C4_RANDOM_OPENING / 2.0);
 	/* Carried games erred more in search: docs/LEARNING.md, "Carrying
 	 * self-play games across iterations" */
 	out->carry_games = false;
